@@ -1,0 +1,42 @@
+# The two commands: `make demo` (the main job) and `make test` (lint, types, tests).
+# Both create .venv when it is missing and install what they need; torch is pinned to the CPU
+# build on disk through constraints.txt.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.attnlab-installed
+OUT ?= demo
+TEXT ?= The cat sat on the mat because it was tired.
+
+.PHONY: demo test install system lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian packages the browser tests and CJK figures need (root on CI and dev machines).
+system:
+	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi 'cjk\|wenquanyi'; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    chromium fonts-wqy-zenhei fontconfig >/dev/null; \
+	fi
+
+demo: $(STAMP)
+	$(PY) -m attnlab.tour
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(PY) -m mypy src
+
+pytest: $(STAMP) system
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)

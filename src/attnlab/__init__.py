@@ -1,0 +1,31 @@
+"""attnlab: build, train, capture, see and measure attention.
+
+    >>> import attnlab as al
+    >>> out, w = al.attention(q, k, v, causal=True)          # (B, H, L, Ev), (B, H, L, S)
+    >>> with al.capture(model) as trace: model(x)             # any nn.Module
+    >>> al.viz.save_html(trace, "attention.html")             # one offline file
+
+Conventions: kernels take ``(batch, heads, seq, dim)``; layers take ``(batch, seq, d_model)``; a
+boolean mask is **True = may attend**; causal masks align bottom-right when ``q_len != k_len``; rows
+with no allowed key give zeros, never NaN; heads are never averaged unless asked.
+"""
+
+from __future__ import annotations
+
+from . import errors, functional, masks
+from .capture import AttentionRecord, AttentionTrace
+from .errors import AttnLabError
+from .functional import attention
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttentionRecord",
+    "AttentionTrace",
+    "AttnLabError",
+    "__version__",
+    "attention",
+    "errors",
+    "functional",
+    "masks",
+]

@@ -1,0 +1,61 @@
+"""Every exception attnlab raises.
+
+Each one subclasses :class:`AttnLabError` *and* the built-in it behaves like (``ValueError`` or
+``TypeError``), so ``except ValueError`` keeps working for callers who do not know attnlab.
+Messages say what was received, what was expected, and how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AttnLabError",
+    "CaptureError",
+    "ConfigError",
+    "DTypeError",
+    "DeviceError",
+    "InputError",
+    "MaskError",
+    "ModelLoadError",
+    "ShapeError",
+    "TraceFileError",
+]
+
+
+class AttnLabError(Exception):
+    """Base class of every error attnlab raises on bad input."""
+
+
+class ShapeError(AttnLabError, ValueError):
+    """A tensor has the wrong number of dimensions or sizes that do not fit together."""
+
+
+class MaskError(AttnLabError, ValueError):
+    """A mask has the wrong dtype or a shape that does not broadcast to ``(..., q_len, k_len)``."""
+
+
+class DTypeError(AttnLabError, TypeError):
+    """A tensor has a dtype the operation does not take, or tensors disagree on dtype."""
+
+
+class DeviceError(AttnLabError, ValueError):
+    """Tensors that must live on one device do not."""
+
+
+class ConfigError(AttnLabError, ValueError):
+    """A constructor or function argument is out of range (heads, temperature, dropout, ...)."""
+
+
+class InputError(AttnLabError, ValueError):
+    """User-level input is unusable: empty text, text longer than the model takes, an index out of range."""
+
+
+class ModelLoadError(AttnLabError, ValueError):
+    """A model folder is missing, is not a model, or cannot be loaded offline."""
+
+
+class TraceFileError(AttnLabError, ValueError):
+    """A trace file is missing, truncated, corrupt, or not an attnlab trace."""
+
+
+class CaptureError(AttnLabError, RuntimeError):
+    """Capturing attention failed: the model has no attention attnlab knows how to record."""

@@ -1,0 +1,66 @@
+"""Score functions: how well each query matches each key, before the softmax.
+
+All return ``(..., L, S)`` scores for queries ``(..., L, Eq)`` and keys ``(..., S, Ek)``.
+The layers (:class:`attnlab.LuongAttention`, :class:`attnlab.BahdanauAttention`, multi-head
+attention) feed these to :func:`attnlab.functional.masked_softmax`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ..errors import ShapeError
+
+__all__ = ["additive", "dot", "general", "scaled_dot"]
+
+
+def _need_last(name: str, t: Tensor, size: int, what: str) -> None:
+    if t.shape[-1] != size:
+        raise ShapeError(f"{name} must have last dim {size} ({what}), got shape {tuple(t.shape)}")
+
+
+def dot(q: Tensor, k: Tensor) -> Tensor:
+    """Luong's *dot*: ``q . k``.  Needs ``Eq == Ek``."""
+    _need_last("k", k, q.shape[-1], "the query's feature size")
+    return torch.matmul(q, k.transpose(-2, -1))  # (..., L, S)
+
+
+def scaled_dot(q: Tensor, k: Tensor, scale: float | None = None) -> Tensor:
+    """The Transformer's score ``q . k / sqrt(E)`` (or ``* scale``)."""
+    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    return dot(q, k) * s
+
+
+def general(q: Tensor, k: Tensor, weight: Tensor) -> Tensor:
+    """Luong's *general* (bilinear): ``q^T W k`` with ``weight`` of shape ``(Eq, Ek)``."""
+    if weight.ndim != 2:
+        raise ShapeError(f"weight must be (Eq, Ek), got shape {tuple(weight.shape)}")
+    _need_last("q", q, weight.shape[0], "weight.shape[0]")
+    _need_last("k", k, weight.shape[1], "weight.shape[1]")
+    return torch.matmul(torch.matmul(q, weight), k.transpose(-2, -1))  # (..., L, S)
+
+
+def additive(q: Tensor, k: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor, bias: Tensor | None = None) -> Tensor:
+    """Bahdanau's additive (Luong's *concat*) score ``v^T tanh(W_q q + W_k k + b)``.
+
+    ``w_q`` is ``(A, Eq)``, ``w_k`` is ``(A, Ek)``, ``v`` is ``(A,)`` and ``bias`` ``(A,)``: the same
+    as concatenating ``[q; k]`` and applying ``W = [W_q W_k]``.  Memory is ``(..., L, S, A)``.
+    """
+    if w_q.ndim != 2 or w_k.ndim != 2 or v.ndim != 1:
+        raise ShapeError(
+            f"additive needs w_q (A, Eq), w_k (A, Ek), v (A,), got {tuple(w_q.shape)}, {tuple(w_k.shape)}, "
+            f"{tuple(v.shape)}"
+        )
+    if not (w_q.shape[0] == w_k.shape[0] == v.shape[0]):
+        raise ShapeError(
+            f"w_q, w_k and v must share the attention size A, got {w_q.shape[0]}, {w_k.shape[0]}, {v.shape[0]}"
+        )
+    _need_last("q", q, w_q.shape[1], "w_q.shape[1]")
+    _need_last("k", k, w_k.shape[1], "w_k.shape[1]")
+    pq = torch.matmul(q, w_q.t()).unsqueeze(-2)  # (..., L, 1, A)
+    pk = torch.matmul(k, w_k.t()).unsqueeze(-3)  # (..., 1, S, A)
+    h = pq + pk if bias is None else pq + pk + bias  # (..., L, S, A)
+    return torch.matmul(torch.tanh(h), v)  # (..., L, S)

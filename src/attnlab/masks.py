@@ -1,0 +1,239 @@
+"""Attention masks as small predicates that combine.
+
+A mask answers one question: *may query ``q`` attend to key ``k``?*  It is a function of index
+tensors ``(b, h, q, k)`` that returns a boolean tensor, **True = may attend** (the convention of
+``torch.nn.functional.scaled_dot_product_attention`` and FlexAttention, *not* the one of
+``torch.nn.MultiheadAttention``).  Masks combine with ``&``, ``|`` and ``~`` (or :func:`combine`)
+and are turned into a dense boolean tensor only when a kernel asks (:meth:`Mask.materialize`).
+
+Positional masks (causal, window, strided) compare a key index with the query's **aligned
+position** ``q + (k_len - q_len)``: with a key/value cache longer than the queries, the last query
+lines up with the last key (bottom-right alignment, as in FlashAttention).  When ``q_len == k_len``
+the aligned position is just ``q``.
+
+    >>> import attnlab as al
+    >>> m = al.masks.causal() & al.masks.window(2)
+    >>> m.materialize(4, 4).int().squeeze()
+    tensor([[1, 0, 0, 0],
+            [1, 1, 0, 0],
+            [1, 1, 1, 0],
+            [0, 1, 1, 1]], dtype=torch.int32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .errors import ConfigError, MaskError, ShapeError
+
+__all__ = [
+    "Mask",
+    "causal",
+    "combine",
+    "full",
+    "global_tokens",
+    "key_padding",
+    "padding",
+    "strided",
+    "window",
+]
+
+# (b, h, q, k, q_len, k_len) -> bool tensor broadcast over the index tensors
+Predicate = Callable[[Tensor, Tensor, Tensor, Tensor, int, int], Tensor]
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A boolean attention mask given as a predicate over ``(batch, head, query, key)`` indices.
+
+    ``fn(b, h, q, k, q_len, k_len)`` receives broadcastable ``int64`` index tensors and returns a
+    boolean tensor, True where the query may attend to the key.  ``batch_size`` is set by masks that
+    depend on the batch (padding), so that materialising knows how many rows to make.
+    """
+
+    fn: Predicate
+    name: str
+    batch_size: int | None = None
+
+    def __call__(self, b: Tensor, h: Tensor, q: Tensor, k: Tensor, q_len: int, k_len: int) -> Tensor:
+        return self.fn(b, h, q, k, q_len, k_len)
+
+    def __and__(self, other: Mask) -> Mask:
+        return combine(self, other, op="and")
+
+    def __or__(self, other: Mask) -> Mask:
+        return combine(self, other, op="or")
+
+    def __invert__(self) -> Mask:
+        fn = self.fn
+        return Mask(lambda b, h, q, k, ql, kl: ~fn(b, h, q, k, ql, kl), f"~{self.name}", self.batch_size)
+
+    def __repr__(self) -> str:
+        return f"Mask({self.name})"
+
+    def materialize(
+        self,
+        q_len: int,
+        k_len: int,
+        *,
+        batch: int | None = None,
+        heads: int = 1,
+        device: torch.device | str | None = None,
+    ) -> Tensor:
+        """The dense boolean mask, shape ``(batch, heads, q_len, k_len)``; batch and heads are 1
+        (and broadcast) when the predicate does not depend on them."""
+        return self.block(q_len, k_len, 0, q_len, 0, k_len, batch=batch, heads=heads, device=device)
+
+    def block(
+        self,
+        q_len: int,
+        k_len: int,
+        q0: int,
+        q1: int,
+        k0: int,
+        k1: int,
+        *,
+        batch: int | None = None,
+        heads: int = 1,
+        device: torch.device | str | None = None,
+    ) -> Tensor:
+        """The mask of the block ``[q0, q1) x [k0, k1)`` of a ``q_len x k_len`` problem,
+        shape ``(batch, heads, q1 - q0, k1 - k0)``.  Blockwise kernels call this per tile."""
+        if q_len < 0 or k_len < 0:
+            raise ShapeError(f"mask lengths must be >= 0, got q_len={q_len}, k_len={k_len}")
+        nb = batch if batch is not None else (self.batch_size or 1)
+        b = torch.arange(nb, device=device).view(-1, 1, 1, 1)  # (B, 1, 1, 1)
+        h = torch.arange(heads, device=device).view(1, -1, 1, 1)  # (1, H, 1, 1)
+        q = torch.arange(q0, q1, device=device).view(1, 1, -1, 1)  # (1, 1, Q, 1)
+        k = torch.arange(k0, k1, device=device).view(1, 1, 1, -1)  # (1, 1, 1, K)
+        out = self.fn(b, h, q, k, q_len, k_len)
+        shape = (nb if out.shape[0] != 1 else 1, heads if out.shape[1] != 1 else 1, q1 - q0, k1 - k0)
+        return torch.broadcast_to(out, shape)
+
+
+def _aligned(q: Tensor, q_len: int, k_len: int) -> Tensor:
+    """The query's position in key coordinates (bottom-right alignment)."""
+    return q + (k_len - q_len)
+
+
+def full() -> Mask:
+    """Every query may attend to every key."""
+    return Mask(lambda b, h, q, k, ql, kl: torch.ones_like(q + k, dtype=torch.bool), "full")
+
+
+def causal() -> Mask:
+    """Query ``i`` may attend to keys ``j <= i + k_len - q_len`` (bottom-right aligned)."""
+    return Mask(lambda b, h, q, k, ql, kl: k <= _aligned(q, ql, kl), "causal")
+
+
+def window(before: int, after: int | None = None, *, dilation: int = 1) -> Mask:
+    """Local (sliding-window) attention: query ``i`` sees keys ``j`` with
+    ``-after <= i - j <= before`` in aligned positions.
+
+    ``window(w)`` is two-sided (``w`` keys on each side, ``2w + 1`` in all); ``window(w, 0)`` is the
+    one-sided window of a causal local model.  With ``dilation=d`` only every ``d``-th key of a window
+    ``d`` times wider is kept (``i - j`` divisible by ``d``), as in dilated sliding windows (Longformer).
+    """
+    after = before if after is None else after
+    for name, value in (("before", before), ("after", after)):
+        if not isinstance(value, int) or value < 0:
+            raise ConfigError(
+                f"window {name} must be a non-negative int, got {value!r}; "
+                f"pass e.g. window(2) for two keys on each side"
+            )
+    if not isinstance(dilation, int) or dilation < 1:
+        raise ConfigError(f"window dilation must be an int >= 1, got {dilation!r}; use dilation=1 for none")
+
+    def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
+        d = _aligned(q, ql, kl) - k
+        ok = (d <= before * dilation) & (d >= -after * dilation)
+        return ok & (d % dilation == 0) if dilation > 1 else ok
+
+    name = f"window({before}, {after}" + (f", dilation={dilation})" if dilation > 1 else ")")
+    return Mask(fn, name)
+
+
+def strided(stride: int) -> Mask:
+    """The strided pattern of the Sparse Transformer: query ``i`` sees key ``j`` when ``i - j`` is a
+    multiple of ``stride`` (aligned positions).  Combine with :func:`window` and :func:`causal` for
+    the full factorised pattern: ``causal() & (window(stride - 1, 0) | strided(stride))``."""
+    if not isinstance(stride, int) or stride < 1:
+        raise ConfigError(f"stride must be an int >= 1, got {stride!r}")
+    return Mask(lambda b, h, q, k, ql, kl: (_aligned(q, ql, kl) - k) % stride == 0, f"strided({stride})")
+
+
+def global_tokens(indices: Sequence[int] | Tensor) -> Mask:
+    """Global tokens (Longformer, BigBird): the listed positions attend to every key and every query
+    attends to them.  Indices are positions in the sequence (same for queries and keys)."""
+    idx = torch.as_tensor(indices, dtype=torch.long).flatten()
+    if idx.numel() and int(idx.min()) < 0:
+        raise ConfigError(f"global token indices must be >= 0, got {idx.tolist()}")
+
+    def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
+        g = idx.to(q.device)
+        return torch.isin(q, g) | torch.isin(k, g)
+
+    return Mask(fn, f"global_tokens({idx.tolist()})")
+
+
+def padding(lengths: Sequence[int] | Tensor) -> Mask:
+    """Key padding from the true lengths of a batch: in row ``b`` keys ``j < lengths[b]`` are real."""
+    lens = torch.as_tensor(lengths, dtype=torch.long).flatten()
+    if lens.numel() == 0 or int(lens.min()) < 0:
+        raise ConfigError(f"padding lengths must be a non-empty list of ints >= 0, got {lens.tolist()}")
+
+    def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
+        return k < lens.to(k.device)[b]
+
+    return Mask(fn, f"padding({lens.tolist()})", batch_size=lens.numel())
+
+
+def key_padding(key_mask: Tensor) -> Mask:
+    """Key padding from a boolean ``(batch, k_len)`` tensor, True = real token (as Hugging Face's
+    ``attention_mask``).  A ``0/1`` integer tensor is accepted too."""
+    if key_mask.ndim != 2:
+        raise MaskError(
+            f"key_mask must be (batch, k_len), got shape {tuple(key_mask.shape)}; "
+            f"for one sequence use key_mask[None]"
+        )
+    if key_mask.dtype.is_floating_point:
+        raise MaskError(
+            f"key_mask must be bool or 0/1 integers (True = real token), got {key_mask.dtype}; "
+            f"a float mask is additive, pass it to attention(mask=...) directly"
+        )
+    km = key_mask.bool()
+
+    def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
+        if kl != km.shape[1]:
+            raise MaskError(f"key_mask covers {km.shape[1]} keys but the attention has k_len={kl}")
+        return km.to(k.device)[b, k]
+
+    return Mask(fn, f"key_padding{tuple(km.shape)}", batch_size=km.shape[0])
+
+
+def combine(*masks: Mask, op: str = "and") -> Mask:
+    """Combine masks: ``op="and"`` keeps a pair only if every mask keeps it, ``"or"`` if any does."""
+    if not masks:
+        raise ConfigError("combine() needs at least one mask")
+    if op not in ("and", "or"):
+        raise ConfigError(f"combine op must be 'and' or 'or', got {op!r}")
+    for m in masks:
+        if not isinstance(m, Mask):
+            raise MaskError(f"combine() takes attnlab.masks.Mask objects, got {type(m).__name__}")
+    sizes = {m.batch_size for m in masks if m.batch_size is not None}
+    if len(sizes) > 1:
+        raise MaskError(f"masks disagree on the batch size: {sorted(sizes)}")
+    fns = [m.fn for m in masks]
+
+    def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
+        out = fns[0](b, h, q, k, ql, kl)
+        for f in fns[1:]:
+            out = (out & f(b, h, q, k, ql, kl)) if op == "and" else (out | f(b, h, q, k, ql, kl))
+        return out
+
+    sym = " & " if op == "and" else " | "
+    return Mask(fn, "(" + sym.join(m.name for m in masks) + ")", next(iter(sizes), None))
