@@ -51,7 +51,7 @@ def test_float32_matches_float64_reference(shape, mask_kind, causal):
     out, w = al.attention(q, k, v, mask=mask, causal=causal)
     ref_out, ref_w = attention_ref(q, k, v, mask=mask, causal=causal)
     assert out.dtype == w.dtype == torch.float32
-    assert out.shape == shape[:3] + (shape[5],) and w.shape == shape[:4]
+    assert out.shape == (*shape[:3], shape[5]) and w.shape == shape[:4]
     err_o, err_w = (out.double() - ref_out).abs().max().item(), (w.double() - ref_w).abs().max().item()
     assert err_o < 1e-5 and err_w < 1e-5, f"largest difference: output {err_o:.3g}, weights {err_w:.3g}"
     # The fused path (no weights) gives the same output.
@@ -109,8 +109,8 @@ def test_bfloat16_flashattention_rule(mask_kind, causal):
         e_ours = (a.double() - r).abs().max().item()
         e_plain = (p.double() - r).abs().max().item()
         assert e_ours <= 2 * e_plain + 1e-6, f"{name}: ours {e_ours:.3g} vs plain bf16 {e_plain:.3g}"
-    fast = al.attention(*(t.detach().bfloat16() for t in (q64, k64, v64)), mask=mask, causal=causal,
-                        return_weights=False)[0]
+    inputs = [t.detach().bfloat16() for t in (q64, k64, v64)]
+    fast = al.attention(*inputs, mask=mask, causal=causal, return_weights=False)[0]
     assert (fast.double() - ref).abs().max().item() <= 2 * (plain.double() - ref).abs().max().item() + 1e-6
 
 

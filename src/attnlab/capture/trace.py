@@ -64,7 +64,8 @@ class AttentionRecord:
         return int(self.weights.shape[1])
 
     def __repr__(self) -> str:
-        return f"AttentionRecord(name={self.name!r}, kind={self.kind!r}, layer={self.layer}, weights={tuple(self.weights.shape)})"
+        shape = tuple(self.weights.shape)
+        return f"AttentionRecord(name={self.name!r}, kind={self.kind!r}, layer={self.layer}, weights={shape})"
 
 
 @dataclass
@@ -169,7 +170,9 @@ class AttentionTrace:
         from safetensors.torch import save_file
 
         path = Path(path)
-        tensors = {f"r{i}": r.weights.detach().to("cpu", torch.float32).contiguous() for i, r in enumerate(self.records)}
+        tensors = {
+            f"r{i}": r.weights.detach().to("cpu", torch.float32).contiguous() for i, r in enumerate(self.records)
+        }
         header = {
             "format": _FORMAT,
             "version": str(_VERSION),
@@ -204,7 +207,8 @@ class AttentionTrace:
                     )
                 if header.get("version") != str(_VERSION):
                     raise TraceFileError(
-                        f"{str(path)!r} is trace format version {header.get('version')!r}; this attnlab reads {_VERSION}"
+                        f"{str(path)!r} is trace format version {header.get('version')!r}; "
+                        f"this attnlab reads version {_VERSION}"
                     )
                 entries = json.loads(header["records"])
                 meta = json.loads(header.get("meta", "{}"))
