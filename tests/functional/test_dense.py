@@ -211,7 +211,8 @@ def test_dropout_applies_to_weights_and_output_is_consistent():
 
 def test_score_functions_match_reference():
     g = torch.Generator().manual_seed(5)
-    q, k = torch.randn(2, 7, 13, generator=g, dtype=torch.float64), torch.randn(2, 5, 11, generator=g, dtype=torch.float64)
+    q = torch.randn(2, 7, 13, generator=g, dtype=torch.float64)
+    k = torch.randn(2, 5, 11, generator=g, dtype=torch.float64)
     W = torch.randn(13, 11, generator=g, dtype=torch.float64)
     assert torch.allclose(al.functional.scores.general(q, k, W), torch.einsum("ble,ef,bsf->bls", q, W, k))
     k13 = torch.randn(2, 5, 13, generator=g, dtype=torch.float64)
