@@ -12,12 +12,26 @@ with no allowed key give zeros, never NaN; heads are never averaged unless asked
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import errors, functional, masks
 from .capture import AttentionRecord, AttentionTrace
 from .errors import AttnLabError
 from .functional import attention
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from . import viz
+
+
+def __getattr__(name: str) -> Any:
+    """Load heavy submodules on first use: ``attnlab.viz`` (matplotlib) stays unimported until touched."""
+    if name == "viz":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
 
 __all__ = [
     "AttentionRecord",
@@ -28,4 +42,5 @@ __all__ = [
     "errors",
     "functional",
     "masks",
+    "viz",
 ]

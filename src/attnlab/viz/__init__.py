@@ -1,0 +1,44 @@
+"""Drawing attention: static matplotlib figures and a text summary.
+
+    >>> import attnlab as al
+    >>> fig = al.viz.heatmap(trace, layer=0, head=3)     # matplotlib Figure, keys along x
+    >>> al.viz.save(fig, "head.png")                     # .png, .svg or .pdf, written atomically
+
+Everything loads on first use, so ``import attnlab`` never imports matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .static import heads as heads
+    from .static import heatmap as heatmap
+    from .static import model_grid as model_grid
+    from .static import save as save
+    from .summary import summarize as summarize
+
+# public name -> the submodule that defines it (imported on first access)
+_LAZY = {
+    "heatmap": "static",
+    "heads": "static",
+    "model_grid": "static",
+    "save": "static",
+    "summarize": "summary",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'attnlab.viz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
