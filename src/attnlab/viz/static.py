@@ -221,13 +221,16 @@ def save(fig: Figure, path: str | os.PathLike[str], *, dpi: int = 150) -> Path:
             f"cannot save a figure as {str(path)!r}: the suffix {path.suffix or '(none)'!r} is not one of "
             f"{', '.join(FORMATS)}; give the file one of those suffixes"
         )
+    from matplotlib import rc_context
+
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"cannot save {str(path)!r}: the folder {str(parent)!r} does not exist; create it first")
     with warnings.catch_warnings():
         # A missing CJK font was already reported once by check_glyphs; skip matplotlib's per-glyph repeats.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
-        atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=dpi, metadata=_metadata(fmt)))
+        with rc_context({"svg.hashsalt": "attnlab"}):  # stable SVG element ids: same figure, same bytes
+            atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=dpi, metadata=_metadata(fmt)))
     return path
 
 
@@ -309,9 +312,12 @@ def _kind_name(kind: str) -> str:
 
 # ----- drawing -------------------------------------------------------------------------------------
 def _figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(max(width, 3.0), max(height, 2.5)), layout="constrained")
+    fig = Figure(figsize=(max(width, 3.0), max(height, 2.5)), layout="constrained")
+    FigureCanvasAgg(fig)  # drawn by Agg whatever pyplot's backend: no window ever opens
+    return fig
 
 
 def _root_figure(ax: Axes) -> Figure:
@@ -368,9 +374,14 @@ def _set_ticks(ax: Axes, tokens: list[str], axis: str) -> None:
     families = _fonts.families()
     if axis == "x":
         # Upright labels when the longest fits in its column (wide CJK characters count double), else 45 degrees.
+        # Upright when the longest label fits its column (wide CJK characters count double); 45 degrees for a
+        # few long labels; 90 degrees for many, where labels packed one font size apart still clear each other.
         longest = max(sum(2 if ord(c) > 0x2E80 else 1 for c in lab) for lab in labels)
-        upright = longest * fontsize * 0.62 < inches * 72 / n * step * 0.9
-        rot: dict[str, Any] = {} if upright else {"rotation": 45, "ha": "right", "rotation_mode": "anchor"}
+        rot: dict[str, Any] = {"rotation": 90}
+        if longest * fontsize * 0.62 < inches * 72 / n * step * 0.9:
+            rot = {}
+        elif len(labels) <= 24:
+            rot = {"rotation": 45, "ha": "right", "rotation_mode": "anchor"}
         ax.set_xticks(positions, labels, fontsize=fontsize, fontfamily=families, **rot)
     else:
         ax.set_yticks(positions, labels, fontsize=fontsize, fontfamily=families)

@@ -1,0 +1,293 @@
+"""Static figures: what is drawn where (keys along x), colour bar, cell text, tick thinning, CJK glyphs,
+saving by suffix, and clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+import attnlab as al
+from attnlab.errors import InputError, ShapeError
+from attnlab.viz import _fonts, static
+
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
+ZH = ["[CLS]", "我", "喜", "欢", "这", "部", "电", "影", "[SEP]"]
+
+
+def synthetic_trace(tokens=TOKENS, layers=3, heads=5, seed=0) -> al.AttentionTrace:
+    """Random softmax weights, odd sizes; one record per layer like a BERT encoder."""
+    g = torch.Generator().manual_seed(seed)
+    n = len(tokens)
+    records = [
+        al.AttentionRecord(f"encoder.layer.{i}.attention.self", "self", i,
+                           (torch.randn(1, heads, n, n, generator=g) * 2).softmax(-1), list(tokens), list(tokens))
+        for i in range(layers)
+    ]
+    return al.AttentionTrace(records, {"model": "synthetic"})
+
+
+def cross_record() -> al.AttentionRecord:
+    """Cross-attention: 3 queries (y) over 7 keys (x), so a transposed drawing cannot pass."""
+    w = torch.randn(1, 2, 3, 7).softmax(-1)
+    return al.AttentionRecord("decoder.layer.0.cross", "cross", 0, w, ["q0", "q1", "q2"], [f"k{i}" for i in range(7)])
+
+
+def images(fig: Figure):
+    return [im for ax in fig.axes for im in ax.get_images()]
+
+
+def ticklabels(ax, axis: str) -> list[str]:
+    ticks = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t.get_text() for t in ticks]
+
+
+# ----- heatmap -------------------------------------------------------------------------------------
+def test_keys_along_x_queries_along_y():
+    rec = cross_record()
+    fig = al.viz.heatmap(rec, head=1)
+    (im,) = images(fig)
+    ax = im.axes
+    np.testing.assert_allclose(im.get_array(), rec.weights[0, 1].numpy(), rtol=0, atol=1e-7)  # (q, k) = (3, 7)
+    assert ticklabels(ax, "x") == rec.key_tokens
+    assert ticklabels(ax, "y") == rec.query_tokens
+    assert "key" in ax.get_xlabel() and "query" in ax.get_ylabel()
+    assert ax.get_ylim()[0] > ax.get_ylim()[1], "row 0 (the first query) must be at the top"
+    assert ax.get_title() == "layer 0, head 1 (cross)"
+
+
+def test_colour_bar_from_zero_to_largest_weight():
+    trace = synthetic_trace()
+    fig = al.viz.heatmap(trace, layer=2, head=3)
+    assert len(fig.axes) == 2, "the heatmap and its colour bar"
+    cbar_ax = fig.axes[1]
+    assert cbar_ax.get_ylabel() == "attention weight"
+    (im,) = images(fig)
+    assert im.norm.vmin == 0.0
+    assert im.norm.vmax == pytest.approx(float(trace.weights[2, 3].max()))
+
+
+def test_trace_layer_head_mean_and_negative_indices():
+    trace = synthetic_trace()
+    (im,) = images(al.viz.heatmap(trace, layer=-1, head="mean"))
+    np.testing.assert_allclose(im.get_array(), trace.weights[2].mean(0).numpy(), atol=1e-6)
+    assert im.axes.get_title() == "layer 2, mean of 5 heads"
+    (im,) = images(al.viz.heatmap(trace, layer=1, head=-2))
+    np.testing.assert_allclose(im.get_array(), trace.weights[1, 3].numpy(), atol=1e-7)
+
+
+@pytest.mark.parametrize("make", [lambda w: w, lambda w: w.numpy(), lambda w: w.tolist(), lambda w: w.bfloat16()])
+def test_matrix_inputs(make):
+    w = torch.rand(4, 6)
+    (im,) = images(al.viz.heatmap(make(w), x_tokens=list("abcdef"), y_tokens=list("wxyz")))
+    np.testing.assert_allclose(im.get_array(), w.numpy(), atol=1e-2)
+    assert ticklabels(im.axes, "x") == list("abcdef")
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda t: al.viz.heatmap(t, layer=3), InputError, ["layer 3", "3 layers"]),
+        (lambda t: al.viz.heatmap(t, layer=-4), InputError, ["layer -4"]),
+        (lambda t: al.viz.heatmap(t, head=5), InputError, ["head 5", "5 heads"]),
+        (lambda t: al.viz.heatmap(t, head="max"), InputError, ["'max'", "mean"]),
+        (lambda t: al.viz.heatmap(t, kind="cross"), InputError, ["cross", "['self']"]),
+        (lambda t: al.viz.heatmap(t, tokens=["a", "b"]), ShapeError, ["2 tokens", "8 positions"]),
+        (lambda t: al.viz.heatmap(t, tokens="the cat"), InputError, ["list of strings"]),
+        (lambda t: al.viz.heatmap(torch.rand(2, 3, 3)), ShapeError, ["2-D", "(2, 3, 3)"]),
+        (lambda t: al.viz.heatmap(object()), InputError, ["object"]),
+        (lambda t: al.viz.heatmap(al.AttentionTrace()), InputError, ["empty"]),
+        (lambda t: al.viz.heads(t, 7), InputError, ["layer 7"]),
+    ],
+)
+def test_bad_input_raises_clear_errors(call, error, words):
+    with pytest.raises(error) as info:
+        call(synthetic_trace())
+    for word in words:
+        assert word in str(info.value), str(info.value)
+
+
+def annotation_colours(fig: Figure) -> dict[str, str]:
+    from matplotlib.colors import to_hex
+
+    (im,) = images(fig)
+    return {t.get_text(): to_hex(t.get_color()) for t in im.axes.texts}
+
+
+def test_annotate_writes_every_value_in_a_colour_that_reads():
+    w = torch.tensor([[0.0, 1.0, 0.25], [0.5, 0.5, 0.0]])
+    fig = al.viz.heatmap(w, annotate=True, cmap="viridis")
+    (im,) = images(fig)
+    texts = [t.get_text() for t in im.axes.texts]
+    assert sorted(texts) == sorted(f"{x:.2f}" for x in w.flatten().tolist())
+    colours = annotation_colours(fig)
+    assert colours["0.00"] == "#ffffff", "dark purple cell (viridis at 0) needs white text"
+    assert colours["1.00"] == "#000000", "yellow cell (viridis at 1) needs black text"
+    colours = annotation_colours(al.viz.heatmap(w, annotate=True, cmap="Greys"))  # the other way round
+    assert colours["0.00"] == "#000000" and colours["1.00"] == "#ffffff"
+    assert not al.viz.heatmap(w).axes[0].texts, "no cell text unless asked"
+
+
+def test_long_input_thins_labels_without_overlap():
+    n = 300
+    fig = al.viz.heatmap(torch.rand(n, n).softmax(-1), tokens=[f"tok{i}" for i in range(n)])
+    (im,) = images(fig)
+    ax = im.axes
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for axis in ("x", "y"):
+        labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+        assert 10 < len(labels) < n, f"{axis}: {len(labels)} labels for {n} tokens"
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])), f"{axis} labels overlap"
+    assert ticklabels(ax, "x")[:2] == ["tok0", f"tok{int(ax.get_xticks()[1])}"]
+
+
+def test_labels_are_literal_text():
+    fig = al.viz.heatmap(torch.rand(3, 3), tokens=["$x$", "\n", "a" * 40])
+    labels = fig.axes[0].get_xticklabels()
+    shown = [t._preprocess_math(t.get_text()) for t in labels]  # what matplotlib will render
+    assert shown[0] == ("$x$", False), "a $ must not switch to math mode"
+    assert shown[1][0] == "\\n"
+    assert len(shown[2][0]) == 14 and shown[2][0].endswith("…")
+
+
+def test_figures_draw_with_agg_and_no_pyplot():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = al.viz.heatmap(torch.eye(3))
+    assert isinstance(fig.canvas, FigureCanvasAgg)
+    assert "matplotlib.pyplot" not in sys.modules or not fig.get_label()
+
+
+def test_draws_into_given_axes():
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert al.viz.heatmap(torch.rand(3, 3), ax=right) is fig
+    assert right.get_images() and not left.get_images()
+
+
+# ----- heads and model grid ------------------------------------------------------------------------
+def test_heads_grid_one_panel_per_head_on_one_scale():
+    trace = synthetic_trace()
+    fig = al.viz.heads(trace, layer=1)
+    ims = images(fig)
+    assert len(ims) == 5
+    for h, im in enumerate(ims):
+        np.testing.assert_allclose(im.get_array(), trace.weights[1, h].numpy(), atol=1e-7)
+        assert im.axes.get_title() == f"head {h}"
+        assert im.norm is ims[0].norm
+    assert ims[0].norm.vmax == pytest.approx(float(trace.weights[1].max()))
+    # 5 heads in 4 columns: queries labelled on the left column, keys on the lowest panel of each column
+    assert ticklabels(ims[0].axes, "y") == TOKENS and ticklabels(ims[1].axes, "y") == []
+    assert ticklabels(ims[0].axes, "x") == [] and ticklabels(ims[4].axes, "x") == TOKENS
+    assert ticklabels(ims[3].axes, "x") == TOKENS
+    assert "layer 1: all 5 heads" in fig.get_suptitle()
+    assert any(ax.get_ylabel() == "attention weight" for ax in fig.axes)
+
+
+def test_model_grid_layers_by_heads_without_tick_labels():
+    trace = synthetic_trace()
+    fig = al.viz.model_grid(trace)
+    ims = images(fig)
+    assert len(ims) == 3 * 5
+    for i, im in enumerate(ims):
+        layer, head = divmod(i, 5)
+        np.testing.assert_allclose(im.get_array(), trace.weights[layer, head].numpy(), atol=1e-7)
+        assert not im.axes.get_xticks().size and not im.axes.get_yticks().size
+        assert im.axes.get_ylabel() == (f"layer {layer}" if head == 0 else "")
+        assert im.axes.get_title() == (f"head {head}" if layer == 0 else "")
+    assert len({id(im.norm) for im in ims}) == 1
+
+
+# ----- fonts ---------------------------------------------------------------------------------------
+def glyph_warnings(fig: Figure) -> list[str]:
+    import io
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(io.BytesIO(), format="png")
+    return [str(w.message) for w in caught if "Glyph" in str(w.message)]
+
+
+def test_chinese_tokens_render_with_a_cjk_font():
+    cjk = _fonts.cjk_family()
+    assert cjk is not None, "no CJK font: install fonts-wqy-zenhei (`make system`)"
+    assert _fonts.font_covers(cjk, "我喜欢这部电影")
+    fig = al.viz.heatmap(synthetic_trace(ZH), title="我喜欢这部电影")
+    ax = fig.axes[0]
+    assert cjk in ax.get_xticklabels()[1].get_fontfamily()
+    assert cjk in ax.title.get_fontfamily()
+    assert glyph_warnings(fig) == []
+    assert glyph_warnings(al.viz.heads(synthetic_trace(ZH), 0)) == []
+
+
+def test_without_the_cjk_fallback_glyphs_would_be_missing():
+    """The control for the test above: DejaVu alone has no ideographs, and matplotlib says so."""
+    assert not _fonts.font_covers(_fonts.BASE_FAMILY, "我")
+    fig = al.viz.heatmap(torch.rand(2, 2), tokens=["我", "a"])
+    for label in fig.axes[0].get_xticklabels():
+        label.set_fontfamily([_fonts.BASE_FAMILY])
+    assert any("missing from font" in w for w in glyph_warnings(fig))
+
+
+def test_no_cjk_font_warns_once_and_still_draws(monkeypatch, tmp_path):
+    monkeypatch.setattr(_fonts, "cjk_family", lambda: None)
+    monkeypatch.setattr(_fonts, "_warned", False)
+    with pytest.warns(UserWarning, match="fonts-wqy-zenhei") as caught:
+        fig = al.viz.heatmap(torch.rand(3, 3), tokens=["我", "喜", "欢"])
+        al.viz.heatmap(torch.rand(3, 3), tokens=["电", "影", "x"])
+    assert sum("fonts-wqy-zenhei" in str(w.message) for w in caught) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        al.viz.save(fig, tmp_path / "boxes.png")  # matplotlib's per-glyph warnings are not repeated
+    assert (tmp_path / "boxes.png").stat().st_size > 0
+
+
+# ----- saving --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".PDF", b"%PDF")])
+def test_save_by_suffix(tmp_path, suffix, magic):
+    path = al.viz.save(al.viz.heatmap(synthetic_trace(ZH), head="mean"), tmp_path / f"fig{suffix}")
+    assert path.read_bytes().startswith(magic)
+    assert [p.name for p in tmp_path.iterdir()] == [f"fig{suffix}"], "no temporary file left"
+
+
+def test_save_is_reproducible(tmp_path):
+    w = torch.rand(5, 5)
+    for suffix in (".svg", ".pdf", ".png"):
+        a = al.viz.save(al.viz.heatmap(w, annotate=True), tmp_path / f"a{suffix}")
+        b = al.viz.save(al.viz.heatmap(w, annotate=True), tmp_path / f"b{suffix}")
+        assert a.read_bytes() == b.read_bytes(), suffix
+
+
+def test_save_refuses_unknown_suffix_and_missing_folder(tmp_path):
+    fig = al.viz.heatmap(torch.eye(3))
+    with pytest.raises(InputError, match=r"'\.jpg' is not one of \.png, \.svg, \.pdf"):
+        al.viz.save(fig, tmp_path / "fig.jpg")
+    with pytest.raises(InputError, match="does not exist"):
+        al.viz.save(fig, tmp_path / "missing" / "fig.png")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_save_leaves_no_file(tmp_path, monkeypatch):
+    fig = al.viz.heatmap(torch.eye(3))
+
+    def broken(path, **kwargs):
+        with open(path, "wb") as f:
+            f.write(b"\x89PNG half a file")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fig, "savefig", broken)
+    with pytest.raises(OSError, match="No space"):
+        static.save(fig, tmp_path / "fig.png")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_import_attnlab_does_not_import_matplotlib():
+    code = "import sys, attnlab; assert 'matplotlib' not in sys.modules; attnlab.viz.heatmap; print('ok')"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "ok\n"
