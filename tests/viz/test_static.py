@@ -3,6 +3,7 @@ saving by suffix, and clear errors."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import warnings
@@ -144,7 +145,7 @@ def test_long_input_thins_labels_without_overlap():
         labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
         assert 10 < len(labels) < n, f"{axis}: {len(labels)} labels for {n} tokens"
         boxes = [t.get_window_extent(renderer) for t in labels]
-        assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])), f"{axis} labels overlap"
+        assert not any(a.overlaps(b) for a, b in itertools.pairwise(boxes)), f"{axis} labels overlap"
     assert ticklabels(ax, "x")[:2] == ["tok0", f"tok{int(ax.get_xticks()[1])}"]
 
 
