@@ -24,7 +24,7 @@ def one_hot_rows(columns: list[int]) -> torch.Tensor:
 
 PATTERNS = {
     "self": torch.eye(N),
-    "previous token": one_hot_rows([0] + list(range(N - 1))),
+    "previous token": one_hot_rows([0, *range(N - 1)]),
     "next token": one_hot_rows([*range(1, N), N - 1]),
     "[CLS]": one_hot_rows([0] * N),
     "[SEP]": one_hot_rows([N - 1] * N),
