@@ -1,0 +1,173 @@
+"""``attnlab show``: run a model on a text (or load a saved trace), draw its attention, write it all
+into one folder and print a per-layer summary.  The work itself lives in ``attnlab.capture`` and
+``attnlab.viz``; this module only checks the arguments and orchestrates.
+
+Nothing is written until everything has been computed: the files go to a temporary folder next to
+``--out`` and are moved into place at the end, so bad input leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+DEFAULT_OUT = "attnlab-out"
+TRACE_FILE = "trace.attn"
+VIEWER_FILE = "viewer.html"
+ANNOTATE_UP_TO = 20  # write the weights into the heatmap's cells when the input has at most this many tokens
+
+EXAMPLES = f"""\
+The heatmap shows --layer/--head (default: the last layer, mean of its heads); heads.FMT shows every
+head of that layer; model.FMT shows all layers x heads as thumbnails.  Keys (attended to) run along x,
+queries (attending) along y.  Files written into --out (created if missing, existing files replaced):
+  {TRACE_FILE}  heatmap.FMT  heads.FMT  model.FMT  {VIEWER_FILE}
+
+examples:
+  attnlab show "The cat sat on the mat because it was tired."
+  attnlab show "我喜欢这部电影" --layer 0 --head 3 --format svg
+  attnlab show "Where is the cat?" --pair "The cat is on the mat." --out pair-out
+  attnlab show "unbelievably good" --merge words          # one row/column per word, not per sub-word
+  attnlab show --trace attnlab-out/{TRACE_FILE} --layer 2 --head mean --out redraw   # no model run
+  attnlab show "some text" --model ./my-bert-folder       # any local Hugging Face encoder folder
+"""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "show",
+        help="capture a model's attention on a text; write figures, the trace and the viewer; print a summary",
+        description="Run the bundled encoder (or --model) on TEXT offline, save what every attention head did, "
+        "draw it, and print which tokens each layer attends to.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("text", nargs="?", metavar="TEXT", help="the text to run the model on (quote it)")
+    p.add_argument("--pair", metavar="TEXT", help="a second text, encoded together with TEXT as a pair")
+    p.add_argument(
+        "--model", metavar="NAME_OR_FOLDER", help="'minilm' (the bundled all-MiniLM-L6-v2, the default) or a local "
+        "Hugging Face model folder; nothing is downloaded"
+    )
+    p.add_argument("--merge", choices=("words",), help="'words': merge sub-word tokens into whole words")
+    p.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's limit)")
+    p.add_argument("--truncate", action="store_true", help="cut a too-long text to the limit instead of refusing it")
+    p.add_argument(
+        "--trace", metavar="FILE", type=Path, help=f"redraw a saved trace (a {TRACE_FILE} file) instead of running "
+        "a model; then give no TEXT"
+    )
+    p.add_argument("--out", metavar="DIR", type=Path, default=Path(DEFAULT_OUT),
+                   help=f"the folder to write into (default: {DEFAULT_OUT})")
+    p.add_argument("--layer", metavar="N", default="-1",
+                   help="the layer of heatmap.FMT and heads.FMT, from 0; negative counts from the end (default: -1)")
+    p.add_argument("--head", metavar="N|mean", default="mean",
+                   help="the head of heatmap.FMT, from 0, or 'mean' for the mean of the layer's heads (default: mean)")
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure file format (default: png)")
+    p.add_argument("--no-viewer", action="store_true", help=f"do not write {VIEWER_FILE}")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import viz
+    from ..capture import AttentionTrace
+
+    layer = _parse_int(args.layer, "--layer")
+    head = "mean" if args.head == "mean" else _parse_int(args.head, "--head")
+    if (args.text is None) == (args.trace is None):
+        raise InputError("give either TEXT (to run the model) or --trace FILE (to redraw a saved trace), not both")
+    if args.trace is not None:
+        given = [o for o, v in (("--pair", args.pair), ("--model", args.model), ("--merge", args.merge),
+                                ("--max-length", args.max_length), ("--truncate", args.truncate)) if v]
+        if given:
+            raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
+    out = _check_out(args.out)
+
+    with _staging(out) as stage:  # fails here, before the model runs, when --out cannot be written
+        trace = AttentionTrace.load(args.trace) if args.trace is not None else _capture(args)
+        figures = {
+            "heatmap": viz.heatmap(trace, layer, head, annotate=len(trace.tokens) <= ANNOTATE_UP_TO),
+            "heads": viz.heads(trace, layer),
+            "model": viz.model_grid(trace),
+        }
+        summary = viz.summarize(trace)
+        written = [TRACE_FILE]
+        trace.save(stage / TRACE_FILE)
+        for name, fig in figures.items():
+            viz.save(fig, stage / f"{name}.{args.format}")
+            written.append(f"{name}.{args.format}")
+        save_html = _viewer()
+        if save_html is not None and not args.no_viewer:
+            save_html(trace, stage / VIEWER_FILE)
+            written.append(VIEWER_FILE)
+        _publish(stage, out, written)
+
+    print(summary)
+    print(f"\nwrote {len(written)} files to {args.out}{os.sep}: {'  '.join(written)}")
+    return 0
+
+
+def _capture(args: argparse.Namespace) -> Any:
+    from ..capture import trace_text  # type: ignore[attr-defined]
+
+    options: dict[str, Any] = {"text_pair": args.pair, "merge": args.merge, "truncate": args.truncate}
+    if args.model is not None:
+        options["model"] = args.model
+    if args.max_length is not None:
+        options["max_length"] = args.max_length
+    return trace_text(args.text, **options)
+
+
+def _viewer() -> Any:
+    try:
+        from ..viz.html import save_html  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # the interactive viewer is not part of this build yet
+        return None
+    return save_html
+
+
+def _parse_int(value: str, option: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(f"{option} takes an integer, got {value!r}") from None
+
+
+def _check_out(out: Path) -> Path:
+    """The absolute output folder, after checking that it is (or can become) a writable folder."""
+    out = Path(os.path.abspath(out))
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {str(out)!r} is a file, not a folder; give a folder path")
+    base = out if out.exists() else out.parent
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir():
+        raise InputError(f"cannot create the folder {str(out)!r}: {str(base)!r} is a file")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write into {str(base)!r}: permission denied; choose another --out")
+    return out
+
+
+@contextlib.contextmanager
+def _staging(out: Path) -> Iterator[Path]:
+    """A temporary folder on the same file system as ``out`` (so moving files is a rename); removed at the end."""
+    base = out if out.is_dir() else out.parent
+    while not base.exists():
+        base = base.parent
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _publish(stage: Path, out: Path, names: list[str]) -> None:
+    """Move the finished files from ``stage`` into ``out`` (each move is an atomic rename)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        os.replace(stage / name, out / name)

@@ -1,0 +1,248 @@
+"""`attnlab show`: the files it writes, the summary it prints, and bad input: exit code 2, one line on
+stderr naming the problem, no traceback, and no file written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnlab as al
+from attnlab.cli import main
+
+TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]"]
+FIGURES = ["heatmap", "heads", "model"]
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path) -> Path:
+    """A small synthetic trace (2 layers x 3 heads, 5 tokens) saved as a file, to redraw without a model."""
+    g = torch.Generator().manual_seed(0)
+    records = [
+        al.AttentionRecord(f"layer.{i}", "self", i, torch.randn(1, 3, 5, 5, generator=g).softmax(-1), TOKENS, TOKENS)
+        for i in range(2)
+    ]
+    path = tmp_path / "in" / "trace.attn"
+    path.parent.mkdir()
+    return al.AttentionTrace(records, {"model": "synthetic"}).save(path)
+
+
+def files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def viewer_ships() -> bool:
+    try:
+        from attnlab.viz.html import save_html  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def expected_files(fmt: str = "png", viewer: bool = True) -> set[str]:
+    names = {"trace.attn", *(f"{f}.{fmt}" for f in FIGURES)}
+    return names | ({"viewer.html"} if viewer and viewer_ships() else set())
+
+
+# ----- what it writes and prints -------------------------------------------------------------------
+def test_redraw_a_saved_trace(tmp_path, trace_file, capsys):
+    out = tmp_path / "out"
+    assert main(["show", "--trace", str(trace_file), "--out", str(out)]) == 0
+    assert files(out) == expected_files()
+    for fig in FIGURES:
+        assert (out / f"{fig}.png").read_bytes().startswith(b"\x89PNG")
+    again = al.AttentionTrace.load(out / "trace.attn")
+    original = al.AttentionTrace.load(trace_file)
+    assert torch.equal(again.weights, original.weights) and again.tokens == TOKENS
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    lines = printed.out.splitlines()
+    assert lines[0] == "self-attention: 2 layers x 3 heads, 5 tokens"
+    assert lines[1] == "tokens: [CLS] the cat sat [SEP]"
+    assert [line.split()[0] for line in lines[4:6]] == ["0", "1"]
+    assert lines[-1].startswith(f"wrote {len(expected_files())} files to {out}")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "the staging folder is removed"
+
+
+def test_layer_head_and_format(tmp_path, trace_file):
+    out = tmp_path / "out"
+    args = ["show", "--trace", str(trace_file), "--out", str(out), "--layer", "0", "--head", "2", "--format", "svg"]
+    assert main([*args, "--no-viewer"]) == 0
+    assert files(out) == expected_files("svg", viewer=False)
+    svg = (out / "heatmap.svg").read_text()
+    assert "layer 0, head 2" in svg and "heatmap.png" not in files(out)
+    assert "layer 0: all 3 heads" in (out / "heads.svg").read_text()
+
+
+def test_default_heatmap_is_the_mean_of_the_last_layer(tmp_path, trace_file):
+    out = tmp_path / "out"
+    assert main(["show", "--trace", str(trace_file), "--out", str(out), "--format", "svg"]) == 0
+    assert "layer 1, mean of 3 heads" in (out / "heatmap.svg").read_text()
+
+
+def test_existing_folder_keeps_other_files(tmp_path, trace_file):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "heatmap.png").write_text("old")
+    assert main(["show", "--trace", str(trace_file), "--out", str(out)]) == 0
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "heatmap.png").read_bytes().startswith(b"\x89PNG")
+    assert files(out) == expected_files() | {"notes.txt"}
+
+
+def test_help_explains_every_option(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["show", "--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--out", "--layer", "--head", "--format", "--model", "--pair", "--merge", "--trace",
+                   "--max-length", "--truncate", "--no-viewer"):
+        assert option in text
+    assert "examples:" in text and 'attnlab show "The cat sat on the mat' in text
+
+
+# ----- bad input -----------------------------------------------------------------------------------
+def check_refused(tmp_path: Path, capsys, args: list[str], *words: str) -> None:
+    """Exit code 2, exactly one stderr line containing ``words``, and no new file anywhere in tmp_path."""
+    before = files(tmp_path)
+    assert main(["show", *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("attnlab show: error: ") and "Traceback" not in err
+    for word in words:
+        assert word in err, err
+    assert files(tmp_path) == before, "a refused command must write nothing"
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--layer", "2"], ["layer 2", "2 layers"]),
+        (["--layer", "-3"], ["layer -3"]),
+        (["--layer", "first"], ["--layer", "'first'"]),
+        (["--head", "3"], ["head 3", "3 heads"]),
+        (["--head", "max"], ["--head", "'max'"]),
+        (["--pair", "x"], ["--pair", "--trace"]),
+        (["--model", "minilm"], ["--model", "--trace"]),
+    ],
+)
+def test_bad_options_on_a_saved_trace(tmp_path, trace_file, capsys, extra, words):
+    check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(tmp_path / "out"), *extra], *words)
+
+
+def test_text_and_trace_together_or_neither(tmp_path, trace_file, capsys):
+    check_refused(tmp_path, capsys, ["hello", "--trace", str(trace_file), "--out", str(tmp_path / "o")], "not both")
+    check_refused(tmp_path, capsys, ["--out", str(tmp_path / "o")], "TEXT", "--trace")
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (None, ["no trace file"]),
+        (b"", ["cannot read", "corrupt"]),
+        (b"\x00garbage" * 50, ["cannot read"]),
+        ("truncate", ["cannot read"]),
+    ],
+)
+def test_corrupt_or_missing_trace_file(tmp_path, trace_file, capsys, content, words):
+    bad = tmp_path / "in" / "bad.attn"
+    if content == "truncate":
+        bad.write_bytes(trace_file.read_bytes()[:-100])
+    elif content is not None:
+        bad.write_bytes(content)
+    check_refused(tmp_path, capsys, ["--trace", str(bad), "--out", str(tmp_path / "out")], *words)
+
+
+def test_foreign_safetensors_file(tmp_path, capsys):
+    from safetensors.torch import save_file
+
+    other = tmp_path / "weights.safetensors"
+    save_file({"w": torch.zeros(2)}, str(other))
+    check_refused(tmp_path, capsys, ["--trace", str(other), "--out", str(tmp_path / "out")], "not an attnlab trace")
+
+
+def test_output_folder_that_cannot_be_written(tmp_path, trace_file, capsys):
+    a_file = tmp_path / "taken"
+    a_file.write_text("x")
+    check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(a_file)], "is a file, not a folder")
+    check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(a_file / "sub" / "out")], "is a file")
+    if os.geteuid() != 0:  # root writes anywhere; /proc refuses everyone
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o555)
+        check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(locked / "out")], "permission")
+    before = files(tmp_path)
+    assert main(["show", "--trace", str(trace_file), "--out", "/proc/attnlab-out"]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    assert files(tmp_path) == before and not Path("/proc/attnlab-out").exists()
+
+
+def test_failure_while_writing_leaves_nothing(tmp_path, trace_file, capsys, monkeypatch):
+    """A disk that fills up after the first figure: no output folder, no staging folder, one error line."""
+    from attnlab.viz import static
+
+    real_save, calls = static.save, []
+
+    def fill_up(fig, path, **kwargs):
+        calls.append(path)
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device", str(path))
+        return real_save(fig, path, **kwargs)
+
+    monkeypatch.setattr(static, "save", fill_up)
+    monkeypatch.setattr(al.viz, "save", fill_up, raising=False)
+    check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(tmp_path / "out")], "No space left")
+    assert len(calls) == 2
+
+
+# ----- the real bundled model ----------------------------------------------------------------------
+SENTENCE = "The cat sat on the mat because it was tired."
+
+
+@pytest.mark.slow
+def test_bundled_model_end_to_end(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["show", SENTENCE, "--out", str(out)]) == 0
+    assert files(out) == expected_files()
+    trace = al.AttentionTrace.load(out / "trace.attn")
+    assert trace.tokens[0] == "[CLS]" and trace.tokens[-1] == "[SEP]" and "cat" in trace.tokens
+    assert tuple(trace.weights.shape) == (6, 12, len(trace.tokens), len(trace.tokens))
+    torch.testing.assert_close(trace.weights.sum(-1), torch.ones(6, 12, len(trace.tokens)))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"self-attention: 6 layers x 12 heads, {len(trace.tokens)} tokens"
+    assert [line.split()[0] for line in printed[4:10]] == [str(i) for i in range(6)]
+
+
+@pytest.mark.slow
+def test_bundled_model_pair_and_chinese(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["show", "我喜欢这部电影", "--pair", "The cat.", "--out", str(out), "--no-viewer"]) == 0
+    trace = al.AttentionTrace.load(out / "trace.attn")
+    assert trace.tokens.count("[SEP]") == 2 and "cat" in trace.tokens
+    assert "tokens: [CLS]" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ([""], ["empty"]),
+        (["   "], ["empty"]),
+        (["word " * 2000], ["too long", "--truncate"]),
+        ([SENTENCE, "--model", "/nonexistent/model"], ["/nonexistent/model"]),
+        ([SENTENCE, "--layer", "6"], ["layer 6", "6 layers"]),
+        ([SENTENCE, "--head", "12"], ["head 12", "12 heads"]),
+    ],
+)
+def test_bad_text_or_model(tmp_path, capsys, args, words):
+    check_refused(tmp_path, capsys, [*args, "--out", str(tmp_path / "out")], *words)
+
+
+@pytest.mark.slow
+def test_folder_that_is_not_a_model(tmp_path, capsys):
+    folder = tmp_path / "not-a-model"
+    folder.mkdir()
+    (folder / "readme.txt").write_text("hello")
+    check_refused(tmp_path, capsys, [SENTENCE, "--model", str(folder), "--out", str(tmp_path / "out")], "not-a-model")
