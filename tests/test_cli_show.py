@@ -59,7 +59,7 @@ def test_redraw_a_saved_trace(tmp_path, trace_file, capsys):
     printed = capsys.readouterr()
     assert printed.err == ""
     lines = printed.out.splitlines()
-    assert lines[0] == "self-attention: 2 layers x 3 heads, 5 tokens"
+    assert lines[0] == "self-attention (synthetic): 2 layers x 3 heads, 5 tokens"
     assert lines[1] == "tokens: [CLS] the cat sat [SEP]"
     assert [line.split()[0] for line in lines[4:6]] == ["0", "1"]
     assert lines[-1].startswith(f"wrote {len(expected_files())} files to {out}")
@@ -211,7 +211,8 @@ def test_bundled_model_end_to_end(tmp_path, capsys):
     assert tuple(trace.weights.shape) == (6, 12, len(trace.tokens), len(trace.tokens))
     torch.testing.assert_close(trace.weights.sum(-1), torch.ones(6, 12, len(trace.tokens)))
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0] == f"self-attention: 6 layers x 12 heads, {len(trace.tokens)} tokens"
+    assert printed[0].startswith("self-attention (")
+    assert printed[0].endswith(f": 6 layers x 12 heads, {len(trace.tokens)} tokens")
     assert [line.split()[0] for line in printed[4:10]] == [str(i) for i in range(6)]
 
 

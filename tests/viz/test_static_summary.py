@@ -80,6 +80,21 @@ def test_summarize_prints_a_table():
     assert lines[5].split()[1:5] == ["[CLS]", "24%", "the@1", "12%"], "a repeated token carries its position"
 
 
+def test_columns_align_with_wide_characters():
+    zh = ["[CLS]", "我", "喜", "欢", "电", "影", "好", "[SEP]"]
+    trace = make_trace()
+    for rec in trace.records:
+        rec.query_tokens = rec.key_tokens = zh
+    trace.meta["model"] = "m"
+    lines = al.viz.summarize(trace).splitlines()
+    assert lines[0] == "self-attention (m): 2 layers x 3 heads, 8 tokens"
+    from attnlab.viz.summary import _width
+
+    starts = {_width(line[: line.index("[SEP] 0") if "[SEP] 0" in line else line.index("heads mostly")])
+              for line in lines[3:5]}
+    assert len(starts) == 1, lines
+
+
 def test_summarize_empty_trace():
     with pytest.raises(InputError, match="empty"):
         al.viz.summarize(al.AttentionTrace())

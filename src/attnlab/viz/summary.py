@@ -6,6 +6,7 @@ follow one simple pattern ([CLS], [SEP], previous token, next token, self).
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import torch
@@ -95,14 +96,20 @@ def summarize(trace: AttentionTrace, *, kind: str | None = None, batch: int = 0,
         "  ".join(f"{name(j)} {share:.0%}" for j, share in s.top) for s in layers
     ]
     header = "most attended keys (share of all attention)"
-    width = max(len(header), *(len(c) for c in cols))
+    width = max(len(header), *(_width(c) for c in cols))
+    model = f" ({trace.meta['model']})" if trace.meta.get("model") else ""
     lines = [
-        f"{kind}-attention: {len(layers)} layers x {rec.n_heads} heads, {len(keys)} tokens",
+        f"{kind}-attention{model}: {len(layers)} layers x {rec.n_heads} heads, {len(keys)} tokens",
         "tokens: " + " ".join(keys),
         "",
         f"layer  {header:<{width}}  heads mostly (>{MOSTLY:.0%}) on",
     ]
     for s, col in zip(layers, cols, strict=True):
         heads = "; ".join(f"{p} {','.join(map(str, hs))}" for p, hs in s.patterns.items()) or "-"
-        lines.append(f"{s.layer:>5}  {col:<{width}}  {heads}")
+        lines.append(f"{s.layer:>5}  {col}{' ' * (width - _width(col))}  {heads}")
     return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    """Terminal columns: wide (CJK) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
