@@ -258,6 +258,19 @@ def test_save_by_suffix(tmp_path, suffix, magic):
     assert [p.name for p in tmp_path.iterdir()] == [f"fig{suffix}"], "no temporary file left"
 
 
+def test_cjk_glyphs_are_embedded_in_svg_and_pdf(tmp_path):
+    import re
+
+    cjk = _fonts.cjk_family()
+    assert cjk is not None, "no CJK font: install fonts-wqy-zenhei (`make system`)"
+    fig = al.viz.heatmap(torch.rand(7, 7), tokens=list("我喜欢这部电影"))
+    svg = al.viz.save(fig, tmp_path / "zh.svg").read_text()
+    glyphs = set(re.findall(r'<path id="([A-Za-z]+)-[0-9a-f]+"', svg))
+    assert cjk.replace(" ", "") in glyphs, glyphs  # the seven ideographs are drawn from the CJK font's outlines
+    pdf = al.viz.save(fig, tmp_path / "zh.pdf").read_bytes()
+    assert re.search(rb"/BaseFont /[A-Z]{6}\+" + cjk.replace(" ", "").encode(), pdf)
+
+
 def test_save_is_reproducible(tmp_path):
     w = torch.rand(5, 5)
     for suffix in (".svg", ".pdf", ".png"):
