@@ -165,7 +165,8 @@ def heads(
             ax.set_yticks([])
     fig.supxlabel(X_LABEL)
     fig.supylabel(Y_LABEL)
-    fig.suptitle(f"layer {rec.layer}: all {n_heads} heads ({_kind_name(rec.kind)})")
+    every = "all " if n_heads > 1 else ""
+    fig.suptitle(f"layer {rec.layer}: {every}{_count(n_heads, 'head')} ({_kind_name(rec.kind)})")
     assert image is not None
     fig.colorbar(image, ax=axes, label=CBAR_LABEL, shrink=0.6)
     _fonts.check_glyphs([*(panels[0].x_tokens or []), *(panels[0].y_tokens or [])])
@@ -188,7 +189,8 @@ def model_grid(
     n_layers, n_heads = len(records), max(r.n_heads for r in records)
     panels = [[_record_panel(r, h, batch) for h in range(r.n_heads)] for r in records]
     size = 1.0 if n_heads <= 12 else max(0.45, 12.0 / n_heads)
-    fig = _figure(n_heads * size + 1.8, n_layers * size + 1.0)
+    title = f"{_kind_name(kind)}: {_count(n_layers, 'layer')} x {_count(n_heads, 'head')}\n(keys across, queries down)"
+    fig = _figure(max(n_heads * size + 1.8, 4.0), n_layers * size + 1.3)
     axes = fig.subplots(n_layers, n_heads, squeeze=False)
     norm = _norm([p.matrix for row in panels for p in row], None, None)
     image = None
@@ -205,7 +207,7 @@ def model_grid(
                 ax.set_title(f"head {hi}", fontsize=8)
             if hi == 0:
                 ax.set_ylabel(f"layer {records[li].layer}", fontsize=8)
-    fig.suptitle(f"{_kind_name(kind)}: {n_layers} layers x {n_heads} heads (keys across, queries down)")
+    fig.suptitle(title)
     assert image is not None
     fig.colorbar(image, ax=axes, label=CBAR_LABEL, shrink=0.6)
     return fig
@@ -304,6 +306,10 @@ def _check_tokens(what: str, tokens: Sequence[str] | None, n: int) -> list[str] 
     if len(toks) != n:
         raise ShapeError(f"{what} has {len(toks)} tokens but the matrix has {n} positions on that axis")
     return toks
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _kind_name(kind: str) -> str:

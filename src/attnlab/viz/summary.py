@@ -99,7 +99,8 @@ def summarize(trace: AttentionTrace, *, kind: str | None = None, batch: int = 0,
     width = max(len(header), *(_width(c) for c in cols))
     model = f" ({trace.meta['model']})" if trace.meta.get("model") else ""
     lines = [
-        f"{kind}-attention{model}: {len(layers)} layers x {rec.n_heads} heads, {len(keys)} tokens",
+        f"{kind}-attention{model}: {_count(len(layers), 'layer')} x {_count(rec.n_heads, 'head')}, "
+        f"{_count(len(keys), 'token')}",
         "tokens: " + " ".join(keys),
         "",
         f"layer  {header:<{width}}  heads mostly (>{MOSTLY:.0%}) on",
@@ -108,6 +109,10 @@ def summarize(trace: AttentionTrace, *, kind: str | None = None, batch: int = 0,
         heads = "; ".join(f"{p} {','.join(map(str, hs))}" for p, hs in s.patterns.items()) or "-"
         lines.append(f"{s.layer:>5}  {col}{' ' * (width - _width(col))}  {heads}")
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _width(text: str) -> int:
