@@ -1,0 +1,67 @@
+"""Convolution-augmented attention: global mixing by attention plus local mixing by a depthwise
+1-D convolution over the sequence, summed and normalised.
+
+Letters: B batch, L length, M d_model (the convolution's channels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from ..errors import ConfigError
+from ..masks import Mask
+from . import _validate as check
+from .multihead import AttentionConfig, MultiHeadAttention
+
+__all__ = ["ConvAttentionBlock", "ConvAttentionConfig"]
+
+
+@dataclass(frozen=True)
+class ConvAttentionConfig:
+    """Sizes of a :class:`ConvAttentionBlock`."""
+
+    d_model: int  # width of the input and output, and channels of the convolution
+    n_heads: int  # attention heads
+    kernel_size: int = 3  # convolution width; odd, so the output stays aligned with the input
+    dropout: float = 0.0  # on the attention weights
+    eps: float = 1e-5  # LayerNorm epsilon
+
+    def __post_init__(self) -> None:
+        check.positive_int("kernel_size", self.kernel_size)
+        if self.kernel_size % 2 == 0:
+            raise ConfigError(
+                f"kernel_size must be odd so that every position is the centre of its window, got "
+                f"{self.kernel_size}; use {self.kernel_size - 1} or {self.kernel_size + 1}"
+            )
+        check.positive_float("eps", self.eps)
+        AttentionConfig(self.d_model, self.n_heads, dropout=self.dropout)  # checks d_model, n_heads, dropout
+
+
+class ConvAttentionBlock(nn.Module):
+    """``LayerNorm(MHA(x) + DepthwiseConv1d(x))``.
+
+    Attention relates every pair of positions; the depthwise convolution (one ``kernel_size`` filter
+    per channel, zero padded) adds the local n-gram features attention has to learn the hard way.
+    With ``key_padding_mask``, padded positions are zeroed before the convolution, so their content
+    reaches no real position through either branch.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, kernel_size: int = 3, dropout: float = 0.0, eps: float = 1e-5):
+        super().__init__()
+        self.config = ConvAttentionConfig(d_model, n_heads, kernel_size, dropout, eps)
+        self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.conv = nn.Conv1d(d_model, d_model, kernel_size, padding=kernel_size // 2, groups=d_model)
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+
+    def forward(
+        self, x: Tensor, *, mask: Tensor | Mask | None = None, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
+        """``x`` ``(B, L, d_model)`` to ``(B, L, d_model)``; masks as :meth:`MultiHeadAttention.forward`."""
+        a, _ = self.attn(x, mask=mask, key_padding_mask=key_padding_mask)  # (B, L, M)
+        if key_padding_mask is not None:
+            real = check.key_padding(key_padding_mask, x.shape[0], x.shape[1])
+            x = x * real[..., None].to(x.dtype)  # (B, L, M), padded positions zeroed
+        c = self.conv(x.transpose(1, 2)).transpose(1, 2)  # (B, M, L) -> conv -> (B, L, M)
+        return self.norm(a + c)

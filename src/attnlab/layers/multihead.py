@@ -1,0 +1,234 @@
+"""Multi-head attention as a layer: project, split into heads, run a kernel, merge, project.
+
+Letters: B batch, L query length, S key length, H heads, Dk per-head query/key size, Dv per-head value
+size, M d_model.  Inputs and outputs are batch first, ``(B, L, M)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from torch import Tensor, nn
+
+from ..errors import ConfigError, ShapeError
+from ..functional import get_kernel, merge_masks
+from ..functional._checks import resolve_mask
+from ..masks import Mask
+from . import _validate as check
+from ._hook import AttentionHook
+from .cache import KVCache
+
+if TYPE_CHECKING:
+    from torch.nn import MultiheadAttention as TorchMHA
+
+__all__ = ["AttentionConfig", "MultiHeadAttention"]
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """The sizes and options of one :class:`MultiHeadAttention`."""
+
+    d_model: int  # width of the queries and of the output
+    n_heads: int  # number of heads; each attends on its own projection
+    d_k: int | None = None  # per-head query/key size; None = d_model // n_heads (must divide)
+    d_v: int | None = None  # per-head value size; None = d_k
+    dropout: float = 0.0  # dropout on the attention weights, in training only
+    bias: bool = True  # biases in the four projections
+    kernel: str = "dense"  # name in attnlab.functional.KERNELS
+    d_key_in: int | None = None  # width of the key input; None = d_model (torch's kdim)
+    d_value_in: int | None = None  # width of the value input; None = d_key_in (torch's vdim)
+
+    def __post_init__(self) -> None:
+        check.positive_int("d_model", self.d_model)
+        check.positive_int("n_heads", self.n_heads)
+        for name in ("d_k", "d_v", "d_key_in", "d_value_in"):
+            check.positive_int(name, getattr(self, name), optional=True)
+        if self.d_k is None and self.d_model % self.n_heads != 0:
+            raise ConfigError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
+                f"choose n_heads dividing d_model or pass d_k (and d_v) explicitly"
+            )
+        check.probability("dropout", self.dropout)
+        get_kernel(self.kernel)  # raises ConfigError naming the registered kernels
+
+    @property
+    def head_k(self) -> int:
+        return self.d_k if self.d_k is not None else self.d_model // self.n_heads
+
+    @property
+    def head_v(self) -> int:
+        return self.d_v if self.d_v is not None else self.head_k
+
+    @property
+    def key_in(self) -> int:
+        return self.d_key_in if self.d_key_in is not None else self.d_model
+
+    @property
+    def value_in(self) -> int:
+        return self.d_value_in if self.d_value_in is not None else self.key_in
+
+
+class MultiHeadAttention(nn.Module):
+    r"""Multi-head scaled dot-product attention (Vaswani et al., 2017), batch first.
+
+    ``MultiHead(Q, K, V) = Concat(head_1..head_H) W_O`` with ``head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i)``.
+    The attention itself is the kernel named by ``kernel`` (see :func:`attnlab.functional.get_kernel`);
+    the attribute ``self.kernel`` may be changed after construction.
+
+    Args:
+        d_model: width of the queries and of the output.
+        n_heads: number of heads.
+        d_k: per-head query/key size (default ``d_model // n_heads``).
+        d_v: per-head value size (default ``d_k``).
+        dropout: dropout on the attention weights, applied only in training mode.
+        bias: biases in the query, key, value and output projections.
+        kernel: the attention kernel's name.
+        d_key_in, d_value_in: widths of the key and value inputs when they differ from ``d_model``
+            (cross-attention over a memory of another width; torch's ``kdim``/``vdim``).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_k: int | None = None,
+        d_v: int | None = None,
+        dropout: float = 0.0,
+        bias: bool = True,
+        kernel: str = "dense",
+        *,
+        d_key_in: int | None = None,
+        d_value_in: int | None = None,
+    ) -> None:
+        super().__init__()
+        cfg = AttentionConfig(d_model, n_heads, d_k, d_v, dropout, bias, kernel, d_key_in, d_value_in)
+        self.config = cfg
+        self.n_heads = n_heads
+        self.kernel = kernel
+        h, dk, dv = n_heads, cfg.head_k, cfg.head_v
+        self.q_proj = nn.Linear(d_model, h * dk, bias=bias)
+        self.k_proj = nn.Linear(cfg.key_in, h * dk, bias=bias)
+        self.v_proj = nn.Linear(cfg.value_in, h * dv, bias=bias)
+        self.out_proj = nn.Linear(h * dv, d_model, bias=bias)
+        self.attn_hook = AttentionHook()
+        self.reset_parameters()
+
+    @classmethod
+    def from_config(cls, config: AttentionConfig) -> MultiHeadAttention:
+        c = config
+        return cls(
+            c.d_model,
+            c.n_heads,
+            c.d_k,
+            c.d_v,
+            c.dropout,
+            c.bias,
+            c.kernel,
+            d_key_in=c.d_key_in,
+            d_value_in=c.d_value_in,
+        )
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform projections and zero biases (as ``torch.nn.MultiheadAttention``)."""
+        for lin in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            nn.init.xavier_uniform_(lin.weight)
+            if lin.bias is not None:
+                nn.init.zeros_(lin.bias)
+
+    def _split(self, x: Tensor, d: int) -> Tensor:
+        b, n, _ = x.shape
+        return x.view(b, n, self.n_heads, d).transpose(1, 2)  # (B, H, n, d)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        *,
+        mask: Tensor | Mask | None = None,
+        key_padding_mask: Tensor | None = None,
+        causal: bool = False,
+        return_weights: bool = False,
+        cache: KVCache | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``key``/``value``.
+
+        Args:
+            query: ``(B, L, d_model)``.
+            key: ``(B, S, d_key_in)``; None means self-attention (``key = value = query``). A key
+                tensor other than ``query`` makes this cross-attention.
+            value: ``(B, S, d_value_in)``; None means ``value = key``.
+            mask: bool (**True = may attend**), float (added to the scores) or an
+                :class:`attnlab.masks.Mask`; broadcasts to ``(B, H, L, S)``.
+            key_padding_mask: ``(B, S)`` bool, **True = real token**; padded keys get no weight.
+            causal: query ``i`` sees keys ``j <= i + S - L`` (bottom-right aligned, so that new
+                queries line up with the end of a cache).
+            return_weights: also return the weights.
+            cache: a :class:`KVCache`. Self-attention appends the new projected keys/values and
+                attends over all of them; cross-attention projects the memory on the first call and
+                reuses it afterwards. ``S`` then counts every cached key.
+
+        Returns:
+            ``(output (B, L, d_model), weights (B, H, L, S) or None)``: weights per head, never averaged.
+            A query with no allowed key gets zero weights and an attention output of zeros (the layer
+            output is then the output projection's bias).
+        """
+        cfg = self.config
+        cross = key is not None and key is not query
+        key = query if key is None else key
+        value = key if value is None else value
+        like = self.q_proj.weight
+        check.features("query", query, 3, cfg.d_model, "(batch, q_len, d_model)", like)
+        check.features("key", key, 3, cfg.key_in, "(batch, k_len, d_key_in)", like)
+        check.features("value", value, 3, cfg.value_in, "(batch, k_len, d_value_in)", like)
+        check.same_batch(("query", "key", "value"), (query, key, value))
+        if key.shape[1] != value.shape[1]:
+            raise ShapeError(
+                f"key and value must have the same length (dim 1), got key {key.shape[1]} and value {value.shape[1]}"
+            )
+
+        q = self._split(self.q_proj(query), cfg.head_k)  # (B, H, L, Dk)
+        if cross and cache is not None and not cache.empty:
+            assert cache.keys is not None and cache.values is not None
+            if len(cache) != key.shape[1] or cache.keys.shape[0] != query.shape[0]:
+                raise ShapeError(
+                    f"the cross-attention cache holds a memory of (batch, length) = "
+                    f"{(cache.keys.shape[0], len(cache))} but key has {(key.shape[0], key.shape[1])}; "
+                    f"start a new KVCache() for a new memory"
+                )
+            k, v = cache.keys, cache.values
+        else:
+            k = self._split(self.k_proj(key), cfg.head_k)  # (B, H, S, Dk)
+            v = self._split(self.v_proj(value), cfg.head_v)  # (B, H, S, Dv)
+            if cache is not None and cross:
+                cache.keys, cache.values = k, v  # the memory, reused by the next calls
+            elif cache is not None:
+                k, v = cache.append(k, v)  # (B, H, S_past + S, D)
+
+        m = resolve_mask(mask, q, k)
+        if key_padding_mask is not None:
+            kpm = check.key_padding(key_padding_mask, query.shape[0], k.shape[-2])
+            m = merge_masks(m, kpm[:, None, None, :])  # (B, 1, 1, S) broadcast over heads and queries
+
+        need = return_weights or bool(self.attn_hook.active)
+        kernel = get_kernel(self.kernel)
+        p = cfg.dropout if self.training else 0.0
+        out, weights = kernel(q, k, v, mask=m, causal=causal, dropout=p, return_weights=need)
+        if weights is not None:
+            weights = self.attn_hook(weights, "cross" if cross else "causal" if causal else "self")
+        b, _, l, _ = out.shape
+        out = out.transpose(1, 2).reshape(b, l, self.n_heads * cfg.head_v)  # (B, L, H * Dv)
+        return self.out_proj(out), (weights if return_weights else None)
+
+    @classmethod
+    def from_torch(cls, module: TorchMHA) -> MultiHeadAttention:
+        """A copy of a ``torch.nn.MultiheadAttention`` (weights, biases, dropout).
+
+        The copy is batch first whatever ``module.batch_first`` says: feed it ``(B, L, E)``. Convert
+        torch's masks (bool True = blocked) with :func:`attnlab.layers.from_torch_masks`.
+        ``add_bias_kv`` and ``add_zero_attn`` are not supported (ConfigError).
+        """
+        from ._torch_mha import import_torch_mha
+
+        return import_torch_mha(cls, module)

@@ -1,0 +1,149 @@
+"""Attention for recurrent encoder-decoders: one decoder state attends over the encoder states.
+
+Letters: B batch, S source length, Eq query (decoder state) size, Ek key size, Ev value size,
+A attention size of the additive score.  Bahdanau et al. (2015) score the previous decoder state with
+an additive network; Luong et al. (2015) the current one with *dot*, *general* (bilinear) or *concat*
+(the same additive network).  Both return a context vector and the weights over the source.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import ConfigError, ShapeError
+from ..functional import masked_softmax, scores
+from . import _validate as check
+from ._hook import AttentionHook
+
+__all__ = ["BahdanauAttention", "LuongAttention", "RecurrentAttentionConfig"]
+
+SCORES = ("dot", "general", "concat", "additive")
+
+
+@dataclass(frozen=True)
+class RecurrentAttentionConfig:
+    """Sizes and score of a single-query attention (Bahdanau ``additive``, Luong ``dot``/``general``/``concat``)."""
+
+    d_query: int  # decoder state size Eq
+    d_key: int  # encoder state size Ek
+    score: str = "dot"  # how a query and a key are compared
+    d_attn: int | None = None  # hidden size A of the additive/concat score; unused otherwise
+
+    def __post_init__(self) -> None:
+        check.positive_int("d_query", self.d_query)
+        check.positive_int("d_key", self.d_key)
+        check.one_of("score", self.score, SCORES)
+        check.positive_int("d_attn", self.d_attn, optional=True)
+        if self.score == "dot" and self.d_query != self.d_key:
+            raise ConfigError(
+                f"score='dot' compares the query and the key directly, so d_query and d_key must be equal, "
+                f"got d_query={self.d_query}, d_key={self.d_key}; use score='general' for different sizes"
+            )
+        additive = self.score in ("concat", "additive")
+        if additive and self.d_attn is None:
+            raise ConfigError(f"score={self.score!r} needs d_attn, the hidden size of its network; got None")
+        if not additive and self.d_attn is not None:
+            raise ConfigError(
+                f"d_attn only applies to score='concat' or 'additive', got d_attn={self.d_attn} with "
+                f"score={self.score!r}; leave d_attn=None"
+            )
+
+
+def _uniform(t: Tensor, fan_in: int) -> None:
+    bound = 1.0 / math.sqrt(fan_in)
+    nn.init.uniform_(t, -bound, bound)
+
+
+class _SingleQueryAttention(nn.Module):
+    """Shared forward: score one query against the keys, masked softmax, weighted sum of values."""
+
+    def __init__(self, config: RecurrentAttentionConfig) -> None:
+        super().__init__()
+        self.config = config
+        a = config.d_attn
+        if a is not None:  # v^T tanh(W_q q + W_k k)
+            self.w_query = nn.Parameter(torch.empty(a, config.d_query))
+            self.w_key = nn.Parameter(torch.empty(a, config.d_key))
+            self.v = nn.Parameter(torch.empty(a))
+            _uniform(self.w_query, config.d_query + config.d_key)
+            _uniform(self.w_key, config.d_query + config.d_key)
+            _uniform(self.v, a)
+        elif config.score == "general":  # q^T W k
+            self.weight = nn.Parameter(torch.empty(config.d_query, config.d_key))
+            _uniform(self.weight, config.d_key)
+        self.attn_hook = AttentionHook()
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        """``(B, 1, Eq)`` queries and ``(B, S, Ek)`` keys to ``(B, 1, S)`` scores."""
+        name = self.config.score
+        if name == "dot":
+            return scores.dot(query, keys)
+        if name == "general":
+            return scores.general(query, keys, self.weight)
+        return scores.additive(query, keys, self.w_query, self.w_key, self.v)
+
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor | None = None, key_padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Attend from one decoder state per sequence to the encoder states.
+
+        Args:
+            query: ``(B, d_query)``, the decoder state.
+            keys: ``(B, S, d_key)``, the encoder states.
+            values: ``(B, S, Ev)``; None means ``keys``.
+            key_padding_mask: ``(B, S)`` bool, **True = real token**.
+
+        Returns:
+            ``(context (B, Ev), weights (B, S))``; a sequence with no real token gets zeros.
+        """
+        cfg = self.config
+        like = next(self.parameters(), None)
+        check.features("query", query, 2, cfg.d_query, "(batch, d_query)", like)
+        check.features("keys", keys, 3, cfg.d_key, "(batch, src_len, d_key)", query)
+        values = keys if values is None else values
+        if not isinstance(values, Tensor) or values.ndim != 3:
+            got = tuple(values.shape) if isinstance(values, Tensor) else type(values).__name__
+            raise ShapeError(f"values must be a tensor (batch, src_len, d_v), got {got}")
+        check.features("values", values, 3, values.shape[-1], "(batch, src_len, d_v)", query)
+        check.same_batch(("query", "keys", "values"), (query, keys, values))
+        b, s = keys.shape[:2]
+        if values.shape[1] != s:
+            raise ShapeError(f"keys and values must have the same length (dim 1), got {s} and {values.shape[1]}")
+        mask = None
+        if key_padding_mask is not None:
+            mask = check.key_padding(key_padding_mask, b, s)[:, None, :]  # (B, 1, S)
+        e = self.score(query[:, None, :], keys)  # (B, 1, S)
+        w = masked_softmax(e, mask).to(values.dtype)  # (B, 1, S)
+        w = self.attn_hook(w[:, None], "cross")[:, 0]  # (B, 1, 1, S) for capture, back to (B, 1, S)
+        context = torch.matmul(w, values)  # (B, 1, Ev)
+        return context[:, 0], w[:, 0]
+
+
+class BahdanauAttention(_SingleQueryAttention):
+    r"""Additive attention (Bahdanau et al., 2015): ``e_j = v^T tanh(W_q q + W_k k_j)``.
+
+    Args:
+        d_query: decoder state size.
+        d_key: encoder state size.
+        d_attn: hidden size of the scoring network.
+    """
+
+    def __init__(self, d_query: int, d_key: int, d_attn: int) -> None:
+        super().__init__(RecurrentAttentionConfig(d_query, d_key, "additive", d_attn))
+
+
+class LuongAttention(_SingleQueryAttention):
+    r"""Multiplicative attention (Luong et al., 2015).
+
+    ``score="dot"``: ``q . k`` (needs ``d_query == d_key``); ``"general"``: ``q^T W k``;
+    ``"concat"``: ``v^T tanh(W [q; k])`` with hidden size ``d_attn`` (default ``d_query``).
+    """
+
+    def __init__(self, d_query: int, d_key: int, score: str = "dot", d_attn: int | None = None) -> None:
+        if score == "concat" and d_attn is None:
+            d_attn = d_query
+        super().__init__(RecurrentAttentionConfig(d_query, d_key, score, d_attn))
