@@ -29,6 +29,9 @@ The heatmap shows --layer/--head (default: the last layer, mean of its heads); h
 head of that layer; model.FMT shows all layers x heads as thumbnails.  Keys (attended to) run along x,
 queries (attending) along y.  Files written into --out (created if missing, existing files replaced):
   {TRACE_FILE}  heatmap.FMT  heads.FMT  model.FMT  {VIEWER_FILE}
+The printed summary gives, per layer, the key tokens that receive the largest share of attention (mean
+over heads and queries; a repeated token shows its position, the@1) and the heads that put more than
+half of their weight on [CLS], [SEP], the previous token, the next token, or themselves (self).
 
 examples:
   attnlab show "The cat sat on the mat because it was tired."
@@ -44,8 +47,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "show",
         help="capture a model's attention on a text; write figures, the trace and the viewer; print a summary",
-        description="Run the bundled encoder (or --model) on TEXT offline, save what every attention head did, "
-        "draw it, and print which tokens each layer attends to.",
+        description="Run the bundled encoder (or --model) on TEXT offline, save what every attention head\n"
+        "did, draw it, and print which tokens each layer attends to.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
