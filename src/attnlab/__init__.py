@@ -44,3 +44,32 @@ __all__ = [
     "masks",
     "viz",
 ]
+
+# Layers (nn.Modules, batch first); the classes are also at the top level.
+from . import layers  # noqa: E402
+from .layers import (  # noqa: E402
+    BahdanauAttention,
+    ConvAttentionBlock,
+    KVCache,
+    LuongAttention,
+    MultiHeadAttention,
+    TransformerConfig,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ += [
+    "BahdanauAttention",
+    "ConvAttentionBlock",
+    "KVCache",
+    "LuongAttention",
+    "MultiHeadAttention",
+    "TransformerConfig",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
+    "layers",
+]
