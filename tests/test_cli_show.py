@@ -124,7 +124,7 @@ def check_refused(tmp_path: Path, capsys, args: list[str], *words: str) -> None:
         (["--layer", "-3"], ["layer -3"]),
         (["--layer", "first"], ["--layer", "'first'"]),
         (["--head", "3"], ["head 3", "3 heads"]),
-        (["--head", "max"], ["--head", "'max'"]),
+        (["--head", "max"], ["--head", "'max'", "or 'mean'"]),
         (["--pair", "x"], ["--pair", "--trace"]),
         (["--model", "minilm"], ["--model", "--trace"]),
     ],
@@ -135,7 +135,7 @@ def test_bad_options_on_a_saved_trace(tmp_path, trace_file, capsys, extra, words
 
 def test_text_and_trace_together_or_neither(tmp_path, trace_file, capsys):
     check_refused(tmp_path, capsys, ["hello", "--trace", str(trace_file), "--out", str(tmp_path / "o")], "not both")
-    check_refused(tmp_path, capsys, ["--out", str(tmp_path / "o")], "TEXT", "--trace")
+    check_refused(tmp_path, capsys, ["--out", str(tmp_path / "o")], "nothing to show", "TEXT", "--trace")
 
 
 @pytest.mark.parametrize(

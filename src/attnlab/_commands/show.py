@@ -81,8 +81,10 @@ def run(args: argparse.Namespace) -> int:
     from ..capture import AttentionTrace
 
     layer = _parse_int(args.layer, "--layer")
-    head = "mean" if args.head == "mean" else _parse_int(args.head, "--head")
-    if (args.text is None) == (args.trace is None):
+    head = "mean" if args.head == "mean" else _parse_int(args.head, "--head", " or 'mean'")
+    if args.text is None and args.trace is None:
+        raise InputError("nothing to show: give a TEXT to run the model on, or --trace FILE to redraw a saved trace")
+    if args.text is not None and args.trace is not None:
         raise InputError("give either TEXT (to run the model) or --trace FILE (to redraw a saved trace), not both")
     if args.trace is not None:
         given = [o for o, v in (("--pair", args.pair), ("--model", args.model), ("--merge", args.merge),
@@ -134,11 +136,11 @@ def _viewer() -> Any:
     return save_html
 
 
-def _parse_int(value: str, option: str) -> int:
+def _parse_int(value: str, option: str, alternative: str = "") -> int:
     try:
         return int(value)
     except ValueError:
-        raise InputError(f"{option} takes an integer, got {value!r}") from None
+        raise InputError(f"{option} takes an integer{alternative}, got {value!r}") from None
 
 
 def _check_out(out: Path) -> Path:
