@@ -32,6 +32,8 @@ from .errors import ConfigError, MaskError, ShapeError
 
 __all__ = [
     "Mask",
+    "bigbird",
+    "bigbird_random_blocks",
     "causal",
     "combine",
     "full",
@@ -178,6 +180,40 @@ def global_tokens(indices: Sequence[int] | Tensor) -> Mask:
         return torch.isin(q, g) | torch.isin(k, g)
 
     return Mask(fn, f"global_tokens({idx.tolist()})")
+
+
+def bigbird_random_blocks(n_query_blocks: int, n_key_blocks: int, random_blocks: int, seed: int) -> Tensor:
+    """The random key blocks of BigBird, ``(n_query_blocks, min(random_blocks, n_key_blocks))`` int64:
+    row ``i`` lists distinct key blocks drawn for query block ``i`` from a generator seeded with ``seed``.
+    :func:`bigbird` and :func:`attnlab.functional.bigbird_attention` share this table."""
+    g = torch.Generator().manual_seed(seed)
+    r = min(random_blocks, n_key_blocks)
+    rows = [torch.randperm(n_key_blocks, generator=g)[:r] for _ in range(n_query_blocks)]
+    return torch.stack(rows) if rows else torch.zeros(0, r, dtype=torch.long)
+
+
+def bigbird(block: int, window: int = 1, global_blocks: int = 1, random_blocks: int = 1, seed: int = 0) -> Mask:
+    """BigBird's block-sparse pattern (Zaheer et al. 2020) on blocks of ``block`` positions: query block
+    ``I`` sees key block ``J`` when ``|I - J| <= window`` (sliding blocks), when ``I`` or ``J`` is one of the
+    first ``global_blocks`` blocks (global), or when ``J`` is one of the ``random_blocks`` blocks drawn for
+    ``I`` (:func:`bigbird_random_blocks`, seeded, so the pattern is reproducible)."""
+    for name, value, low in (("block", block, 1), ("window", window, 0), ("global_blocks", global_blocks, 0),
+                             ("random_blocks", random_blocks, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ConfigError(f"bigbird {name} must be an int >= {low}, got {value!r}")
+
+    def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
+        qb, kb = q // block, k // block
+        ok = ((qb - kb).abs() <= window) | (qb < global_blocks) | (kb < global_blocks)
+        if random_blocks:
+            table = bigbird_random_blocks(-(-ql // block), -(-kl // block), random_blocks, seed).to(q.device)
+            hits = torch.zeros(table.shape[0], -(-kl // block), dtype=torch.bool, device=q.device)
+            hits.scatter_(1, table, True)  # (query blocks, key blocks)
+            ok = ok | hits[qb, kb]
+        return ok
+
+    return Mask(fn, f"bigbird(block={block}, window={window}, global={global_blocks}, random={random_blocks}, "
+                    f"seed={seed})")
 
 
 def padding(lengths: Sequence[int] | Tensor) -> Mask:
