@@ -58,7 +58,7 @@ def same_batch(names: tuple[str, ...], tensors: tuple[Tensor, ...]) -> None:
     sizes = [t.shape[0] for t in tensors]
     if len(set(sizes)) > 1:
         got = ", ".join(f"{n} {s}" for n, s in zip(names, sizes, strict=True))
-        raise ShapeError(f"{' and '.join(names)} must share the batch size (dim 0), got {got}")
+        raise ShapeError(f"{', '.join(names[:-1])} and {names[-1]} must share the batch size (dim 0), got {got}")
 
 
 def key_padding(key_padding_mask: object, batch: int, k_len: int, name: str = "key_padding_mask") -> Tensor:

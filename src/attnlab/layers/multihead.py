@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
 
-from ..errors import ConfigError, ShapeError
+from ..errors import ConfigError, MaskError, ShapeError
 from ..functional import get_kernel, merge_masks
 from ..functional._checks import resolve_mask
 from ..masks import Mask
@@ -206,7 +206,10 @@ class MultiHeadAttention(nn.Module):
             elif cache is not None:
                 k, v = cache.append(k, v)  # (B, H, S_past + S, D)
 
-        m = resolve_mask(mask, q, k)
+        try:
+            m = resolve_mask(mask, q, k)  # broadcasts to (B, H, L, S)
+        except MaskError as e:
+            raise MaskError(f"{e} (a (batch, k_len) padding mask can go to key_padding_mask= instead)") from e
         if key_padding_mask is not None:
             kpm = check.key_padding(key_padding_mask, query.shape[0], k.shape[-2])
             m = merge_masks(m, kpm[:, None, None, :])  # (B, 1, 1, S) broadcast over heads and queries
