@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import errors, functional, masks
-from .capture import AttentionRecord, AttentionTrace
+from .capture import AttentionRecord, AttentionTrace, capture, trace_text
 from .errors import AttnLabError
 from .functional import attention
 
@@ -39,9 +39,11 @@ __all__ = [
     "AttnLabError",
     "__version__",
     "attention",
+    "capture",
     "errors",
     "functional",
     "masks",
+    "trace_text",
     "viz",
 ]
 
