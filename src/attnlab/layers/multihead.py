@@ -140,6 +140,27 @@ class MultiHeadAttention(nn.Module):
         b, n, _ = x.shape
         return x.view(b, n, self.n_heads, d).transpose(1, 2)  # (B, H, n, d)
 
+    def _keys_values(self, key: Tensor, value: Tensor, cross: bool, cache: KVCache | None) -> tuple[Tensor, Tensor]:
+        """Projected keys and values, through the cache when there is one."""
+        cfg = self.config
+        if cross and cache is not None and not cache.empty:
+            assert cache.keys is not None and cache.values is not None
+            if len(cache) != key.shape[1] or cache.keys.shape[0] != key.shape[0]:
+                raise ShapeError(
+                    f"the cross-attention cache holds a memory of (batch, length) = "
+                    f"{(cache.keys.shape[0], len(cache))} but key has {(key.shape[0], key.shape[1])}; "
+                    f"start a new KVCache() for a new memory"
+                )
+            return cache.keys, cache.values
+        k = self._split(self.k_proj(key), cfg.head_k)  # (B, H, S, Dk)
+        v = self._split(self.v_proj(value), cfg.head_v)  # (B, H, S, Dv)
+        if cache is None:
+            return k, v
+        if cross:
+            cache.keys, cache.values = k, v  # the memory, reused by the next calls
+            return k, v
+        return cache.append(k, v)  # (B, H, S_past + S, D)
+
     def forward(
         self,
         query: Tensor,
@@ -189,22 +210,7 @@ class MultiHeadAttention(nn.Module):
             )
 
         q = self._split(self.q_proj(query), cfg.head_k)  # (B, H, L, Dk)
-        if cross and cache is not None and not cache.empty:
-            assert cache.keys is not None and cache.values is not None
-            if len(cache) != key.shape[1] or cache.keys.shape[0] != query.shape[0]:
-                raise ShapeError(
-                    f"the cross-attention cache holds a memory of (batch, length) = "
-                    f"{(cache.keys.shape[0], len(cache))} but key has {(key.shape[0], key.shape[1])}; "
-                    f"start a new KVCache() for a new memory"
-                )
-            k, v = cache.keys, cache.values
-        else:
-            k = self._split(self.k_proj(key), cfg.head_k)  # (B, H, S, Dk)
-            v = self._split(self.v_proj(value), cfg.head_v)  # (B, H, S, Dv)
-            if cache is not None and cross:
-                cache.keys, cache.values = k, v  # the memory, reused by the next calls
-            elif cache is not None:
-                k, v = cache.append(k, v)  # (B, H, S_past + S, D)
+        k, v = self._keys_values(key, value, cross, cache)  # (B, H, S, Dk), (B, H, S, Dv)
 
         try:
             m = resolve_mask(mask, q, k)  # broadcasts to (B, H, L, S)
