@@ -27,9 +27,12 @@ from torch import Tensor
 from ..errors import ConfigError
 from ..masks import Mask, bigbird_random_blocks
 from ._checks import check_options, check_qkv, resolve_mask
+from ._kernel import refuse
 from ._tiles import check_block
 
-__all__ = ["bigbird_attention", "local_attention"]
+__all__ = ["bigbird_attention", "local_attention", "local_kernel"]
+
+DEFAULT_WINDOW = 128  # keys on each side for the registered kernel "local"
 
 Span = slice | Tensor  # rows or columns of a mask: a (strided) slice or an index tensor
 
@@ -42,7 +45,9 @@ def _sub(mask: Tensor | None, rows: Span, cols: Span) -> Tensor | None:
     """``mask[..., rows, cols]``, leaving broadcast (size-1) dims alone."""
     if mask is None:
         return None
-    m = mask if mask.shape[-2] == 1 else (mask[..., rows, :] if isinstance(rows, slice) else mask.index_select(-2, rows))
+    m = mask
+    if m.shape[-2] != 1:
+        m = m[..., rows, :] if isinstance(rows, slice) else m.index_select(-2, rows)
     if m.shape[-1] == 1:
         return m
     return m[..., cols] if isinstance(cols, slice) else m.index_select(-1, cols)
@@ -151,7 +156,7 @@ def local_attention(
     mask: Tensor | None = None,
     causal: bool = False,
     scale: float | None = None,
-    block: int = 256,
+    block: int = 128,
 ) -> tuple[Tensor, Tensor]:
     r"""Sliding-window attention with dilation and global tokens (Longformer), in ``O(L * w)``.
 
@@ -278,3 +283,23 @@ def bigbird_attention(
     if not outs:
         return q.new_zeros(*q.shape[:-2], 0, v.shape[-1]), q.new_zeros(*q.shape[:-2], 0, dtype=work)
     return torch.cat(outs, dim=-2).to(q.dtype), torch.cat(lses, dim=-2).squeeze(-1)
+
+
+def local_kernel(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    dropout: float = 0.0,
+    return_weights: bool = False,
+    *,
+    window: int | tuple[int, int] = DEFAULT_WINDOW,
+) -> tuple[Tensor, None]:
+    """The registered kernel ``"local"``: :func:`local_attention` with ``window`` keys on each side (before
+    the query only when causal).  Register another window with
+    ``KERNELS["local64"] = functools.partial(local_kernel, window=64)``.  Never returns weights
+    (ConfigError if asked); no dropout."""
+    refuse("local", return_weights, dropout)
+    return local_attention(q, k, v, window, mask=mask, causal=causal, scale=scale)[0], None

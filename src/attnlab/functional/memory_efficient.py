@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError
 from ..masks import Mask
 from ._checks import check_options, check_qkv
+from ._kernel import refuse
 from ._tiles import Tile, TileMask, check_block, spans
 
 __all__ = ["memory_efficient_attention", "memory_efficient_kernel"]
@@ -133,7 +133,7 @@ def _backward(
 
 class _MemoryEfficientAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, plan: _Plan) -> tuple[Tensor, Tensor]:  # type: ignore[override]
+    def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, plan: _Plan) -> tuple[Tensor, Tensor]:
         out, lse = _forward(q, k, v, plan)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.plan = plan
@@ -141,7 +141,7 @@ class _MemoryEfficientAttention(torch.autograd.Function):
         return out.to(q.dtype), lse
 
     @staticmethod
-    def backward(ctx: Any, dout: Tensor, _dlse: Tensor | None) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, dout: Tensor, _dlse: Tensor | None) -> tuple[Tensor | None, ...]:
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = _backward(q, k, v, out, lse, dout, ctx.plan)
         return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None
@@ -210,11 +210,6 @@ def memory_efficient_kernel(
     ``(out, weights_or_None)`` form.  It never builds the weights, so ``return_weights=True`` raises
     :class:`~attnlab.errors.ConfigError` (capture with ``kernel="dense"``, or use
     :func:`attnlab.functional.attention_stats` for per-row statistics of long inputs)."""
-    if return_weights:
-        raise ConfigError(
-            "kernel 'memory_efficient' never builds the (L x S) weights, but return_weights=True was asked "
-            "(directly or by attnlab.capture); use kernel='dense' to get weights, or "
-            "attnlab.functional.attention_stats for entropy / distance / top-k of long inputs"
-        )
+    refuse("memory_efficient", return_weights, dropout, dropout_ok=True)
     out, _ = memory_efficient_attention(q, k, v, mask=mask, causal=causal, scale=scale, dropout=dropout)
     return out, None

@@ -1,0 +1,306 @@
+"""Linear (kernel) attention in ``O(n d^2)``: feature maps, Performer's FAVOR+, Shen's efficient attention.
+
+Letters: B batch, H heads (any leading dims ``...``), L query length, S key length, E query/key
+features, F feature-map size (E for elu+1 / ReLU, m for Performer), Ev value features, C chunk.
+
+Softmax attention weighs key ``j`` by ``exp(q.k)``; kernel attention replaces it by a product of
+feature maps ``phi(q).phi(k)``, so the sum over keys can be taken first:
+
+    out_i = phi(q_i) (sum_j phi(k_j) v_j^T) / phi(q_i) . (sum_j phi(k_j))
+
+which costs ``O((L + S) F Ev)`` instead of ``O(L S E)``.  The causal form needs the sums over the
+keys up to each query only: chunks of ``C`` queries use the running sum of the earlier chunks plus a
+``C x C`` triangular product inside the chunk, so memory stays ``O(C^2 + F Ev)`` per head.  Sums are
+kept in float32 (float64 for float64 inputs) and the denominator is guarded by ``eps``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..errors import ConfigError, MaskError
+from ..masks import Mask
+from ._checks import check_options, check_qkv, resolve_mask
+from ._kernel import refuse
+from ._tiles import check_block
+
+__all__ = [
+    "FEATURE_MAPS",
+    "efficient_attention",
+    "efficient_kernel",
+    "favor_features",
+    "linear_attention",
+    "linear_kernel",
+    "orthogonal_random_features",
+    "performer_attention",
+    "performer_kernel",
+]
+
+EPS = 1e-6
+
+FEATURE_MAPS: dict[str, Callable[[Tensor], Tensor]] = {
+    "elu": lambda x: F.elu(x) + 1.0,  # Katharopoulos et al. 2020: positive, smooth
+    "relu": F.relu,  # may give a zero denominator: the guard returns zeros then
+}
+
+
+def _work(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _key_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor, what: str) -> Tensor | None:
+    """A mask that only drops keys (shape ``(..., 1, S)``) as a 0/1 float ``(..., S, 1)``; anything else
+    cannot be expressed by a sum over keys and is refused."""
+    if isinstance(mask, Mask):
+        raise ConfigError(
+            f"{what} takes key-padding masks as tensors, got the predicate {mask!r}; pass mask.materialize(L, S)"
+        )
+    m = resolve_mask(mask, q, k)
+    if m is None:
+        return None
+    if m.shape[-2] != 1 or m.dtype != torch.bool:
+        raise MaskError(
+            f"{what} sums over keys once for all queries, so it takes only a boolean key-padding mask of shape "
+            f"(..., 1, S), got {m.dtype} of shape {tuple(m.shape)}; per-query masks need a quadratic kernel "
+            f"('dense', 'memory_efficient') and causal masks causal=True"
+        )
+    return m.transpose(-2, -1).to(_work(q.dtype))  # (..., S, 1)
+
+
+def _kernelized(
+    fq: Tensor, fk: Tensor, v: Tensor, causal: bool, chunk: int, eps: float
+) -> Tensor:
+    """``out_i = sum_j (fq_i . fk_j) v_j / max(sum_j fq_i . fk_j, eps)`` over all keys, or over
+    ``j <= i + S - L`` when causal (chunked prefix sums).  fq (..., L, F), fk (..., S, F), v (..., S, Ev)."""
+    if not causal:
+        kv = torch.matmul(fk.transpose(-2, -1), v)  # (..., F, Ev)
+        z = fk.sum(dim=-2)  # (..., F)
+        den = torch.matmul(fq, z.unsqueeze(-1))  # (..., L, 1)
+        return torch.matmul(fq, kv) / den.clamp_min(eps)
+    L, S = fq.shape[-2], fk.shape[-2]
+    off = S - L
+    kv = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], v.shape[-1])  # (..., F, Ev): keys already summed
+    z = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], 1)  # (..., F, 1)
+    done = 0  # keys [0, done) are in kv and z
+    outs = []
+    for t0 in range(0, L, chunk):
+        t1 = min(t0 + chunk, L)
+        first = min(max(t0 + off, 0), S)  # keys before `first` are visible to every query of the chunk
+        if first > done:
+            kv = kv + torch.matmul(fk[..., done:first, :].transpose(-2, -1), v[..., done:first, :])
+            z = z + fk[..., done:first, :].sum(dim=-2).unsqueeze(-1)
+            done = first
+        hi = min(max(t1 - 1 + off + 1, 0), S)  # the chunk's last query sees keys < hi
+        fqc = fq[..., t0:t1, :]  # (..., C, F)
+        num = torch.matmul(fqc, kv)  # (..., C, Ev)
+        den = torch.matmul(fqc, z)  # (..., C, 1)
+        if hi > done:
+            a = torch.matmul(fqc, fk[..., done:hi, :].transpose(-2, -1))  # (..., C, W)
+            i = torch.arange(t0 + off, t1 + off, device=fq.device).view(-1, 1)
+            j = torch.arange(done, hi, device=fq.device).view(1, -1)
+            a = a * (j <= i)  # the triangle inside the chunk
+            num = num + torch.matmul(a, v[..., done:hi, :])
+            den = den + a.sum(dim=-1, keepdim=True)
+        outs.append(num / den.clamp_min(eps))
+    if not outs:
+        return fq.new_zeros(*fq.shape[:-1], v.shape[-1])
+    return torch.cat(outs, dim=-2)  # (..., L, Ev)
+
+
+def _prepare(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Mask | None, chunk: int, eps: float, what: str
+) -> tuple[Tensor | None, torch.dtype]:
+    check_qkv(q, k, v)
+    check_block("chunk", chunk)
+    if not isinstance(eps, (int, float)) or not eps > 0:
+        raise ConfigError(f"eps must be a number > 0 (it guards the denominator), got {eps!r}")
+    return _key_mask(mask, q, k, what), _work(q.dtype)
+
+
+def linear_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    feature_map: str | Callable[[Tensor], Tensor] = "elu",
+    *,
+    mask: Tensor | None = None,
+    causal: bool = False,
+    chunk: int = 128,
+    eps: float = EPS,
+) -> Tensor:
+    r"""Kernel attention :math:`\phi(Q)(\phi(K)^\top V) / \phi(Q)\,\phi(K)^\top 1` (Katharopoulos et al. 2020).
+
+    Args:
+        feature_map: ``"elu"`` (``elu(x) + 1``), ``"relu"``, or a callable applied to the last dim.
+        mask: boolean key padding ``(..., 1, S)`` (True = real key); per-query masks are refused.
+        causal: query ``i`` sums keys ``j <= i + S - L`` (bottom-right), via chunked prefix sums.
+        chunk: queries per chunk in the causal form (memory ``O(chunk^2 + F Ev)`` per head).
+        eps: the denominator is ``max(den, eps)``; a row with no positive weight gives zeros.
+
+    Equals its own ``O(L S)`` form ``(phi(Q) phi(K)^T [masked]) V / rowsum``.  Returns the output
+    ``(..., L, Ev)`` in the input dtype; sums run in float32 (float64 for float64 inputs).
+    """
+    km, work = _prepare(q, k, v, mask, chunk, eps, "linear_attention")
+    phi = FEATURE_MAPS.get(feature_map) if isinstance(feature_map, str) else feature_map
+    if phi is None:
+        raise ConfigError(
+            f"unknown feature_map {feature_map!r}; choose one of {sorted(FEATURE_MAPS)} or pass a callable"
+        )
+    fq, fk = phi(q.to(work)), phi(k.to(work))  # (..., L, F), (..., S, F)
+    if km is not None:
+        fk = fk * km
+    return _kernelized(fq, fk, v.to(work), causal, chunk, eps).to(q.dtype)
+
+
+def orthogonal_random_features(
+    num_features: int, dim: int, *, generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """Performer's projection ``(num_features, dim)``: blocks of ``dim`` orthogonal rows (QR of a Gaussian
+    matrix), each row rescaled to the norm of a Gaussian vector, so that every row is marginally
+    ``N(0, I)`` while rows within a block are exactly orthogonal (lower variance than i.i.d. rows).
+    Drawing again with another generator state is the *redraw* of FAVOR+."""
+    check_block("num_features", num_features)
+    check_block("dim", dim)
+    blocks = []
+    for _ in range(-(-num_features // dim)):
+        g = torch.randn(dim, dim, generator=generator, dtype=torch.float64)
+        qm, _ = torch.linalg.qr(g)  # (E, E), orthonormal columns
+        blocks.append(qm.T)
+    w = torch.cat(blocks, dim=0)[:num_features]  # (m, E)
+    norms = torch.randn(num_features, dim, generator=generator, dtype=torch.float64).norm(dim=1, keepdim=True)
+    return (w * norms).to(dtype)
+
+
+def favor_features(x: Tensor, projection: Tensor, *, is_query: bool) -> Tensor:
+    r"""Positive random features :math:`\phi(x) = \exp(Wx - \|x\|^2/2 - c) / \sqrt m` (FAVOR+), whose products
+    estimate ``exp(q . k)`` without bias.  ``c`` is a stabiliser that cancels in the attention ratio: the
+    row maximum for queries, the maximum over all keys of a head for keys.  ``x`` (..., n, E), projection
+    ``(m, E)``; returns ``(..., n, m)``."""
+    wx = torch.matmul(x, projection.to(x.dtype).T)  # (..., n, m)
+    sq = (x * x).sum(dim=-1, keepdim=True) / 2  # (..., n, 1)
+    c = wx.amax(dim=-1, keepdim=True) if is_query else wx.amax(dim=(-2, -1), keepdim=True)
+    return torch.exp(wx - sq - c.detach()) / math.sqrt(projection.shape[0]) + EPS
+
+
+def performer_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    features: int | Tensor = 256,
+    *,
+    generator: torch.Generator | None = None,
+    mask: Tensor | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    chunk: int = 128,
+    eps: float = EPS,
+) -> Tensor:
+    """Performer (FAVOR+, Choromanski et al. 2021): an unbiased random-feature estimate of softmax attention
+    ``softmax(q k^T * scale) v`` in ``O((L + S) m Ev)``.
+
+    ``features`` is a projection from :func:`orthogonal_random_features` (fixed features), or a number
+    ``m`` of features to draw afresh from ``generator`` on this call (a redraw per call).  The error against
+    exact softmax attention falls as ``m`` grows (about ``1 / sqrt(m)``).  ``mask``, ``causal``, ``chunk``,
+    ``eps`` as in :func:`linear_attention`.
+    """
+    km, work = _prepare(q, k, v, mask, chunk, eps, "performer_attention")
+    check_options(scale, 1.0, 0.0)
+    proj = (
+        orthogonal_random_features(features, q.shape[-1], generator=generator, dtype=work)
+        if isinstance(features, int) else features
+    )
+    if not isinstance(proj, Tensor) or proj.ndim != 2 or proj.shape[1] != q.shape[-1]:
+        raise ConfigError(
+            f"features must be an int (how many to draw) or a (m, {q.shape[-1]}) projection from "
+            f"orthogonal_random_features, got {getattr(proj, 'shape', proj)!r}"
+        )
+    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    r = math.sqrt(s)  # exp(q.k * s) = exp((r q).(r k))
+    proj = proj.to(device=q.device, dtype=work)
+    fq = favor_features(q.to(work) * r, proj, is_query=True)  # (..., L, m)
+    fk = favor_features(k.to(work) * r, proj, is_query=False)  # (..., S, m)
+    if km is not None:
+        fk = fk * km
+    return _kernelized(fq, fk, v.to(work), causal, chunk, eps).to(q.dtype)
+
+
+def efficient_attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None) -> Tensor:
+    r"""Efficient attention (Shen et al. 2021): :math:`\mathrm{softmax}_{feat}(Q)\,(\mathrm{softmax}_{pos}(K)^\top V)`.
+
+    The keys are normalised over positions (each of the ``E`` key features becomes a distribution over
+    the ``S`` positions, a "global context" per feature) and each query over its features, so each
+    output row is a convex combination of the values, in ``O((L + S) E Ev)``.  The tutorials'
+    ``EfficientAttention`` normalises the keys only.  Non-causal by construction (the softmax over
+    positions sees every key).  ``mask``: boolean key padding ``(..., 1, S)``; masked keys get zero
+    weight in every feature; if every key is masked the output is zeros.
+    """
+    check_qkv(q, k, v)
+    km = _key_mask(mask, q, k, "efficient_attention")
+    work = _work(q.dtype)
+    rq = torch.softmax(q.to(work), dim=-1)  # (..., L, E): over features
+    kk = k.to(work)
+    if km is not None:
+        kk = kk.masked_fill(km == 0, float("-inf"))
+    m = kk.amax(dim=-2, keepdim=True).detach()  # (..., 1, E)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(kk - m)  # (..., S, E)
+    z = e.sum(dim=-2, keepdim=True)  # (..., 1, E)
+    rk = e / torch.where(z > 0, z, torch.ones_like(z))  # (..., S, E): over positions
+    context = torch.matmul(rk.transpose(-2, -1), v.to(work))  # (..., E, Ev)
+    return torch.matmul(rq, context).to(q.dtype)  # (..., L, Ev)
+
+
+# The registered kernels: (q, k, v, mask, causal, scale, dropout, return_weights) -> (out, None).
+# None of them builds the weights (ConfigError if asked) or takes dropout; masks must be key padding.
+
+
+def linear_kernel(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False, scale: float | None = None,
+    dropout: float = 0.0, return_weights: bool = False, *, feature_map: str = "elu",
+) -> tuple[Tensor, None]:
+    """Kernels ``"linear"`` (elu + 1) and ``"linear_relu"``; ``scale`` (if given) multiplies the queries."""
+    refuse(f"linear ({feature_map})", return_weights, dropout)
+    check_options(scale, 1.0, 0.0)
+    qs = q if scale is None else q * scale
+    return linear_attention(qs, k, v, feature_map, mask=mask, causal=causal), None
+
+
+_PROJECTIONS: dict[tuple[int, int, int], Tensor] = {}
+
+
+def performer_kernel(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False, scale: float | None = None,
+    dropout: float = 0.0, return_weights: bool = False, *, features: int = 256, seed: int = 0,
+) -> tuple[Tensor, None]:
+    """Kernel ``"performer"``: FAVOR+ with ``features`` fixed orthogonal random features drawn once per
+    ``(features, dim, seed)`` (deterministic; redraw by calling :func:`performer_attention` with a fresh
+    projection, or register ``functools.partial(performer_kernel, seed=step)``)."""
+    refuse("performer", return_weights, dropout)
+    key = (features, q.shape[-1], seed)
+    if key not in _PROJECTIONS:
+        _PROJECTIONS[key] = orthogonal_random_features(
+            features, q.shape[-1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+        )
+    return performer_attention(q, k, v, _PROJECTIONS[key], mask=mask, causal=causal, scale=scale), None
+
+
+def efficient_kernel(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False, scale: float | None = None,
+    dropout: float = 0.0, return_weights: bool = False,
+) -> tuple[Tensor, None]:
+    """Kernel ``"efficient"`` (Shen et al.): non-causal only; ``scale`` is not used (both softmaxes are
+    over raw features), so a scale other than None is refused."""
+    refuse("efficient", return_weights, dropout)
+    if causal:
+        raise ConfigError(
+            "kernel 'efficient' normalises the keys over all positions, so it cannot be causal; use "
+            "kernel='linear' (causal by prefix sums) or 'memory_efficient'"
+        )
+    if scale is not None:
+        raise ConfigError(f"kernel 'efficient' takes no scale (its softmaxes use raw features), got {scale!r}")
+    return efficient_attention(q, k, v, mask=mask), None

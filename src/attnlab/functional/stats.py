@@ -1,0 +1,138 @@
+"""Streaming attention statistics: per query row, without the ``L x S`` matrix.
+
+Letters: B batch, H heads (any leading dims ``...``), L query length, S key length, E features,
+K top-k, Bq / Bk tile sizes.
+
+For long inputs the weights do not fit in memory (16k tokens x 8 heads is 8 GB in float32), but what a
+person looks at usually is a few numbers per query: how spread the attention is (entropy), how far it
+reaches (mean distance), and which keys it picks (top-k with their weights).  All three follow from
+running sums over key tiles, kept next to the online-softmax statistics:
+
+    l = sum_j e_j,  a = sum_j e_j s_j,  d = sum_j e_j |i - j|,    e_j = exp(s_j - m)
+
+    entropy = m + log l - a / l,   mean distance = d / l,   weight of key j = exp(s_j - lse)
+
+rescaled by ``exp(m_old - m_new)`` whenever the row maximum ``m`` grows; the top-k scores are merged
+tile by tile.  Memory is ``O(L * K + Bq * Bk)`` per head.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..errors import ConfigError
+from ..masks import Mask
+from ._checks import check_options, check_qkv
+from ._tiles import TileMask, check_block, spans
+
+__all__ = ["AttentionStats", "attention_stats"]
+
+
+@dataclass(frozen=True)
+class AttentionStats:
+    """Per query row statistics of one attention call (float32; float64 for float64 inputs).
+
+    Rows with no allowed key have entropy 0, distance 0, lse ``-inf``, top-k index -1 and weight 0.
+    """
+
+    entropy: Tensor  # (..., L) in nats; 0 = all weight on one key, log(n) = uniform over n keys
+    distance: Tensor  # (..., L) mean |i - j| under the weights, i in aligned (bottom-right) key positions
+    top_index: Tensor  # (..., L, K) int64 key positions, strongest first; -1 where fewer than K keys are allowed
+    top_weight: Tensor  # (..., L, K) their attention weights
+    lse: Tensor  # (..., L) log-sum-exp of the masked scaled scores
+
+
+def attention_stats(
+    q: Tensor,
+    k: Tensor,
+    mask: Tensor | Mask | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    *,
+    top_k: int = 8,
+    block_q: int = 512,
+    block_k: int = 1024,
+) -> AttentionStats:
+    """Entropy, mean attention distance and the ``top_k`` strongest keys of every query row, per head,
+    of ``softmax(q k^T * scale + mask)``, computed tile by tile (the weights are never stored).
+
+    ``q`` ``(..., L, E)``, ``k`` ``(..., S, E)``; ``mask`` and ``causal`` as in
+    :func:`attnlab.functional.memory_efficient_attention` (fully masked tiles are skipped).  The values
+    are not needed.  Equals the statistics of the dense weights of :func:`attnlab.functional.attention`.
+    """
+    check_qkv(q, k, k)
+    check_options(scale, 1.0, 0.0)
+    check_block("block_q", block_q)
+    check_block("block_k", block_k)
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        raise ConfigError(f"top_k must be an int >= 1, got {top_k!r}; e.g. top_k=32")
+    tiles = TileMask(mask, causal, q, k)
+    L, S = tiles.L, tiles.S
+    work = torch.float64 if q.dtype == torch.float64 else torch.float32
+    s_ = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    lead, dev, inf = q.shape[:-2], q.device, float("inf")
+    ent = torch.zeros(*lead, L, dtype=work, device=dev)
+    dist = torch.zeros(*lead, L, dtype=work, device=dev)
+    lse = torch.full((*lead, L), -inf, dtype=work, device=dev)
+    top_w = torch.zeros(*lead, L, top_k, dtype=work, device=dev)
+    top_i = torch.full((*lead, L, top_k), -1, dtype=torch.long, device=dev)
+    for q0, q1 in spans(L, block_q):
+        qb = q[..., q0:q1, :].to(work)  # (..., Bq, E)
+        m = torch.full((*lead, q1 - q0, 1), -inf, dtype=work, device=dev)  # (..., Bq, 1)
+        l, a, d = torch.zeros_like(m), torch.zeros_like(m), torch.zeros_like(m)
+        tv = torch.full((*lead, q1 - q0, 0), -inf, dtype=work, device=dev)  # (..., Bq, <=K) best scores
+        ti = torch.zeros((*lead, q1 - q0, 0), dtype=torch.long, device=dev)
+        for k0, k1 in spans(S, block_k):
+            tile = tiles.tile(q0, q1, k0, k1)
+            if tile is None:
+                continue
+            s = torch.matmul(qb, k[..., k0:k1, :].to(work).transpose(-2, -1)).mul_(s_)  # (..., Bq, Bk)
+            s = tiles.apply(s, tile)
+            kk = min(top_k, k1 - k0)
+            v_new, i_new = s.topk(kk, dim=-1, sorted=False)
+            cand_v, cand_i = torch.cat([tv, v_new], dim=-1), torch.cat([ti, i_new + k0], dim=-1)
+            tv, sel = cand_v.topk(min(top_k, cand_v.shape[-1]), dim=-1)
+            ti = cand_i.gather(-1, sel)
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+            m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+            masked = tile.keep is not None or tile.add is not None
+            s_fin = s.nan_to_num(neginf=0.0) if masked else s.clone()  # masked scores out of the sums below
+            e = s.sub_(m_safe).exp_()  # (..., Bq, Bk), 0 where masked
+            alpha = torch.exp(m - m_safe)
+            l = l * alpha + e.sum(dim=-1, keepdim=True)
+            a = a * alpha + _rowdot(e, s_fin)
+            d = d * alpha + _distance(e, q0 + tiles.offset, q1 + tiles.offset, k0, k1)
+            m = m_new
+        has = l > 0
+        l1 = torch.where(has, l, torch.ones_like(l))
+        m_fin = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        row_lse = m_fin + torch.log(l1)  # (..., Bq, 1)
+        ent[..., q0:q1] = torch.where(has, row_lse - a / l1, torch.zeros_like(l)).squeeze(-1).clamp_min(0)
+        dist[..., q0:q1] = torch.where(has, d / l1, torch.zeros_like(l)).squeeze(-1)
+        lse[..., q0:q1] = torch.where(has, row_lse, torch.full_like(l, -inf)).squeeze(-1)
+        n = tv.shape[-1]
+        ok = torch.isfinite(tv)
+        top_w[..., q0:q1, :n] = torch.where(ok, torch.exp(tv - row_lse), torch.zeros((), dtype=work))
+        top_i[..., q0:q1, :n] = torch.where(ok, ti, torch.full_like(ti, -1))
+    return AttentionStats(ent, dist, top_i, top_w, lse)
+
+
+def _rowdot(x: Tensor, y: Tensor) -> Tensor:
+    """``(x * y).sum(-1, keepdim=True)`` as a batched dot product, without the temporary."""
+    return torch.matmul(x.unsqueeze(-2), y.unsqueeze(-1)).squeeze(-1)  # (..., Bq, 1)
+
+
+def _distance(e: Tensor, a0: int, a1: int, k0: int, k1: int) -> Tensor:
+    """``sum_j e_ij |i - j|`` for aligned query positions ``[a0, a1)`` and keys ``[k0, k1)``, (..., Bq, 1).
+    When the tile lies on one side of the diagonal, ``|i - j| = +-(i - j)`` and the sum is a matrix-vector
+    product; otherwise the ``|i - j|`` tile is built."""
+    i = torch.arange(a0, a1, device=e.device, dtype=e.dtype).view(-1, 1)  # (Bq, 1)
+    j = torch.arange(k0, k1, device=e.device, dtype=e.dtype).view(-1, 1)  # (Bk, 1)
+    if k1 - 1 <= a0 or k0 >= a1 - 1:
+        sign = 1.0 if k1 - 1 <= a0 else -1.0
+        return sign * (i * e.sum(dim=-1, keepdim=True) - torch.matmul(e, j))
+    return (e * (i - j.view(1, -1)).abs_()).sum(dim=-1, keepdim=True)
