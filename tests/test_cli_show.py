@@ -4,6 +4,7 @@ stderr naming the problem, no traceback, and no file written."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -33,17 +34,9 @@ def files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-def viewer_ships() -> bool:
-    try:
-        from attnlab.viz.html import save_html  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def expected_files(fmt: str = "png", viewer: bool = True) -> set[str]:
     names = {"trace.attn", *(f"{f}.{fmt}" for f in FIGURES)}
-    return names | ({"viewer.html"} if viewer and viewer_ships() else set())
+    return names | ({"viewer.html"} if viewer else set())
 
 
 # ----- what it writes and prints -------------------------------------------------------------------
@@ -53,6 +46,9 @@ def test_redraw_a_saved_trace(tmp_path, trace_file, capsys):
     assert files(out) == expected_files()
     for fig in FIGURES:
         assert (out / f"{fig}.png").read_bytes().startswith(b"\x89PNG")
+    page = (out / "viewer.html").read_text(encoding="utf-8")
+    assert page.lstrip().lower().startswith("<!doctype html")
+    assert not re.search(r"<(script|link)[^>]+(src|href)=", page), "the viewer is one self-contained file"
     again = al.AttentionTrace.load(out / "trace.attn")
     original = al.AttentionTrace.load(trace_file)
     assert torch.equal(again.weights, original.weights) and again.tokens == TOKENS
@@ -231,7 +227,7 @@ def test_bundled_model_pair_and_chinese(tmp_path, capsys):
     [
         ([""], ["empty"]),
         (["   "], ["empty"]),
-        (["word " * 2000], ["too long", "--truncate"]),
+        (["word " * 2000], ["2002 tokens", "--truncate"]),
         ([SENTENCE, "--model", "/nonexistent/model"], ["/nonexistent/model"]),
         ([SENTENCE, "--layer", "6"], ["layer 6", "6 layers"]),
         ([SENTENCE, "--head", "12"], ["head 12", "12 heads"]),

@@ -79,6 +79,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import viz
     from ..capture import AttentionTrace
+    from ..viz.html import save_html
 
     layer = _parse_int(args.layer, "--layer")
     head = "mean" if args.head == "mean" else _parse_int(args.head, "--head", " or 'mean'")
@@ -106,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
         for name, fig in figures.items():
             viz.save(fig, stage / f"{name}.{args.format}")
             written.append(f"{name}.{args.format}")
-        save_html = _viewer()
-        if save_html is not None and not args.no_viewer:
+        if not args.no_viewer:
             save_html(trace, stage / VIEWER_FILE)
             written.append(VIEWER_FILE)
         _publish(stage, out, written)
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> Any:
-    from ..capture import trace_text  # type: ignore[attr-defined]
+    from ..capture import trace_text
 
     options: dict[str, Any] = {"text_pair": args.pair, "merge": args.merge, "truncate": args.truncate}
     if args.model is not None:
@@ -126,14 +126,6 @@ def _capture(args: argparse.Namespace) -> Any:
     if args.max_length is not None:
         options["max_length"] = args.max_length
     return trace_text(args.text, **options)
-
-
-def _viewer() -> Any:
-    try:
-        from ..viz.html import save_html  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # the interactive viewer is not part of this build yet
-        return None
-    return save_html
 
 
 def _parse_int(value: str, option: str, alternative: str = "") -> int:
