@@ -48,7 +48,7 @@ def test_redraw_a_saved_trace(tmp_path, trace_file, capsys):
         assert (out / f"{fig}.png").read_bytes().startswith(b"\x89PNG")
     page = (out / "viewer.html").read_text(encoding="utf-8")
     assert page.lstrip().lower().startswith("<!doctype html")
-    assert not re.search(r"<(script|link)[^>]+(src|href)=", page), "the viewer is one self-contained file"
+    assert not re.search(r"<(script|link)[^>]+(src|href)=\"(?!data:)", page), "the viewer is one self-contained file"
     again = al.AttentionTrace.load(out / "trace.attn")
     original = al.AttentionTrace.load(trace_file)
     assert torch.equal(again.weights, original.weights) and again.tokens == TOKENS
