@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from reference import attention_ref
 from torch import Tensor, nn
 
 import attnlab as al
 from attnlab.errors import CaptureError, InputError
 from attnlab.layers import AttentionHook, TransformerConfig, TransformerDecoder, TransformerEncoder
-from reference import attention_ref
 
 
 class TinyAttention(nn.Module):

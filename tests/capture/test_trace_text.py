@@ -80,7 +80,7 @@ def test_empty_text(text: str) -> None:
 def test_bad_model_folders(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="no model folder"):
         al.trace_text("hi", model=str(tmp_path / "missing"))
-    with pytest.raises(ModelLoadError, match="no config.json"):
+    with pytest.raises(ModelLoadError, match=r"no config\.json"):
         al.trace_text("hi", model=tmp_path)
     (tmp_path / "config.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(ModelLoadError, match="cannot load"):
