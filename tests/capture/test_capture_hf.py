@@ -122,9 +122,9 @@ def test_restored_after_an_exception_and_kind_filter() -> None:
     with pytest.raises(ValueError), al.capture(model):
         model(input_ids=IDS, decoder_input_ids=torch.zeros(2, 3, 3, dtype=torch.long))  # bad shape
     assert all(c._attn_implementation == "sdpa" for c in _all_configs(model))
-    from attnlab.capture._hf import _SINKS
+    from attnlab.capture._hf import _SESSIONS
 
-    assert not _SINKS
+    assert not _SESSIONS
     with torch.no_grad(), al.capture(model, kinds="cross") as trace:
         model(**_inputs("bart"))
     assert [(r.kind, r.layer) for r in trace] == [("cross", 0), ("cross", 1)]

@@ -98,3 +98,22 @@ def test_local_gpt2_folder(tmp_path: Path, minilm: tuple[Any, Any, str]) -> None
     trace = al.trace_text("a tiny model", model=tmp_path)
     assert trace.kinds == ["causal"] and trace.weights.shape[:2] == (2, 3)
     assert trace.meta["model"] == str(tmp_path) and trace.tokens[0] == "[CLS]"
+
+
+def test_local_encoder_decoder_folder(tmp_path: Path, minilm: tuple[Any, Any, str]) -> None:
+    """An encoder-decoder folder: text feeds the encoder, text_pair the decoder (after its start token)."""
+    import transformers
+
+    _, tokenizer, _ = minilm
+    cfg = transformers.BartConfig(
+        vocab_size=tokenizer.vocab_size, d_model=36, encoder_attention_heads=3, decoder_attention_heads=3,
+        encoder_layers=2, decoder_layers=2, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64,
+        decoder_start_token_id=tokenizer.sep_token_id, pad_token_id=0)
+    transformers.BartModel(cfg).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    trace = al.trace_text("the cat sat", model=tmp_path, text_pair="le chat")
+    assert [r.kind for r in trace] == ["self", "self", "causal", "cross", "causal", "cross"]
+    cross = trace.select(kind="cross")[0]
+    assert cross.key_tokens == ["[CLS]", "the", "cat", "sat", "[SEP]"]
+    assert cross.query_tokens == ["[SEP]", "[CLS]", "le", "chat"]  # start token, then the target shifted right
+    assert trace.tokens == cross.key_tokens

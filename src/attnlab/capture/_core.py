@@ -107,7 +107,8 @@ def capture(
     trace = AttentionTrace(meta={"model": type(model).__name__})
     recorder = Recorder(trace, kind_set, name_tuple)
     with ExitStack() as undo:
-        found = sum(adapter.install(model, recorder, undo) for adapter in (_own, _torch, _hf))
+        named = list(model.named_modules())  # one walk of the module tree, shared by the adapters
+        found = sum(adapter.install(model, named, recorder, undo) for adapter in (_own, _torch, _hf))
         if not found:
             raise CaptureError(
                 f"{type(model).__name__} holds no attention attnlab can record: no attnlab attention layer, no "

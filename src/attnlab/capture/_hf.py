@@ -24,21 +24,13 @@ from torch import Tensor, nn
 
 from ._core import Recorder, module_label
 
-__all__ = ["IMPLEMENTATION", "install", "is_hf_model", "module_kind"]
+__all__ = ["IMPLEMENTATION", "install", "module_kind"]
 
 IMPLEMENTATION = "attnlab_capture"
 
-# id(attention module) -> callbacks of the captures recording it (several when captures nest)
-_SINKS: dict[int, list[Callable[[Tensor], None]]] = {}
+# One entry per running capture of a transformers model: (module id -> path, model, recorder).
+_SESSIONS: list[tuple[dict[int, str], nn.Module, Recorder]] = []
 _registered = False
-
-
-def is_hf_model(model: nn.Module) -> bool:
-    if "transformers" not in sys.modules:
-        return False
-    from transformers import PreTrainedModel
-
-    return any(isinstance(m, PreTrainedModel) for m in model.modules())
 
 
 def module_kind(module: nn.Module) -> str:
@@ -64,8 +56,10 @@ def _attention(
 ) -> tuple[Tensor, Tensor]:
     """The ``"attnlab_capture"`` implementation: the module's eager attention, weights handed on."""
     out, weights = _eager(module)(module, query, key, value, attention_mask, **kwargs)
-    for sink in _SINKS.get(id(module), ()):
-        sink(weights)
+    for paths, root, recorder in _SESSIONS:
+        path = paths.get(id(module))
+        if path is not None:
+            recorder.add(module_label(path, root), module_kind(module), weights)
     return out, weights
 
 
@@ -111,12 +105,12 @@ def _register() -> None:
     _registered = True
 
 
-def _configs(model: nn.Module) -> list[Any]:
-    """Every distinct transformers config the model's modules read, sub-configs included."""
+def _configs(modules: list[nn.Module]) -> list[Any]:
+    """Every distinct transformers config the modules read, sub-configs included."""
     from transformers import PretrainedConfig
 
     seen: dict[int, Any] = {}
-    todo: list[Any] = [getattr(m, "config", None) for m in model.modules()]
+    todo: list[Any] = [getattr(m, "config", None) for m in modules]
     while todo:
         config = todo.pop()
         if not isinstance(config, PretrainedConfig) or id(config) in seen:
@@ -126,30 +120,20 @@ def _configs(model: nn.Module) -> list[Any]:
     return list(seen.values())
 
 
-def install(model: nn.Module, recorder: Recorder, undo: ExitStack) -> int:
+def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Recorder, undo: ExitStack) -> int:
     """Switch every config of the transformers models inside ``model`` to ``"attnlab_capture"``."""
-    if not is_hf_model(model):
+    if "transformers" not in sys.modules:
+        return 0  # no transformers model can exist
+    from transformers import PreTrainedModel
+
+    modules = [m for _, m in named]
+    if not any(isinstance(m, PreTrainedModel) for m in modules):
         return 0
     _register()
-    for config in _configs(model):
+    for config in _configs(modules):
         undo.callback(setattr, config, "_attn_implementation_internal", config._attn_implementation_internal)
         config._attn_implementation_internal = IMPLEMENTATION
-    for path, module in model.named_modules():
-        name, kind = module_label(path, model), module_kind(module)
-        if not recorder.wants(name, kind):
-            continue
-
-        def sink(weights: Tensor, name: str = name, kind: str = kind) -> None:
-            recorder.add(name, kind, weights)
-
-        _SINKS.setdefault(id(module), []).append(sink)
-        undo.callback(_remove_sink, id(module), sink)
+    session = ({id(m): path for path, m in named}, model, recorder)
+    _SESSIONS.append(session)
+    undo.callback(_SESSIONS.remove, session)
     return 1
-
-
-def _remove_sink(key: int, sink: Callable[[Tensor], None]) -> None:
-    sinks = _SINKS.get(key, [])
-    if sink in sinks:
-        sinks.remove(sink)
-    if not sinks:
-        _SINKS.pop(key, None)

@@ -18,10 +18,10 @@ from ._core import Recorder, module_label
 __all__ = ["install"]
 
 
-def install(model: nn.Module, recorder: Recorder, undo: ExitStack) -> int:
+def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Recorder, undo: ExitStack) -> int:
     """Hook every AttentionHook inside ``model``; return how many were found."""
     found = 0
-    for path, module in model.named_modules():
+    for path, module in named:
         if not isinstance(module, AttentionHook):
             continue
         name = module_label(path.rpartition(".")[0], model) if path else module_label("", model)

@@ -33,10 +33,10 @@ __all__ = ["install", "mha_weights"]
 _SIGNATURE = inspect.signature(nn.MultiheadAttention.forward)
 
 
-def install(model: nn.Module, recorder: Recorder, undo: ExitStack) -> int:
+def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Recorder, undo: ExitStack) -> int:
     """Hook every ``nn.MultiheadAttention`` inside ``model``; return how many were found."""
     found = 0
-    for path, module in model.named_modules():
+    for path, module in named:
         if isinstance(module, nn.TransformerEncoder) and getattr(module, "use_nested_tensor", False):
             module.use_nested_tensor = False  # its nested-tensor fast path never calls self_attn
             undo.callback(setattr, module, "use_nested_tensor", True)
