@@ -56,12 +56,10 @@ def attach_tokens(
         queries = source if r.kind == "self" else target
         _, _, lq, lk = r.weights.shape
         if len(keys) != lk or len(queries) < lq:
-            which = "target_tokens" if r.kind != "self" and target_tokens is not None else "tokens"
             raise ShapeError(
-                f"record {r.name!r} ({r.kind}) attends from {lq} queries to {lk} keys, but {which} has "
-                f"{len(queries) if len(keys) == lk else len(keys)} tokens; pass the tokens the model was run on"
-                + ("" if target_tokens is not None or r.kind != "cross" else
-                   " (an encoder-decoder trace needs target_tokens for its decoder)")
+                f"record {r.name!r} ({r.kind}) attends from {lq} queries to {lk} keys, but got {len(queries)} query "
+                f"and {len(keys)} key tokens for it; pass the tokens the model ran on (for an encoder-decoder "
+                f"model, tokens= the encoder's and target_tokens= the decoder's)"
             )
         records.append(replace(r, query_tokens=queries[len(queries) - lq:], key_tokens=list(keys)))
     return AttentionTrace(records=records, meta=dict(trace.meta))
