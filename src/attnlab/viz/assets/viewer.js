@@ -1,0 +1,665 @@
+// attnlab attention viewer: head view, model view and matrix view of one AttentionTrace.
+// Plain JavaScript, no dependencies, no network. The data is the JSON block #attnlab-data written by
+// attnlab/viz/html.py: per record, uint8 codes (weight = code / levels) gzip-compressed and base64-encoded.
+// Tokens and metadata are user text: they are rendered only with textContent and canvas fillText.
+(() => {
+  "use strict";
+
+  const DATA = JSON.parse(document.getElementById("attnlab-data").textContent);
+  const RECORDS = DATA.records;
+  const LEVELS = DATA.encoding.levels;
+  const MAX_ERROR = DATA.encoding.max_error;
+  // Paul Tol's "muted" palette (colour-blind safe); heads past the ninth reuse it with dashed lines.
+  const PALETTE = ["#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499"];
+  const MEAN_COLOUR = "#222222";
+  const FOCUS_FILL = "#F0E442";
+  const FONT = '12px system-ui, "Noto Sans", "Noto Sans CJK SC", "WenQuanYi Zen Hei", "Noto Color Emoji", sans-serif';
+  const BOLD = "bold " + FONT;
+  const ROW = 18, TITLE_H = 46, PAD = 12, GAP = 240, LABEL_MAX = 150, THUMB = 64;
+  const LINE_MIN_CODE = 4; // head-view lines below 4/255 (1.6 %) are too faint to see and are not drawn
+  const KIND_NAMES = { self: "self-attention", causal: "causal self-attention", cross: "cross-attention" };
+  const VIRIDIS = viridis();
+  const VIRIDIS32 = new Uint32Array(new Uint8ClampedArray(VIRIDIS.flatMap((c) => [...c])).buffer); // RGBA as one word
+
+  // ----- data: decode on demand, cache -------------------------------------------------------------
+  const codes = new Array(RECORDS.length); // Uint8Array (heads, q, k) once decoded
+  const pending = new Map();
+  function load(ri) {
+    if (codes[ri]) return Promise.resolve(codes[ri]);
+    if (!pending.has(ri)) pending.set(ri, inflate(RECORDS[ri].data).then((bytes) => (codes[ri] = bytes)));
+    return pending.get(ri);
+  }
+  async function inflate(b64) {
+    const packed = Uint8Array.fromBase64 ? Uint8Array.fromBase64(b64) : Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+  const lru = new Map();
+  function cached(key, make) { // a small least-recently-used cache of matrices and images
+    if (lru.has(key)) { const v = lru.get(key); lru.delete(key); lru.set(key, v); return v; }
+    const v = make();
+    lru.set(key, v);
+    if (lru.size > 48) lru.delete(lru.keys().next().value);
+    return v;
+  }
+  // The (q, k) weights of head h of record ri as a Float32Array; h = -1 is the mean over heads.
+  function matrix(ri, h) {
+    return cached(`m${ri}:${h}`, () => {
+      const r = RECORDS[ri], n = r.q * r.k, c = codes[ri], out = new Float32Array(n);
+      const heads = h < 0 ? [...Array(r.heads).keys()] : [h];
+      for (const hh of heads) for (let i = 0, o = hh * n; i < n; i++) out[i] += c[o + i];
+      const scale = 1 / (LEVELS * heads.length);
+      for (let i = 0; i < n; i++) out[i] *= scale;
+      return out;
+    });
+  }
+  const recordsOf = (kind) => RECORDS.map((r, i) => i).filter((i) => RECORDS[i].kind === kind);
+
+  // ----- state ------------------------------------------------------------------------------------
+  const kinds = ["self", "causal", "cross"].filter((k) => RECORDS.some((r) => r.kind === k));
+  const state = {
+    view: "head", kind: kinds[0], rec: recordsOf(kinds[0])[0],
+    heads: new Set([...Array(RECORDS[recordsOf(kinds[0])[0]].heads).keys()]), mean: false, head: 0,
+    focus: null, sticky: false, cell: null, cursor: { row: 0, col: 0 }, zoom: 0,
+  };
+
+  // ----- text helpers -----------------------------------------------------------------------------
+  const visible = (s) => String(s).replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === "\u007f" ? 0x2421 : 0x2400 + c.charCodeAt(0)));
+  const measurer = document.createElement("canvas").getContext("2d");
+  function fit(text, width, font = FONT) { // text cut with an ellipsis to fit width pixels
+    measurer.font = font;
+    let s = visible(text);
+    if (measurer.measureText(s).width <= width) return s;
+    const chars = Array.from(s);
+    let lo = 0, hi = chars.length; // binary search for the longest prefix that fits with the ellipsis
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (measurer.measureText(chars.slice(0, mid).join("") + "…").width <= width) lo = mid;
+      else hi = mid - 1;
+    }
+    return chars.slice(0, lo).join("") + "…";
+  }
+  function labels(ri) { // fitted token labels and the width of the widest, per record
+    return cached(`l${ri}`, () => {
+      const r = RECORDS[ri], q = r.query_tokens.map((t) => fit(t, LABEL_MAX)), k = r.key_tokens.map((t) => fit(t, LABEL_MAX));
+      measurer.font = BOLD;
+      return { q, k, width: Math.ceil(Math.max(24, ...q.concat(k).map((t) => measurer.measureText(t).width))) };
+    });
+  }
+  const headName = (h) => (h < 0 ? "mean of heads" : `head ${h}`);
+  const colour = (h) => (h < 0 ? MEAN_COLOUR : PALETTE[h % PALETTE.length]);
+  const dash = (h) => (h >= PALETTE.length ? [5, 3] : []);
+  const quote = (t) => `“${visible(t)}”`;
+  function describe() {
+    const r = RECORDS[state.rec], m = DATA.meta;
+    const what = state.view === "model" ? `all layers × heads of ${KIND_NAMES[r.kind]}`
+      : `layer ${r.layer} (${r.name}), ${KIND_NAMES[r.kind]}, ` + (state.view === "matrix" ? headName(state.head)
+        : state.mean ? "mean of heads" : `heads ${[...state.heads].sort((a, b) => a - b).join(", ") || "none"}`);
+    const flat = (t) => String(t).replace(/\s+/g, " ").trim();
+    const source = [m.model && `model ${flat(m.model)}`, m.text && `text “${flat(m.text)}”`].filter(Boolean).join(" · ");
+    return [what, source];
+  }
+  function title(ctx, size, name) {
+    const [what, source] = describe();
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, size.w, size.h);
+    ctx.fillStyle = "#111";
+    ctx.textAlign = "left";
+    ctx.textBaseline = "alphabetic";
+    ctx.font = BOLD;
+    ctx.fillText(fit(`${name}: ${what}`, size.w - 2 * PAD, BOLD), PAD, 18);
+    ctx.font = FONT;
+    ctx.fillStyle = "#444";
+    ctx.fillText(fit(source, size.w - 2 * PAD), PAD, 36);
+  }
+
+  // ----- head view: query tokens left, key tokens right, one line per weight ----------------------
+  function headGeometry() {
+    const r = RECORDS[state.rec], lab = labels(state.rec);
+    const x1 = PAD + lab.width + 6, x2 = x1 + GAP;
+    return { r, lab, x1, x2, w: Math.max(x2 + lab.width + PAD + 6, 720), h: TITLE_H + Math.max(r.q, r.k) * ROW + PAD };
+  }
+  const rowY = (i) => TITLE_H + i * ROW + ROW / 2;
+  function drawHead(ctx, size, win) {
+    const g = headGeometry(), { r, lab } = g, f = state.focus;
+    const seen = (ya, yb) => Math.min(ya, yb) < win.y1 + ROW && Math.max(ya, yb) > win.y0 - ROW; // crosses the window
+    title(ctx, size, "Head view");
+    const heads = state.mean ? [-1] : [...state.heads].sort((a, b) => a - b);
+    const shade = f ? focusWeights(heads) : null; // mean weight of each token of the other side
+    // Unfocused, a line's opacity is its weight; focused on one token, it is the weight relative to the
+    // token's largest, so that the 512 faint lines of a long input stay visible.
+    const top = shade ? Math.max(...shade, 1 / LEVELS) : 1, minCode = shade ? 1 : LINE_MIN_CODE;
+    ctx.lineWidth = 1.5;
+    for (const h of heads) {
+      const m = matrix(state.rec, h), paths = new Map(); // alpha bucket -> path
+      const iFrom = f && f.side === "q" ? f.i : 0, iTo = f && f.side === "q" ? f.i + 1 : r.q;
+      const jFrom = f && f.side === "k" ? f.i : 0, jTo = f && f.side === "k" ? f.i + 1 : r.k;
+      for (let i = iFrom; i < iTo; i++) {
+        for (let j = jFrom; j < jTo; j++) {
+          const c = Math.round((Math.min(1, m[i * r.k + j] / top)) * LEVELS);
+          if (c < minCode || !seen(rowY(i), rowY(j))) continue;
+          const b = (c + 4) >> 3;
+          if (!paths.has(b)) paths.set(b, ctx.newPath ? ctx.newPath() : new Path2D());
+          const p = paths.get(b);
+          p.moveTo(g.x1, rowY(i));
+          p.lineTo(g.x2, rowY(j));
+        }
+      }
+      ctx.strokeStyle = colour(h);
+      ctx.setLineDash(dash(h));
+      for (const [b, p] of paths) {
+        ctx.globalAlpha = Math.min(1, (b * 8) / LEVELS);
+        ctx.stroke(p);
+      }
+      ctx.globalAlpha = 1;
+      ctx.setLineDash([]);
+    }
+    ctx.textBaseline = "middle";
+    for (const [side, toks, x, align] of [["q", lab.q, g.x1 - 6, "right"], ["k", lab.k, g.x2 + 6, "left"]]) {
+      ctx.textAlign = align;
+      toks.forEach((t, i) => {
+        if (!seen(rowY(i), rowY(i))) return;
+        const focused = f && f.side === side && f.i === i;
+        const weight = shade && f.side !== side ? shade[i] / top : 0;
+        if (focused || weight > 0) {
+          ctx.fillStyle = focused ? FOCUS_FILL : "#88CCEE";
+          ctx.globalAlpha = focused ? 1 : Math.min(1, weight);
+          ctx.fillRect(align === "right" ? x - lab.width - 2 : x - 2, TITLE_H + i * ROW + 1, lab.width + 4, ROW - 2);
+          ctx.globalAlpha = 1;
+        }
+        ctx.font = focused ? BOLD : FONT;
+        ctx.fillStyle = "#111";
+        ctx.fillText(t, x, rowY(i));
+      });
+    }
+  }
+  function hitHead(x, y) {
+    const g = headGeometry(), i = Math.floor((y - TITLE_H) / ROW);
+    if (i < 0) return null;
+    if (x < g.x1 + 20 && i < g.r.q) return { side: "q", i }; // the label or the first stretch of its lines
+    if (x > g.x2 - 20 && i < g.r.k) return { side: "k", i };
+    return null;
+  }
+  function focusWeights(heads) { // the focused token's weights to each token of the other side, mean of `heads`
+    const f = state.focus, r = RECORDS[state.rec], sum = new Float32Array(f.side === "q" ? r.k : r.q);
+    for (const h of heads) {
+      const m = matrix(state.rec, h);
+      for (let j = 0; j < sum.length; j++) sum[j] += (f.side === "q" ? m[f.i * r.k + j] : m[j * r.k + f.i]) / heads.length;
+    }
+    return sum;
+  }
+  function describeFocus() {
+    const f = state.focus, r = RECORDS[state.rec];
+    if (!f) return "Hover or click a token to see only its attention; arrow keys move between tokens.";
+    const heads = state.mean ? [-1] : [...state.heads];
+    if (!heads.length) return "No head is shown: click a head number.";
+    const other = f.side === "q" ? r.key_tokens : r.query_tokens, sum = focusWeights(heads);
+    const top = [...sum.keys()].sort((a, b) => sum[b] - sum[a]).slice(0, 3).map((j) => `${quote(other[j])} ${sum[j].toFixed(3)}`);
+    const token = (f.side === "q" ? r.query_tokens : r.key_tokens)[f.i];
+    return `${f.side === "q" ? "Query" : "Key"} ${f.i} ${quote(token)} ${f.side === "q" ? "attends most to" : "is attended most by"} ${top.join(", ")}` +
+      (heads.length > 1 ? " (mean of the shown heads)" : "");
+  }
+
+  // ----- matrix view: heatmap of one head or the mean, keys along x, queries along y ---------------
+  function matrixGeometry() {
+    const r = RECORDS[state.rec], lab = labels(state.rec), n = Math.max(r.q, r.k);
+    const cell = Math.min(state.zoom, Math.floor(8192 / n)) || Math.max(1, Math.min(28, Math.floor(640 / n))); // at most 8192 px
+    const left = PAD + lab.width + 6, top = TITLE_H + lab.width + 6;
+    return { r, lab, cell, left, top, w: left + r.k * cell + 90, h: top + r.q * cell + PAD };
+  }
+  function heatImage(ri, h) { // (k x q) canvas of viridis colours, scaled to the matrix's largest weight
+    return cached(`i${ri}:${h}`, () => {
+      const r = RECORDS[ri], m = matrix(ri, h), canvas = document.createElement("canvas");
+      canvas.width = r.k;
+      canvas.height = r.q;
+      const ctx = canvas.getContext("2d"), img = ctx.createImageData(r.k, r.q), px = new Uint32Array(img.data.buffer);
+      let max = 0;
+      for (const v of m) max = Math.max(max, v);
+      const s = max > 0 ? 255 / max : 0;
+      for (let i = 0; i < m.length; i++) px[i] = VIRIDIS32[Math.round(m[i] * s)];
+      ctx.putImageData(img, 0, 0);
+      return { canvas, max };
+    });
+  }
+  function drawMatrix(ctx, size, win) {
+    const g = matrixGeometry(), { r, lab, cell } = g, hov = state.cell;
+    title(ctx, size, "Matrix view");
+    const heat = heatImage(state.rec, state.head);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(heat.canvas, g.left, g.top, r.k * cell, r.q * cell);
+    const step = Math.max(1, Math.ceil(12 / cell));
+    ctx.fillStyle = "#111";
+    ctx.textBaseline = "middle";
+    const shown = (i, from, to) => g.top + (i + 1) * cell > from && g.top + i * cell < to; // in the window
+    const axis = (toks, hovered, place, from, to) => toks.forEach((t, i) => {
+      if ((i % step && i !== hovered) || !shown(i, from, to)) return;
+      ctx.font = i === hovered ? BOLD : FONT;
+      place(t, g.top + (i + 0.5) * cell, i);
+    });
+    ctx.textAlign = "right";
+    axis(lab.q, hov && hov.i, (t, y) => ctx.fillText(t, g.left - 4, y), win.y0, win.y1);
+    ctx.save();
+    ctx.translate(g.left, g.top - 4);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left";
+    axis(lab.k, hov && hov.j, (t, _, j) => ctx.fillText(t, 0, (j + 0.5) * cell), win.x0 - g.left + g.top, win.x1 - g.left + g.top);
+    ctx.restore();
+    if (hov) { // a black and a white ring: visible on every colour of the map
+      ctx.lineWidth = 2;
+      for (const [colour, d] of [["#000", 2], ["#fff", 0]]) {
+        ctx.strokeStyle = colour;
+        ctx.strokeRect(g.left + hov.j * cell - 1 - d, g.top + hov.i * cell - 1 - d, cell + 2 + 2 * d, cell + 2 + 2 * d);
+      }
+    }
+    const bx = g.left + r.k * cell + 16, bh = Math.min(200, Math.max(60, r.q * cell)); // colour bar
+    for (let y = 0; y < bh; y++) {
+      const c = VIRIDIS[Math.round((255 * (bh - 1 - y)) / (bh - 1))];
+      ctx.fillStyle = `rgb(${c[0]},${c[1]},${c[2]})`;
+      ctx.fillRect(bx, g.top + y, 12, 1);
+    }
+    ctx.font = FONT;
+    ctx.fillStyle = "#111";
+    ctx.textAlign = "left";
+    ctx.fillText(heat.max.toFixed(3), bx + 16, g.top + 4);
+    ctx.fillText("0", bx + 16, g.top + bh - 4);
+  }
+  function hitMatrix(x, y) {
+    const g = matrixGeometry(), i = Math.floor((y - g.top) / g.cell), j = Math.floor((x - g.left) / g.cell);
+    return i >= 0 && j >= 0 && i < g.r.q && j < g.r.k ? { i, j } : null;
+  }
+  function describeCell() {
+    const c = state.cell, r = RECORDS[state.rec];
+    delete status.dataset.value;
+    if (!c) return "Hover a cell for its exact weight; arrow keys move the cell.";
+    const v = matrix(state.rec, state.head)[c.i * r.k + c.j];
+    status.dataset.value = String(v);
+    return `Query ${c.i} ${quote(r.query_tokens[c.i])} → key ${c.j} ${quote(r.key_tokens[c.j])}: ` +
+      `${v.toFixed(4)} (±${MAX_ERROR.toFixed(4)}, ${headName(state.head)})`;
+  }
+
+  // ----- model view: every layer x head of the selected kind as a thumbnail ------------------------
+  function modelGeometry() {
+    const recs = recordsOf(state.kind), heads = Math.max(...recs.map((i) => RECORDS[i].heads));
+    const left = PAD + 40, top = TITLE_H + 18;
+    return { recs, heads, left, top, w: left + heads * (THUMB + 8) + PAD, h: top + recs.length * (THUMB + 8) + PAD };
+  }
+  function thumbnail(ri, h) { // max-pooled to at most THUMB x THUMB, scaled to the head's largest weight
+    return cached(`t${ri}:${h}`, () => {
+      const r = RECORDS[ri], m = matrix(ri, h), th = Math.min(r.q, THUMB), tw = Math.min(r.k, THUMB);
+      const pooled = new Float32Array(th * tw);
+      for (let i = 0; i < r.q; i++) {
+        const row = Math.floor((i * th) / r.q) * tw;
+        for (let j = 0; j < r.k; j++) {
+          const o = row + Math.floor((j * tw) / r.k), v = m[i * r.k + j];
+          if (v > pooled[o]) pooled[o] = v;
+        }
+      }
+      let max = 0;
+      for (const v of pooled) max = Math.max(max, v);
+      const canvas = document.createElement("canvas");
+      canvas.width = tw;
+      canvas.height = th;
+      const ctx = canvas.getContext("2d"), img = ctx.createImageData(tw, th), px = new Uint32Array(img.data.buffer);
+      pooled.forEach((v, o) => (px[o] = VIRIDIS32[max > 0 ? Math.round((255 * v) / max) : 0]));
+      ctx.putImageData(img, 0, 0);
+      return canvas;
+    });
+  }
+  function drawModel(ctx, size) {
+    const g = modelGeometry();
+    title(ctx, size, "Model view");
+    ctx.font = FONT;
+    ctx.fillStyle = "#111";
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "center";
+    for (let h = 0; h < g.heads; h++) ctx.fillText(`H${h}`, g.left + h * (THUMB + 8) + THUMB / 2, g.top - 9);
+    ctx.imageSmoothingEnabled = false;
+    g.recs.forEach((ri, row) => {
+      const y = g.top + row * (THUMB + 8);
+      ctx.textAlign = "right";
+      ctx.fillStyle = "#111";
+      ctx.fillText(`L${RECORDS[ri].layer}`, g.left - 8, y + THUMB / 2);
+      for (let h = 0; h < RECORDS[ri].heads; h++) {
+        const t = thumbnail(ri, h), s = THUMB / Math.max(t.width, t.height), x = g.left + h * (THUMB + 8);
+        ctx.drawImage(t, x, y, t.width * s, t.height * s);
+        if (state.cursor.row === row && state.cursor.col === h) {
+          ctx.strokeStyle = "#F0E442";
+          ctx.lineWidth = 3;
+          ctx.strokeRect(x - 2, y - 2, THUMB + 4, THUMB + 4);
+        }
+      }
+    });
+  }
+  function hitModel(x, y) {
+    const g = modelGeometry(), row = Math.floor((y - g.top) / (THUMB + 8)), col = Math.floor((x - g.left) / (THUMB + 8));
+    const inside = (x - g.left) % (THUMB + 8) < THUMB && (y - g.top) % (THUMB + 8) < THUMB;
+    return inside && row >= 0 && col >= 0 && row < g.recs.length && col < RECORDS[g.recs[row]].heads ? { row, col } : null;
+  }
+  function openThumb(c) {
+    Object.assign(state, { rec: modelGeometry().recs[c.row], head: c.col, view: "matrix", cell: null });
+    render();
+  }
+
+  const VIEWS = {
+    head: { label: "Head view", geometry: headGeometry, draw: drawHead, needs: () => [state.rec] },
+    model: { label: "Model view", geometry: modelGeometry, draw: drawModel, needs: () => recordsOf(state.kind) },
+    matrix: { label: "Matrix view", geometry: matrixGeometry, draw: drawMatrix, needs: () => [state.rec] },
+  };
+
+  // ----- SVG export: the same drawing code, recorded into SVG elements ----------------------------
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  class SvgPath {
+    constructor() { this.d = []; }
+    moveTo(x, y) { this.d.push(`M${+x.toFixed(2)} ${+y.toFixed(2)}`); }
+    lineTo(x, y) { this.d.push(`L${+x.toFixed(2)} ${+y.toFixed(2)}`); }
+  }
+  class SvgContext {
+    constructor(w, h) {
+      this.doc = document.implementation.createDocument(SVG_NS, "svg", null);
+      this.root = this.doc.documentElement;
+      for (const [k, v] of [["width", w], ["height", h], ["viewBox", `0 0 ${w} ${h}`]]) this.root.setAttribute(k, v);
+      Object.assign(this, { fillStyle: "#000", strokeStyle: "#000", lineWidth: 1, globalAlpha: 1, font: FONT,
+        textAlign: "start", textBaseline: "alphabetic", imageSmoothingEnabled: true, dash: [], transform: "", stack: [] });
+    }
+    newPath() { return new SvgPath(); }
+    save() { this.stack.push([this.fillStyle, this.strokeStyle, this.lineWidth, this.globalAlpha, this.font, this.textAlign, this.textBaseline, this.dash, this.transform]); }
+    restore() { [this.fillStyle, this.strokeStyle, this.lineWidth, this.globalAlpha, this.font, this.textAlign, this.textBaseline, this.dash, this.transform] = this.stack.pop(); }
+    setTransform() { this.transform = ""; } // the canvas uses it only for the device pixel ratio
+    translate(x, y) { this.transform += ` translate(${x} ${y})`; }
+    rotate(a) { this.transform += ` rotate(${(a * 180) / Math.PI})`; }
+    setLineDash(d) { this.dash = d.slice(); }
+    measureText(t) { measurer.font = this.font; return measurer.measureText(t); }
+    add(tag, attrs) {
+      const e = this.doc.createElementNS(SVG_NS, tag);
+      for (const [k, v] of Object.entries(attrs)) if (v !== undefined) e.setAttribute(k, String(v));
+      if (this.transform) e.setAttribute("transform", this.transform.trim());
+      this.root.appendChild(e);
+      return e;
+    }
+    opacity() { return this.globalAlpha < 1 ? +this.globalAlpha.toFixed(3) : undefined; }
+    fillRect(x, y, w, h) { this.add("rect", { x, y, width: w, height: h, fill: this.fillStyle, "fill-opacity": this.opacity() }); }
+    strokeRect(x, y, w, h) { this.add("rect", { x, y, width: w, height: h, fill: "none", stroke: this.strokeStyle, "stroke-width": this.lineWidth }); }
+    stroke(p) {
+      this.add("path", { d: p.d.join(""), fill: "none", stroke: this.strokeStyle, "stroke-width": this.lineWidth,
+        "stroke-opacity": this.opacity(), "stroke-dasharray": this.dash.length ? this.dash.join(" ") : undefined });
+    }
+    fillText(t, x, y) {
+      const anchor = { left: "start", start: "start", right: "end", end: "end", center: "middle" }[this.textAlign];
+      const base = { middle: "central", alphabetic: "alphabetic", top: "hanging" }[this.textBaseline];
+      this.add("text", { x, y, fill: this.fillStyle, style: `font: ${this.font}; white-space: pre`, "text-anchor": anchor,
+        "dominant-baseline": base }).textContent = t;
+    }
+    drawImage(img, x, y, w, h) {
+      this.add("image", { x, y, width: w, height: h, href: img.toDataURL("image/png"), preserveAspectRatio: "none",
+        style: this.imageSmoothingEnabled ? undefined : "image-rendering: pixelated" });
+    }
+    toString() { return new XMLSerializer().serializeToString(this.doc); }
+  }
+
+  // ----- page --------------------------------------------------------------------------------------
+  function el(tag, attrs = {}, text = "") {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    e.textContent = text;
+    return e;
+  }
+  const root = document.getElementById("attnlab-viewer");
+  root.replaceChildren();
+  const header = el("header");
+  header.append(el("h1", {}, "attnlab attention viewer"));
+  const info = el("p", { class: "info" });
+  header.append(info);
+  const tabs = el("div", { class: "tabs", role: "group", "aria-label": "view" });
+  const tabButtons = {};
+  for (const [v, spec] of Object.entries(VIEWS)) {
+    tabButtons[v] = el("button", { type: "button", "data-view": v }, spec.label);
+    tabButtons[v].addEventListener("click", () => { state.view = v; render(); });
+    tabs.append(tabButtons[v]);
+  }
+  const kindSelect = el("select", { "aria-label": "attention kind" });
+  kinds.forEach((k) => kindSelect.append(el("option", { value: k }, KIND_NAMES[k])));
+  const recSelect = el("select", { "aria-label": "layer" });
+  const zoomSelect = el("select", { "aria-label": "cell size" });
+  [["0", "fit"], ...[2, 4, 8, 12, 16, 24].map((z) => [String(z), `${z} px`])].forEach(([v, t]) => zoomSelect.append(el("option", { value: v }, t)));
+  zoomSelect.addEventListener("change", () => { state.zoom = Number(zoomSelect.value); render(); });
+  const zoomLabel = el("label", {}, "cell ");
+  zoomLabel.append(zoomSelect);
+  const headBar = el("div", { class: "heads", role: "group", "aria-label": "heads" });
+  const exportBar = el("div", { class: "export" });
+  const pngButton = el("button", { type: "button" }, "Save PNG"), svgButton = el("button", { type: "button" }, "Save SVG");
+  exportBar.append(pngButton, svgButton);
+  const controls = el("div", { class: "controls" });
+  const labelled = (text, control) => { const l = el("label", {}, text + " "); l.append(control); return l; };
+  controls.append(tabs, labelled("kind", kindSelect), labelled("layer", recSelect), zoomLabel, exportBar);
+  const status = el("p", { class: "status", role: "status", "aria-live": "polite" });
+  // The stage scrolls over a spacer as large as the drawing; the canvas above it is only as large as what is
+  // visible, so a 512-token view draws a window of it, not a 9000-pixel-high canvas.
+  const frame = el("div", { class: "frame" });
+  const stage = el("div", { class: "stage", tabindex: "0", role: "img" });
+  const spacer = el("div", { class: "spacer" });
+  const canvas = el("canvas", { "aria-hidden": "true" });
+  stage.append(spacer);
+  frame.append(stage, canvas);
+  const help = el("p", { class: "help" });
+  root.append(header, controls, headBar, status, frame, help);
+  info.textContent = Object.entries(DATA.meta).map(([k, v]) => `${k}: ${v}`).join(" · ") || "no metadata";
+  document.title = `attnlab viewer${DATA.meta.model ? " · " + DATA.meta.model : ""}`;
+
+  kindSelect.addEventListener("change", () => {
+    const recs = recordsOf(kindSelect.value);
+    Object.assign(state, { kind: kindSelect.value, rec: recs[0], focus: null, sticky: false, cell: null });
+    state.heads = new Set([...Array(RECORDS[recs[0]].heads).keys()]);
+    render();
+  });
+  recSelect.addEventListener("change", () => {
+    Object.assign(state, { rec: Number(recSelect.value), focus: null, sticky: false, cell: null });
+    render();
+  });
+  function headButton(label, pressed, onClick, h) {
+    const b = el("button", { type: "button", "aria-pressed": String(pressed), class: "head" }, label);
+    if (h !== undefined) {
+      b.style.borderColor = colour(h);
+      b.style.borderStyle = dash(h).length ? "dashed" : "solid";
+      b.dataset.head = String(h);
+    }
+    b.addEventListener("click", onClick);
+    return b;
+  }
+  function buildHeads() {
+    const r = RECORDS[state.rec], buttons = [];
+    if (state.view === "model") return headBar.replaceChildren();
+    const matrixView = state.view === "matrix";
+    const pick = (h) => (e) => {
+      if (matrixView) state.head = h;
+      else if (h < 0) state.mean = !state.mean;
+      else if (e.detail === 2) state.heads = new Set([h]); // double click: only this head
+      else state.heads.has(h) ? state.heads.delete(h) : state.heads.add(h);
+      render();
+    };
+    buttons.push(headButton("mean", matrixView ? state.head < 0 : state.mean, pick(-1), -1));
+    for (let h = 0; h < r.heads; h++) buttons.push(headButton(String(h), matrixView ? state.head === h : state.heads.has(h) && !state.mean, pick(h), h));
+    if (!matrixView) {
+      buttons.push(headButton("all", false, () => { state.heads = new Set([...Array(r.heads).keys()]); state.mean = false; render(); }));
+      buttons.push(headButton("none", false, () => { state.heads.clear(); state.mean = false; render(); }));
+    }
+    headBar.replaceChildren(...buttons);
+  }
+  const HELP = {
+    head: "Lines join each query token (left) to the key tokens (right) it attends to; opacity is the weight (lines under 1.6 % are not drawn). " +
+      "On a focused token, opacity is relative to its largest weight. Click a head to show or hide it, double-click to show only it. Hover a token to focus on it, click to keep the focus.",
+    model: "Each thumbnail is one head (rows: layers, columns: heads), scaled to its own largest weight. Click one, or use the arrow keys and Enter, to open it.",
+    matrix: `Rows are queries, columns keys; colour is the weight (viridis, 0 to the largest weight shown). Values are stored in 8 bits: each is within ±${MAX_ERROR.toFixed(4)} of the captured weight.`,
+  };
+  function syncControls() {
+    kindSelect.value = state.kind;
+    recSelect.replaceChildren(...recordsOf(state.kind).map((i) => el("option", { value: String(i) }, `${RECORDS[i].layer} · ${RECORDS[i].name}`)));
+    recSelect.value = String(state.rec);
+    recSelect.disabled = state.view === "model";
+    zoomLabel.hidden = state.view !== "matrix";
+    zoomSelect.value = String(state.zoom);
+    for (const [v, b] of Object.entries(tabButtons)) b.setAttribute("aria-pressed", String(v === state.view));
+    buildHeads();
+    help.textContent = HELP[state.view];
+    status.textContent = state.view === "head" ? describeFocus() : state.view === "matrix" ? describeCell()
+      : `Layer ${RECORDS[modelGeometry().recs[state.cursor.row]].layer}, head ${state.cursor.col} selected: Enter opens it.`;
+    stage.setAttribute("aria-label", describe().join(". "));
+  }
+
+  const timings = { firstView: null, lastRender: null };
+  let drawn = Promise.resolve();
+  function render() {
+    const needs = VIEWS[state.view].needs();
+    if (!needs.every((i) => codes[i])) {
+      status.textContent = "Decoding weights…";
+      drawn = Promise.all(needs.map(load)).then(render);
+      return NaN;
+    }
+    const start = performance.now(), size = VIEWS[state.view].geometry();
+    spacer.style.width = `${size.w}px`;
+    spacer.style.height = `${size.h}px`;
+    stage.style.height = `${Math.min(size.h + 18, Math.max(320, Math.round(window.innerHeight * 0.8)))}px`;
+    paint();
+    syncControls();
+    timings.lastRender = performance.now() - start;
+    if (timings.firstView === null) timings.firstView = performance.now(); // ms since navigation start
+    return timings.lastRender;
+  }
+
+  function paint() { // draw the visible window of the current view
+    const view = VIEWS[state.view], size = view.geometry(), dpr = window.devicePixelRatio || 1;
+    const w = stage.clientWidth, h = stage.clientHeight, x0 = stage.scrollLeft, y0 = stage.scrollTop;
+    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+      canvas.style.width = `${w}px`;
+      canvas.style.height = `${h}px`;
+    }
+    canvas.style.left = `${stage.clientLeft}px`;
+    canvas.style.top = `${stage.clientTop}px`;
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.setTransform(dpr, 0, 0, dpr, -x0 * dpr, -y0 * dpr);
+    view.draw(ctx, size, { x0, y0, x1: x0 + w, y1: y0 + h });
+  }
+  let painting = false;
+  stage.addEventListener("scroll", () => {
+    if (!painting) { painting = true; requestAnimationFrame(() => { painting = false; paint(); }); }
+  });
+  window.addEventListener("resize", () => render());
+  function full(view) { // the whole drawing, for export
+    const size = view.geometry();
+    return { size, win: { x0: 0, y0: 0, x1: size.w, y1: size.h } };
+  }
+  function reveal(x, y) { // scroll the stage so that the content point (x, y) is visible
+    if (y < stage.scrollTop + ROW || y > stage.scrollTop + stage.clientHeight - ROW) stage.scrollTop = y - stage.clientHeight / 2;
+    if (x < stage.scrollLeft || x > stage.scrollLeft + stage.clientWidth) stage.scrollLeft = x - stage.clientWidth / 2;
+  }
+
+  // ----- interaction -------------------------------------------------------------------------------
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  const point = (e) => { // mouse position in drawing coordinates
+    const box = stage.getBoundingClientRect();
+    return [e.clientX - box.left - stage.clientLeft + stage.scrollLeft, e.clientY - box.top - stage.clientTop + stage.scrollTop];
+  };
+  stage.addEventListener("mousemove", (e) => {
+    if (state.view === "head" && !state.sticky) {
+      const f = hitHead(...point(e));
+      if (!same(f, state.focus)) { state.focus = f; render(); }
+    } else if (state.view === "matrix") {
+      const c = hitMatrix(...point(e));
+      if (!same(c, state.cell)) { state.cell = c; render(); }
+    }
+  });
+  stage.addEventListener("mouseleave", () => {
+    if (state.view === "head" && !state.sticky && state.focus) { state.focus = null; render(); }
+  });
+  stage.addEventListener("click", (e) => {
+    if (state.view === "head") {
+      const f = hitHead(...point(e));
+      state.sticky = !!f && !(state.sticky && same(f, state.focus)); // a second click on the same token releases it
+      state.focus = f;
+      render();
+    } else if (state.view === "model") {
+      const c = hitModel(...point(e));
+      if (c) openThumb(c);
+    }
+  });
+  stage.addEventListener("keydown", (e) => {
+    const r = RECORDS[state.rec], move = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
+    const clamp = (v, n) => Math.max(0, Math.min(n - 1, v));
+    if (e.key === "Escape") Object.assign(state, { focus: null, sticky: false, cell: null });
+    else if (state.view === "model" && e.key === "Enter") return openThumb(state.cursor);
+    else if (!move) return;
+    else if (state.view === "head") {
+      const f = state.focus || { side: "q", i: -move[0] };
+      const side = move[1] ? (move[1] > 0 ? "k" : "q") : f.side;
+      state.focus = { side, i: clamp(f.i + move[0], side === "q" ? r.q : r.k) };
+      state.sticky = true;
+      reveal(0, rowY(state.focus.i));
+    } else if (state.view === "matrix") {
+      const c = state.cell || { i: 0, j: 0 };
+      state.cell = { i: clamp(c.i + move[0], r.q), j: clamp(c.j + move[1], r.k) };
+      const g = matrixGeometry();
+      reveal(g.left + state.cell.j * g.cell, g.top + state.cell.i * g.cell);
+    } else {
+      const g = modelGeometry(), row = clamp(state.cursor.row + move[0], g.recs.length);
+      state.cursor = { row, col: clamp(state.cursor.col + move[1], RECORDS[g.recs[row]].heads) };
+    }
+    e.preventDefault();
+    render();
+  });
+
+  function download(blob, name) {
+    const a = el("a", { href: URL.createObjectURL(blob), download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  }
+  const fileName = () => `attention-${state.view}-${RECORDS[state.rec].kind}-layer${RECORDS[state.rec].layer}`;
+  pngButton.addEventListener("click", () => {
+    const view = VIEWS[state.view], { size, win } = full(view), out = document.createElement("canvas");
+    out.width = size.w;
+    out.height = size.h;
+    view.draw(out.getContext("2d"), size, win);
+    out.toBlob((b) => download(b, fileName() + ".png"), "image/png");
+  });
+  svgButton.addEventListener("click", () => {
+    const view = VIEWS[state.view], { size, win } = full(view), svg = new SvgContext(size.w, size.h);
+    view.draw(svg, size, win);
+    download(new Blob([svg.toString()], { type: "image/svg+xml" }), fileName() + ".svg");
+  });
+
+  // For tests and benchmarks: set state and draw synchronously (returns the milliseconds it took).
+  window.attnlab = {
+    state, timings, records: RECORDS,
+    set(patch) {
+      Object.assign(state, patch);
+      if (Array.isArray(patch.heads)) state.heads = new Set(patch.heads);
+      return render();
+    },
+    // page coordinates of the middle of a token label (head view, side "q" or "k") or of a cell or thumbnail
+    where(target) {
+      const box = stage.getBoundingClientRect();
+      const at = (x, y) => ({ x: box.left + stage.clientLeft + x - stage.scrollLeft, y: box.top + stage.clientTop + y - stage.scrollTop });
+      if (target.side) { const g = headGeometry(); return at(target.side === "q" ? g.x1 - 12 : g.x2 + 12, rowY(target.i)); }
+      if (target.row !== undefined) { const g = modelGeometry(); return at(g.left + target.col * (THUMB + 8) + THUMB / 2, g.top + target.row * (THUMB + 8) + THUMB / 2); }
+      const g = matrixGeometry();
+      return at(g.left + (target.j + 0.5) * g.cell, g.top + (target.i + 0.5) * g.cell);
+    },
+    idle: () => drawn.then(() => Promise.all(RECORDS.map((_, i) => load(i)))),
+  };
+  render();
+  drawn = drawn.then(() => Promise.all(RECORDS.map((_, i) => load(i)))); // decode the rest in the background
+
+  function viridis() { // polynomial fit of matplotlib's viridis (within 4/255), as 256 RGBA entries
+    const c = [[0.27773, 0.00541, 0.33410], [0.10509, 1.40461, 1.38459], [-0.33086, 0.21485, 0.09510],
+      [-4.63423, -5.79910, -19.33244], [6.22827, 14.17993, 56.69055], [4.77638, -13.74515, -65.35303], [-5.43546, 4.64585, 26.31244]];
+    return Array.from({ length: 256 }, (_, i) => {
+      const t = i / 255;
+      const rgb = [0, 1, 2].map((ch) => c.reduceRight((acc, k) => acc * t + k[ch], 0));
+      return new Uint8ClampedArray([...rgb.map((v) => Math.round(255 * Math.min(1, Math.max(0, v)))), 255]);
+    });
+  }
+})();
