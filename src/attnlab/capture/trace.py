@@ -164,6 +164,21 @@ class AttentionTrace:
         """``(layers, q_len, k_len)``: the mean over heads (rows still sum to one)."""
         return self.stack(kind, batch).mean(dim=1)
 
+    # ----- the interactive viewer (attnlab.viz.html, imported on first use) ---------------------
+    def to_html(self, batch: int = 0) -> str:
+        """The interactive viewer of input ``batch`` as one self-contained, offline HTML page."""
+        from ..viz.html import to_html
+
+        return to_html(self, batch=batch)
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter shows a trace as the viewer (in a sandboxed iframe); an empty trace as its repr."""
+        if not self.records:
+            return None
+        from ..viz.html import repr_html
+
+        return repr_html(self)
+
     # ----- files -------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the trace to ``path`` (safetensors with a JSON header), atomically."""

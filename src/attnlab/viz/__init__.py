@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .html import save_html as save_html
     from .static import heads as heads
     from .static import heatmap as heatmap
     from .static import model_grid as model_grid
@@ -25,6 +26,7 @@ _LAZY = {
     "heads": "static",
     "model_grid": "static",
     "save": "static",
+    "save_html": "html",
     "summarize": "summary",
 }
 
