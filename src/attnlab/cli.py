@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -36,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AttnLabError as exc:
         print(f"attnlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `attnlab show ... | head`: the reader left; stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return 1
     except OSError as exc:  # unwritable folder, disk full, ...
         where = f" {exc.filename!r}" if exc.filename else ""
         print(f"attnlab {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
