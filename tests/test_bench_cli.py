@@ -1,0 +1,43 @@
+"""`attnlab bench --quick` end to end with small sizes (as CI runs it), the memory method, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from attnlab.bench import measure_peak
+from attnlab.cli import main
+
+
+def test_bench_quick_writes_json_table_and_plots(tmp_path, capsys):
+    out = tmp_path / "bench"
+    assert main(["bench", "--quick", "--max-n", "512", "--no-flex", "--threads", "1", "--out", str(out)]) == 0
+    doc = json.loads((out / "bench.json").read_text())
+    cases = {r["case"] for r in doc["results"]}
+    assert {"sdpa", "naive", "memory_efficient", "stats", "local", "linear", "linear_causal",
+            "memory_efficient_backward", "naive_backward", "sdpa_window_mask"} <= cases
+    for r in doc["results"]:
+        assert r["n"] == 512 and r["note"] == "" and r["seconds"] > 0 and r["gflops"] > 0, r
+    assert {g["name"] for g in doc["goals"]} and all(g["value"] is None for g in doc["goals"])  # sizes too small
+    table = (out / "bench.md").read_text()
+    assert "| memory_efficient | 512 |" in table and "## Goals" in table
+    for png in ("time.png", "memory.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    err = capsys.readouterr().err
+    assert "[  1/" in err and "sdpa" in err  # progress lines
+
+
+def test_peak_memory_measures_a_known_allocation():
+    _, peak = measure_peak(lambda: torch.ones(64 * 2**20 // 4).sum())
+    assert peak is not None, "Linux /proc/self/clear_refs must be usable here (memory is reported missing elsewhere)"
+    assert 60 <= peak <= 80, peak
+
+
+@pytest.mark.parametrize("args", [["--max-n", "1000"], ["--max-n", "256"], ["--threads", "0"]])
+def test_bench_bad_arguments_exit_2_without_output(tmp_path, capsys, args):
+    out = tmp_path / "b"
+    assert main(["bench", "--quick", *args, "--out", str(out)]) == 2
+    assert "attnlab bench: error:" in capsys.readouterr().err
+    assert not out.exists()
