@@ -336,7 +336,7 @@
     return inside && row >= 0 && col >= 0 && row < g.recs.length && col < RECORDS[g.recs[row]].heads ? { row, col } : null;
   }
   function openThumb(c) {
-    Object.assign(state, { rec: modelGeometry().recs[c.row], head: c.col, view: "matrix", cell: null });
+    Object.assign(state, { rec: modelGeometry().recs[c.row], head: c.col, view: "matrix", cell: null, cursor: c });
     render();
   }
 
@@ -371,7 +371,11 @@
     measureText(t) { measurer.font = this.font; return measurer.measureText(t); }
     add(tag, attrs) {
       const e = this.doc.createElementNS(SVG_NS, tag);
-      for (const [k, v] of Object.entries(attrs)) if (v !== undefined) e.setAttribute(k, String(v));
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === undefined) continue;
+        if (k === "xml:space") e.setAttributeNS("http://www.w3.org/XML/1998/namespace", k, v);
+        else e.setAttribute(k, String(v));
+      }
       if (this.transform) e.setAttribute("transform", this.transform.trim());
       this.root.appendChild(e);
       return e;
@@ -386,12 +390,13 @@
     fillText(t, x, y) {
       const anchor = { left: "start", start: "start", right: "end", end: "end", center: "middle" }[this.textAlign];
       const base = { middle: "central", alphabetic: "alphabetic", top: "hanging" }[this.textBaseline];
-      this.add("text", { x, y, fill: this.fillStyle, style: `font: ${this.font}; white-space: pre`, "text-anchor": anchor,
-        "dominant-baseline": base }).textContent = t;
+      const [, weight, size, family] = /^(bold )?(\d+)px (.*)$/.exec(this.font); // presentation attributes, not style=
+      this.add("text", { x, y, fill: this.fillStyle, "font-family": family, "font-size": size, "font-weight": weight ? "bold" : undefined,
+        "xml:space": "preserve", "text-anchor": anchor, "dominant-baseline": base }).textContent = t;
     }
     drawImage(img, x, y, w, h) {
       this.add("image", { x, y, width: w, height: h, href: img.toDataURL("image/png"), preserveAspectRatio: "none",
-        style: this.imageSmoothingEnabled ? undefined : "image-rendering: pixelated" });
+        "image-rendering": this.imageSmoothingEnabled ? undefined : "pixelated" });
     }
     toString() { return new XMLSerializer().serializeToString(this.doc); }
   }
@@ -633,7 +638,7 @@
 
   // For tests and benchmarks: set state and draw synchronously (returns the milliseconds it took).
   window.attnlab = {
-    state, timings, records: RECORDS,
+    state, timings, records: RECORDS, matrixOf: matrix,
     set(patch) {
       Object.assign(state, patch);
       if (Array.isArray(patch.heads)) state.heads = new Set(patch.heads);
