@@ -70,7 +70,7 @@ def test_encoding_error_is_at_most_half_a_step_on_a_dense_grid() -> None:
     err = np.abs(back - w.numpy())
     assert err.max() <= _encode.MAX_ERROR + 1e-12, f"largest error {err.max()}"
     assert err.max() > 0.99 * _encode.MAX_ERROR  # the bound is tight, not a loose guess
-    assert _encode.MAX_ERROR == pytest.approx(1 / 510)
+    assert pytest.approx(1 / 510) == _encode.MAX_ERROR
 
 
 @given(arrays(np.float32, st.tuples(st.integers(1, 3), st.integers(1, 9), st.integers(1, 9)),

@@ -89,14 +89,15 @@
   const headName = (h) => (h < 0 ? "mean of heads" : `head ${h}`);
   const colour = (h) => (h < 0 ? MEAN_COLOUR : PALETTE[h % PALETTE.length]);
   const dash = (h) => (h >= PALETTE.length ? [5, 3] : []);
-  const quote = (t) => `“${visible(t)}”`;
+  const quote = (t) => `“\u2068${visible(t)}\u2069”`; // first-strong isolate: right-to-left tokens stay inside their quotes
   function describe() {
     const r = RECORDS[state.rec], m = DATA.meta;
     const what = state.view === "model" ? `all layers × heads of ${KIND_NAMES[r.kind]}`
       : `layer ${r.layer} (${r.name}), ${KIND_NAMES[r.kind]}, ` + (state.view === "matrix" ? headName(state.head)
         : state.mean ? "mean of heads" : `heads ${[...state.heads].sort((a, b) => a - b).join(", ") || "none"}`);
     const flat = (t) => String(t).replace(/\s+/g, " ").trim();
-    const source = [m.model && `model ${flat(m.model)}`, m.text && `text “${flat(m.text)}”`].filter(Boolean).join(" · ");
+    const source = [m.model && `model ${flat(m.model)}`, m.text && `text ${quote(flat(m.text))}`,
+      m.text_pair && `pair ${quote(flat(m.text_pair))}`].filter(Boolean).join(" · ");
     return [what, source];
   }
   function title(ctx, size, name) {
