@@ -42,9 +42,10 @@ __all__ = [
 ]
 
 EPS = 1e-6
+_GROUP = 1024  # causal form: positions handled per step (vectorised over their chunks); bounds the memory
 
 FEATURE_MAPS: dict[str, Callable[[Tensor], Tensor]] = {
-    "elu": lambda x: F.elu(x) + 1.0,  # Katharopoulos et al. 2020: positive, smooth
+    "elu": lambda x: F.elu(x).add_(1.0),  # Katharopoulos et al. 2020: positive, smooth
     "relu": F.relu,  # may give a zero denominator: the guard returns zeros then
 }
 
@@ -79,37 +80,44 @@ def _kernelized(
     ``j <= i + S - L`` when causal (chunked prefix sums).  fq (..., L, F), fk (..., S, F), v (..., S, Ev)."""
     if not causal:
         kv = torch.matmul(fk.transpose(-2, -1), v)  # (..., F, Ev)
-        z = fk.sum(dim=-2)  # (..., F)
-        den = torch.matmul(fq, z.unsqueeze(-1))  # (..., L, 1)
-        return torch.matmul(fq, kv) / den.clamp_min(eps)
+        z = fk.sum(dim=-2).unsqueeze(-1)  # (..., F, 1)
+        return torch.matmul(fq, kv).div_(torch.matmul(fq, z).clamp_min(eps))  # (..., L, Ev)
     L, S = fq.shape[-2], fk.shape[-2]
     off = S - L
-    kv = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], v.shape[-1])  # (..., F, Ev): keys already summed
-    z = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], 1)  # (..., F, 1)
-    done = 0  # keys [0, done) are in kv and z
-    outs = []
-    for t0 in range(0, L, chunk):
-        t1 = min(t0 + chunk, L)
-        first = min(max(t0 + off, 0), S)  # keys before `first` are visible to every query of the chunk
-        if first > done:
-            kv = kv + torch.matmul(fk[..., done:first, :].transpose(-2, -1), v[..., done:first, :])
-            z = z + fk[..., done:first, :].sum(dim=-2).unsqueeze(-1)
-            done = first
-        hi = min(max(t1 - 1 + off + 1, 0), S)  # the chunk's last query sees keys < hi
-        fqc = fq[..., t0:t1, :]  # (..., C, F)
-        num = torch.matmul(fqc, kv)  # (..., C, Ev)
-        den = torch.matmul(fqc, z)  # (..., C, 1)
-        if hi > done:
-            a = torch.matmul(fqc, fk[..., done:hi, :].transpose(-2, -1))  # (..., C, W)
-            i = torch.arange(t0 + off, t1 + off, device=fq.device).view(-1, 1)
-            j = torch.arange(done, hi, device=fq.device).view(1, -1)
-            a = a * (j <= i)  # the triangle inside the chunk
-            num = num + torch.matmul(a, v[..., done:hi, :])
-            den = den + a.sum(dim=-1, keepdim=True)
-        outs.append(num / den.clamp_min(eps))
-    if not outs:
-        return fq.new_zeros(*fq.shape[:-1], v.shape[-1])
-    return torch.cat(outs, dim=-2)  # (..., L, Ev)
+    lead, Ev = fq.shape[:-2], v.shape[-1]
+    # Keys before `pre` are seen by every query: they start the running sums.  Queries before `skip`
+    # see no key.  What is left is aligned: query t sees keys u <= t.
+    pre, skip = max(off, 0), max(-off, 0)
+    kv = torch.matmul(fk[..., :pre, :].transpose(-2, -1), v[..., :pre, :])  # (..., F, Ev)
+    z = fk[..., :pre, :].sum(dim=-2).unsqueeze(-1)  # (..., F, 1)
+    fq, fk, v = fq[..., skip:, :], fk[..., pre:, :], v[..., pre:, :]
+    n = fq.shape[-2]
+    c = min(chunk, max(n, 1))
+    tri = torch.ones(c, c, dtype=torch.bool, device=fq.device).tril()  # (C, C)
+    span = c * max(1, _GROUP // c)  # positions per step: the memory bound
+    outs = [fq.new_zeros(*lead, skip, Ev)]
+    for t0 in range(0, n, span):
+        t1 = min(t0 + span, n)
+        pad = -(t1 - t0) % c
+        g = (t1 - t0 + pad) // c
+        fqg, fkg, vg = (_chunks(x[..., t0:t1, :], pad, g, c) for x in (fq, fk, v))  # (..., G, C, *)
+        kvc = torch.matmul(fkg.transpose(-2, -1), vg)  # (..., G, F, Ev): each chunk's own sums
+        zc = fkg.sum(dim=-2).unsqueeze(-1)  # (..., G, F, 1)
+        kv_before = kv.unsqueeze(-3) + kvc.cumsum(dim=-3) - kvc  # (..., G, F, Ev): sums of the earlier chunks
+        z_before = z.unsqueeze(-3) + zc.cumsum(dim=-3) - zc  # (..., G, F, 1)
+        a = torch.matmul(fqg, fkg.transpose(-2, -1)) * tri  # (..., G, C, C): inside the chunk, causal
+        num = torch.matmul(fqg, kv_before) + torch.matmul(a, vg)  # (..., G, C, Ev)
+        den = torch.matmul(fqg, z_before) + a.sum(dim=-1, keepdim=True)  # (..., G, C, 1)
+        outs.append((num / den.clamp_min(eps)).view(*lead, g * c, Ev)[..., : t1 - t0, :])
+        kv = kv + kvc.sum(dim=-3)
+        z = z + zc.sum(dim=-3)
+    return torch.cat(outs, dim=-2) if skip or len(outs) > 2 else outs[1]  # (..., L, Ev)
+
+
+def _chunks(x: Tensor, pad: int, g: int, c: int) -> Tensor:
+    """(..., n, D) -> (..., G, C, D), zero-padded at the end only when C does not divide n."""
+    x = F.pad(x, (0, 0, 0, pad)) if pad else x
+    return x.reshape(*x.shape[:-2], g, c, x.shape[-1])
 
 
 def _prepare(

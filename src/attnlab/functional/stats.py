@@ -100,11 +100,10 @@ def attention_stats(
             m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
             m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
             masked = tile.keep is not None or tile.add is not None
-            s_fin = s.nan_to_num(neginf=0.0) if masked else s.clone()  # masked scores out of the sums below
-            e = s.sub_(m_safe).exp_()  # (..., Bq, Bk), 0 where masked
+            e = torch.exp(s - m_safe)  # (..., Bq, Bk), 0 where masked
             alpha = torch.exp(m - m_safe)
             l = l * alpha + e.sum(dim=-1, keepdim=True)
-            a = a * alpha + _rowdot(e, s_fin)
+            a = a * alpha + _rowdot(e, s.nan_to_num_(neginf=0.0) if masked else s)  # masked scores left out
             d = d * alpha + _distance(e, q0 + tiles.offset, q1 + tiles.offset, k0, k1)
             m = m_new
         has = l > 0
