@@ -41,24 +41,30 @@ def local_mask(L, S, window, dilation, glob, causal):
 @pytest.mark.parametrize("glob", [None, [0, 5, 36]], ids=["noglobal", "global"])
 def test_local_equals_dense_with_the_window_mask(L, S, window, dilation, glob):
     q, k, v = make(L, S)
-    for causal, pad, block in itertools.product([False, True], [None, padding(S)], [4, 128]):
+    for causal, pad, block, with_lse in itertools.product([False, True], [None, padding(S)], [4, 128], [False, True]):
         out, lse = local_attention(q, k, v, window, dilation=dilation, global_tokens=glob, causal=causal,
-                                   mask=pad, block=block)
+                                   mask=pad, block=block, return_lse=with_lse)
         mask = local_mask(L, S, window, dilation, glob, causal)
         mask = mask if pad is None else mask & pad
         ref, w = attention_ref(q, k, v, mask=mask, causal=causal)
         err = (out - ref).abs().max().item()
         assert err < 1e-10, f"largest difference {err:.3g} (causal={causal}, pad={pad is not None}, block={block})"
-        assert torch.isneginf(lse[w.sum(-1) == 0]).all()
+        assert (out[w.sum(-1) == 0] == 0).all()
+        if with_lse:
+            s = (q @ k.transpose(-2, -1) / 13**0.5).masked_fill(w == 0, float("-inf"))
+            assert torch.allclose(lse, torch.logsumexp(s, -1), atol=1e-10)
+        else:
+            assert lse is None
 
 
 def test_local_float32_and_additive_mask():
     q, k, v = make(37, 37, torch.float32)
     add = torch.randn(1, 3, 37, 37)
-    out, _ = local_attention(q, k, v, (5, 2), mask=add, block=6)
-    ref, _ = attention_ref(q, k, v, mask=masks.window(5, 2).materialize(37, 37)[0, 0].double() * 0 + add.double()
-                           .masked_fill(~masks.window(5, 2).materialize(37, 37), float("-inf")))
-    assert (out.double() - ref).abs().max().item() < 2e-5
+    window = masks.window(5, 2).materialize(37, 37)
+    ref, _ = attention_ref(q, k, v, mask=add.double().masked_fill(~window, float("-inf")))
+    for with_lse in (False, True):
+        out, _ = local_attention(q, k, v, (5, 2), mask=add, block=6, return_lse=with_lse)
+        assert (out.double() - ref).abs().max().item() < 2e-5
 
 
 def test_local_bfloat16_rule():
@@ -72,11 +78,14 @@ def test_local_bfloat16_rule():
     assert (out.double() - ref).abs().max().item() <= 2 * base + 1e-6
 
 
-def test_local_gradcheck_and_gradient_vs_dense():
+@pytest.mark.parametrize("glob", [None, [4]])
+def test_local_gradcheck_with_an_empty_row(glob):
     q, k, v = (t.requires_grad_() for t in make(9, 9, B=1, H=2, E=4, Ev=3))
+    pad = torch.ones(1, 1, 9, 9, dtype=torch.bool)
+    pad[..., 2, :] = False  # a query with no key: zeros, and zero gradient, in the fused path too
     torch.autograd.gradcheck(
-        lambda q, k, v: local_attention(q, k, v, (2, 1), dilation=2, global_tokens=[4], causal=True, block=4)[0],
-        (q, k, v))
+        lambda q, k, v: local_attention(q, k, v, (2, 1), dilation=2, global_tokens=glob, causal=True, block=4,
+                                        mask=pad if glob is None else None)[0], (q, k, v))
 
 
 @pytest.mark.parametrize(("L", "S"), LENGTHS)

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import ConfigError
@@ -88,10 +89,11 @@ def _merge(a: tuple[Tensor, Tensor], b: tuple[Tensor, Tensor]) -> tuple[Tensor, 
 
 def _band(
     q: Tensor, k: Tensor, v: Tensor, offset: int, before: int, after: int,
-    key_ok: Tensor | None, mask: Tensor | None, scale: float, block: int,
-) -> tuple[Tensor, Tensor]:
+    key_ok: Tensor | None, mask: Tensor | None, scale: float, block: int, need_lse: bool,
+) -> tuple[Tensor, Tensor | None]:
     """Query ``t`` (aligned at ``t + offset``) sees keys ``u`` with ``-after <= t + offset - u <= before``.
-    Each query block multiplies against its band of at most ``block + before + after`` keys."""
+    Each query block multiplies against its band of at most ``block + before + after`` keys.  Without
+    ``need_lse`` each block is one fused SDPA call on its band; with it, the softmax is written out."""
     L, S = q.shape[-2], k.shape[-2]
     outs, lses = [], []
     for t0 in range(0, L, block):
@@ -101,15 +103,39 @@ def _band(
             outs.append(q.new_zeros(*q.shape[:-2], t1 - t0, v.shape[-1]))
             lses.append(q.new_full((*q.shape[:-2], t1 - t0, 1), float("-inf")))
             continue
-        s = torch.matmul(q[..., t0:t1, :], k[..., lo:hi, :].transpose(-2, -1)) * scale  # (..., Bq, W)
         d = torch.arange(t0 + offset, t1 + offset, device=q.device).view(-1, 1) - torch.arange(lo, hi, device=q.device)
         keep = (d <= before) & (d >= -after)  # (Bq, W)
         if key_ok is not None:
             keep = keep & key_ok[lo:hi]
-        o, l = _softmax_part(s, keep, _sub(mask, slice(t0, t1), slice(lo, hi)), v[..., lo:hi, :])
+        m = _sub(mask, slice(t0, t1), slice(lo, hi))
+        qb, kb, vb = q[..., t0:t1, :], k[..., lo:hi, :], v[..., lo:hi, :]
+        if need_lse:
+            s = torch.matmul(qb, kb.transpose(-2, -1)) * scale  # (..., Bq, W)
+            o, l = _softmax_part(s, keep, m, vb)
+            lses.append(l)
+        else:
+            o = _fused(qb, kb, vb, keep, m, scale)
         outs.append(o)
-        lses.append(l)
-    return torch.cat(outs, dim=-2), torch.cat(lses, dim=-2)  # (..., L, Ev), (..., L, 1)
+    out = torch.cat(outs, dim=-2)  # (..., L, Ev)
+    return out, (torch.cat(lses, dim=-2) if need_lse else None)  # (..., L, 1)
+
+
+def _fused(q: Tensor, k: Tensor, v: Tensor, keep: Tensor, mask: Tensor | None, scale: float) -> Tensor:
+    """One block through torch's fused SDPA with the band mask; rows with no allowed key give zeros
+    (SDPA would give NaN: they are opened for the call and zeroed after, which also stops their gradient)."""
+    if mask is None:
+        allowed, attn = keep, keep
+    elif mask.dtype == torch.bool:
+        allowed = attn = keep & mask
+    else:
+        attn = mask.to(q.dtype).masked_fill(~keep, float("-inf"))
+        allowed = ~torch.isneginf(attn)
+    none = ~allowed.any(dim=-1, keepdim=True)  # (..., Bq, 1)
+    if bool(none.any()):
+        attn = attn | none if attn.dtype == torch.bool else attn.masked_fill(none, 0.0)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn, scale=scale)
+        return torch.where(none, torch.zeros((), dtype=out.dtype, device=out.device), out)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn, scale=scale)
 
 
 def _as_window(window: int | tuple[int, int], causal: bool) -> tuple[int, int]:
@@ -156,8 +182,9 @@ def local_attention(
     mask: Tensor | None = None,
     causal: bool = False,
     scale: float | None = None,
-    block: int = 128,
-) -> tuple[Tensor, Tensor]:
+    block: int = 256,
+    return_lse: bool = False,
+) -> tuple[Tensor, Tensor | None]:
     r"""Sliding-window attention with dilation and global tokens (Longformer), in ``O(L * w)``.
 
     Query ``i``, at aligned position ``a = i + S - L`` (bottom-right, as every causal mask here), sees
@@ -175,10 +202,12 @@ def local_attention(
             e.g. key padding ``(B, 1, 1, S)``.  Only the band of it is read.
         causal: also forbid keys after the query (then ``after`` is 0).
         block: query block size; the working memory is ``O(block * (block + before + after))`` per head.
+        return_lse: also return the row log-sum-exp.  Without it (and without global tokens) each query
+            block is one fused ``scaled_dot_product_attention`` call on its band of keys.
 
     Returns:
-        ``(output (..., L, Ev), lse (..., L))``: the output in the input dtype and the row log-sum-exp
-        in float32 (float64 for float64 inputs); rows with no allowed key give zeros and ``-inf``.
+        ``(output (..., L, Ev), lse (..., L) or None)``: the output in the input dtype and the row
+        log-sum-exp in float32 (float64 for float64 inputs); rows with no allowed key give zeros and ``-inf``.
     """
     check_qkv(q, k, v)
     check_options(scale, 1.0, 0.0)
@@ -199,8 +228,9 @@ def local_attention(
         key_ok[g[g < S]] = False  # global keys are attended through their own part below
 
     # The window, one residue class of positions mod d at a time (one class when d == 1).
+    need_lse = return_lse or g is not None  # global tokens merge two softmaxes by their log-sum-exp
     out = q.new_zeros(*q.shape[:-2], L, v.shape[-1], dtype=work)  # (..., L, Ev)
-    lse = q.new_full((*q.shape[:-2], L, 1), float("-inf"), dtype=work)  # (..., L, 1)
+    lse: Tensor | None = q.new_full((*q.shape[:-2], L, 1), float("-inf"), dtype=work)  # (..., L, 1)
     for r in range(min(d, max(S, 1))):
         start = (r - off) % d  # the first query whose aligned position is r mod d
         if start >= L:
@@ -208,14 +238,17 @@ def local_attention(
         rows, cols = slice(start, None, d), slice(r, None, d)
         part = _band(
             qw[..., rows, :], kw[..., cols, :], vw[..., cols, :], (start + off - r) // d, before, after,
-            None if key_ok is None else key_ok[cols], _sub(m, rows, cols), s, block,
+            None if key_ok is None else key_ok[cols], _sub(m, rows, cols), s, block, need_lse,
         )
         if d == 1:
             out, lse = part
         else:
-            out[..., rows, :], lse[..., rows, :] = part
+            out[..., rows, :] = part[0]
+            if lse is not None and part[1] is not None:
+                lse[..., rows, :] = part[1]
 
     if g is not None:
+        assert lse is not None
         gk = g[g < S]
         if gk.numel():  # every query attends to the global keys (disjoint from the window part)
             sg = torch.matmul(qw, kw.index_select(-2, gk).transpose(-2, -1)) * s  # (..., L, G)
@@ -228,7 +261,7 @@ def local_attention(
             og, lg = _softmax_part(sq, keep, _sub(m, gq, slice(None)), vw)
             out = out.index_copy(-2, gq, og)
             lse = lse.index_copy(-2, gq, lg)
-    return out.to(q.dtype), lse.squeeze(-1)
+    return out.to(q.dtype), (lse.squeeze(-1) if return_lse and lse is not None else None)
 
 
 def bigbird_attention(
