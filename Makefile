@@ -19,13 +19,16 @@ install: $(STAMP)
 
 # Debian packages the browser tests and CJK figures need (root on CI and dev machines).
 system:
-	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi 'cjk\|wenquanyi'; then \
+	@if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi 'wenquanyi' \
+	    || ! fc-list 2>/dev/null | grep -qi 'color emoji'; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	    chromium fonts-wqy-zenhei fontconfig >/dev/null; \
+	    chromium fonts-wqy-zenhei fonts-noto-color-emoji fontconfig >/dev/null; \
 	fi
 
+# The main job: capture the bundled pretrained encoder on TEXT, write the trace, the figures and the
+# offline viewer into $(OUT)/, and print a per-layer summary.
 demo: $(STAMP)
-	$(PY) -m attnlab.tour
+	$(VENV)/bin/attnlab show "$(TEXT)" --out $(OUT)
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks
