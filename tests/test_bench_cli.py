@@ -41,3 +41,11 @@ def test_bench_bad_arguments_exit_2_without_output(tmp_path, capsys, args):
     assert main(["bench", "--quick", *args, "--out", str(out)]) == 2
     assert "attnlab bench: error:" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_bench_profile_prints_the_operator_table(capsys):
+    assert main(["bench", "--profile", "linear", "--max-n", "512", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "linear at n=512" in out and "aten::" in out
+    assert main(["bench", "--profile", "nope", "--max-n", "512"]) == 2
+    assert "--profile takes a case name" in capsys.readouterr().err

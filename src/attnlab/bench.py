@@ -25,7 +25,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -40,7 +39,7 @@ from torch import Tensor
 from ._io import atomic_write, atomic_write_text
 from .functional import attention_stats, linear_attention, local_attention, memory_efficient_attention
 
-__all__ = ["Case", "Config", "Result", "measure_peak", "run"]
+__all__ = ["Case", "Config", "Result", "measure_peak", "profile", "run"]
 
 HEADS, DIM = 8, 64
 WINDOW = 512  # the sliding window of the local cases: each query sees itself and the 511 keys before it
@@ -55,7 +54,7 @@ class Config:
     quick: bool = False
     flex: bool = True  # also compile and time flex_attention (its compile time is reported apart)
     threads: int | None = None
-    min_time: float = 1.0  # repeat a case until this many seconds have passed (at most `max_repeats`)
+    min_time: float = 3.0  # repeat a case while its runs add up to less than this (at most `max_repeats` runs)
     max_repeats: int = 5
 
 
@@ -214,19 +213,18 @@ def _flex_case(n: int, notes: dict[str, Any]) -> Callable[[dict[str, Tensor], in
 
 
 def _time(call: Callable[[], Any], cfg: Config) -> tuple[float, float | None, int]:
-    """Warm-up run (memory measured there), then repeats until ``min_time``; the median time."""
+    """A first run (memory is measured there), then repeats while the total stays under ``min_time``
+    (at most ``max_repeats`` runs).  The time is the fastest run: on a shared machine the other runs
+    measure the neighbours too.  Runs longer than ``min_time`` are timed once."""
     t = time.perf_counter()
     out, peak = measure_peak(call)
-    first = time.perf_counter() - t
+    times = [time.perf_counter() - t]
     del out
-    if first > cfg.min_time:
-        return first, peak, 1
-    times: list[float] = []
-    while len(times) < (1 if cfg.quick else cfg.max_repeats) and sum(times) < cfg.min_time:
+    while len(times) < (2 if cfg.quick else cfg.max_repeats) and sum(times) < cfg.min_time:
         t = time.perf_counter()
         call()
         times.append(time.perf_counter() - t)
-    return statistics.median(times), peak, len(times)
+    return min(times), peak, len(times)
 
 
 def run(cfg: Config, out_dir: Path, progress: Callable[[str], None] = print) -> dict[str, Any]:
@@ -240,7 +238,8 @@ def run(cfg: Config, out_dir: Path, progress: Callable[[str], None] = print) -> 
     all_cases = cases(cfg)
     flex = _flex_case(0, notes) if cfg.flex else None
     if flex is not None:
-        all_cases.append(Case("flex_window", f"flex_attention (compiled), window {WINDOW}", 65536,
+        # create_block_mask evaluates the mask densely on CPU: n^2 bytes x 8 (32 GiB at n = 65536).
+        all_cases.append(Case("flex_window", f"flex_attention (compiled), window {WINDOW}", 32768,
                               _window_flops, flex))
     sizes = [n for n in cfg.sizes if n <= cfg.max_n]
     plan = [(c, n) for n in sizes for c in all_cases if n <= c.max_n]
@@ -420,3 +419,24 @@ def plot(doc: dict[str, Any], out_dir: Path) -> None:
 
 def _save_png(fig: Any, path: Path) -> None:
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+
+
+def profile(case_name: str, n: int, cfg: Config, rows: int = 15) -> str:
+    """The ``torch.profiler`` table (operators by self CPU time) of one case at one size: where the time goes."""
+    from .errors import ConfigError
+
+    by_name = {c.name: c for c in cases(cfg)}
+    if case_name not in by_name:
+        raise ConfigError(f"--profile takes a case name, one of {sorted(by_name)}; got {case_name!r}")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    g = torch.Generator().manual_seed(n)
+    x = {name: torch.randn(1, HEADS, n, DIM, generator=g) for name in "qkv"}
+    call = by_name[case_name].make(x, n)
+    call()  # warm-up
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        t = time.perf_counter()
+        call()
+        took = time.perf_counter() - t
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
+    return f"{case_name} at n={n}: {took:.3f} s (with the profiler on)\n{table}"

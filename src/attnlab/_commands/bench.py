@@ -22,6 +22,7 @@ examples:
   attnlab bench --quick                      # n = 512, 1024; under two minutes
   attnlab bench                              # n = 512 ... 65536 where each kernel allows (many minutes)
   attnlab bench --max-n 8192 --no-flex --out bench-8k
+  attnlab bench --profile stats --max-n 4096   # operators by self CPU time for one case
 """
 
 
@@ -43,6 +44,8 @@ def add_parser(sub: Any) -> None:
                       help="also time torch.compile'd flex_attention (default: on, off with --quick)")
     flex.add_argument("--no-flex", dest="flex", action="store_false")
     p.add_argument("--threads", type=int, metavar="T", help="torch threads (default: torch's choice)")
+    p.add_argument("--profile", metavar="CASE", help="instead of the benchmark, print the torch.profiler table of "
+                   "one case (e.g. stats) at n = --max-n: where its time goes")
     p.set_defaults(run=run)
 
 
@@ -57,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     flex = args.flex if args.flex is not None else not args.quick
     cfg = Config(max_n=max_n, quick=args.quick, flex=flex, threads=args.threads)
+    if args.profile:
+        from ..bench import profile
+
+        print(profile(args.profile, max_n, cfg))
+        return 0
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {str(args.out)!r} exists and is not a folder; choose another path")
 
