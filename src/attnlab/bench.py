@@ -1,13 +1,15 @@
 """Speed and memory of the attention kernels against PyTorch, in one run on this machine.
 
 Each case runs a kernel on ``(batch=1, heads=8, n, dim=64)`` float32 inputs and records the wall time
-(median of the repeats after a warm-up run), the GFLOP/s of the work the algorithm has to do, and the
-peak *extra* resident memory of the call.
+(the fastest of up to five runs that add up to under three seconds), the GFLOP/s of the work the
+algorithm has to do, and the peak *extra* resident memory of the call.
 
-Memory on CPU: there is no ``torch.cuda.max_memory_allocated``, so the peak resident set size of this
-process is measured around each call: glibc is told to serve every allocation above 64 KiB with its own
-``mmap`` (``mallopt``), so freed tensors go back to the kernel at once; before the call the peak counter
-is reset (``/proc/self/clear_refs``, value 5) and the resident size read (``VmRSS``); after it the peak
+Every case is timed first, with the allocator left as it is.  Then every case runs once more for its
+memory: there is no ``torch.cuda.max_memory_allocated`` on CPU, so the peak resident set size of this
+process is measured around the call.  For that pass glibc is told to serve every allocation above 64 KiB
+with its own ``mmap`` (``mallopt``), so freed tensors go back to the kernel at once (this slows
+allocation-heavy code, hence the separate pass); before the call the peak counter is reset
+(``/proc/self/clear_refs``, value 5) and the resident size read (``VmRSS``); after it the peak
 (``VmHWM``) is read.  The difference counts every page the call touched, PyTorch's internal buffers
 included.  A calibration case (a 256 MiB tensor filled with ones) checks the method on every run.
 Where ``/proc`` cannot be used (not Linux) memory is reported as missing.
@@ -173,6 +175,8 @@ def cases(cfg: Config) -> list[Case]:
              lambda x, n: lambda: local_attention(x["q"], x["k"], x["v"], (WINDOW - 1, 0))),
         Case("linear", "linear (elu+1)", 65536, _linear_flops,
              lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"])),
+        Case("linear_relu", "linear (ReLU)", 65536, _linear_flops,
+             lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"], "relu")),
         Case("linear_causal", "linear (elu+1), causal", 65536, _linear_flops,
              lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"], causal=True)),
         Case("memory_efficient_backward", "memory-efficient exact, fwd+bwd", 8192, lambda n: 2.5 * _dense_flops(n),
@@ -212,25 +216,23 @@ def _flex_case(n: int, notes: dict[str, Any]) -> Callable[[dict[str, Tensor], in
 # --- running ------------------------------------------------------------------------------------------------
 
 
-def _time(call: Callable[[], Any], cfg: Config) -> tuple[float, float | None, int]:
-    """A first run (memory is measured there), then repeats while the total stays under ``min_time``
-    (at most ``max_repeats`` runs).  The time is the fastest run: on a shared machine the other runs
-    measure the neighbours too.  Runs longer than ``min_time`` are timed once."""
+def _time(call: Callable[[], Any], cfg: Config) -> tuple[float, int]:
+    """Runs while their total stays under ``min_time`` (at most ``max_repeats``).  The time is the fastest
+    run: on a shared machine the others measure the neighbours too.  Runs longer than ``min_time`` are
+    timed once (the first run then includes any warm-up)."""
     t = time.perf_counter()
-    out, peak = measure_peak(call)
+    call()
     times = [time.perf_counter() - t]
-    del out
     while len(times) < (2 if cfg.quick else cfg.max_repeats) and sum(times) < cfg.min_time:
         t = time.perf_counter()
         call()
         times.append(time.perf_counter() - t)
-    return min(times), peak, len(times)
+    return min(times), len(times)
 
 
 def run(cfg: Config, out_dir: Path, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run every case at every size up to ``cfg.max_n``; write the JSON, the Markdown table and the plots
     into ``out_dir`` (created); return the JSON document."""
-    malloc_ok = _setup_malloc()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -243,27 +245,42 @@ def run(cfg: Config, out_dir: Path, progress: Callable[[str], None] = print) -> 
                               _window_flops, flex))
     sizes = [n for n in cfg.sizes if n <= cfg.max_n]
     plan = [(c, n) for n in sizes for c in all_cases if n <= c.max_n]
-    results: list[Result] = []
+    results = [Result(c.name, n) for c, n in plan]
+    started = time.perf_counter()
+
+    def each(phase: str, step: Callable[[Case, int, Callable[[], Any], Result], str]) -> None:
+        for i, ((case, n), r) in enumerate(zip(plan, results, strict=True), 1):
+            if r.note:  # failed in the timing pass
+                continue
+            g = torch.Generator().manual_seed(n)
+            x = {name: torch.randn(1, HEADS, n, DIM, generator=g) for name in "qkv"}
+            try:
+                line = step(case, n, case.make(x, n), r)
+            except Exception as exc:  # a baseline that cannot run here (flex compile, out of memory) is reported
+                r.note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                line = f"failed ({r.note})"
+            progress(f"{phase} [{i:3d}/{len(plan)}] {case.name:26s} n={n:6d}  {line}  "
+                     f"(elapsed {time.perf_counter() - started:6.1f} s)")
+            del x
+
+    def timing(case: Case, n: int, call: Callable[[], Any], r: Result) -> str:
+        r.seconds, r.repeats = _time(call, cfg)
+        r.gflops = case.flops(n) / r.seconds / 1e9
+        return f"{r.seconds:8.4f} s"
+
+    def memory(case: Case, n: int, call: Callable[[], Any], r: Result) -> str:
+        _, r.peak_mib = measure_peak(call)
+        return "       - MiB" if r.peak_mib is None else f"{r.peak_mib:8.1f} MiB"
+
+    # Times first, with the allocator as every user has it; then memory, with mmap for every allocation
+    # above 64 KiB (which makes allocation-heavy code slower, so it must not be on while timing).
+    each("time  ", timing)
+    malloc_ok = _setup_malloc()
     calib = _calibrate()
     progress(f"memory calibration: a 256 MiB tensor measured as {calib} MiB" if calib is not None
              else "memory: /proc/self/clear_refs unavailable, peak memory not measured")
-    started = time.perf_counter()
-    for i, (case, n) in enumerate(plan, 1):
-        g = torch.Generator().manual_seed(n)
-        x = {name: torch.randn(1, HEADS, n, DIM, generator=g) for name in "qkv"}
-        r = Result(case.name, n)
-        try:
-            call = case.make(x, n)
-            r.seconds, r.peak_mib, r.repeats = _time(call, cfg)
-            r.gflops = case.flops(n) / r.seconds / 1e9
-        except Exception as exc:  # a baseline that cannot run here (flex compile, out of memory) is reported
-            r.note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        results.append(r)
-        mem = f"{r.peak_mib:8.1f} MiB" if r.peak_mib is not None else "       - MiB"
-        took = f"{r.seconds:8.4f} s" if r.seconds is not None else f"failed ({r.note})"
-        progress(f"[{i:3d}/{len(plan)}] {case.name:26s} n={n:6d}  {took}  {mem}  "
-                 f"(elapsed {time.perf_counter() - started:6.1f} s)")
-        del x
+    if calib is not None:
+        each("memory", memory)
     notes.pop("flex_fn", None)
     doc = {
         "machine": _machine(),
@@ -346,6 +363,8 @@ def goals(results: list[Result]) -> list[dict[str, Any]]:
     add("flex_attention (compiled) time / local time, n=16384", ">= 1",
         ratio(sec("flex_window", 16384), sec("local", 16384)), lambda v: v >= 1)
     add("SDPA time / linear time, n=16384", ">= 50", ratio(sec("sdpa", 16384), sec("linear", 16384)),
+        lambda v: v >= 50)
+    add("SDPA time / linear (ReLU) time, n=16384", ">= 50", ratio(sec("sdpa", 16384), sec("linear_relu", 16384)),
         lambda v: v >= 50)
     add("linear causal time / non-causal time, n=16384", "<= 3",
         ratio(sec("linear_causal", 16384), sec("linear", 16384)), lambda v: v <= 3)

@@ -26,8 +26,8 @@ from ._tiles import Tile, TileMask, check_block, spans
 
 __all__ = ["memory_efficient_attention", "memory_efficient_kernel"]
 
-BLOCK_Q = 512
-BLOCK_K = 1024
+BLOCK_Q = 256
+BLOCK_K = 512
 
 
 def _work(dtype: torch.dtype) -> torch.dtype:
