@@ -413,11 +413,13 @@ def plot(doc: dict[str, Any], out_dir: Path) -> None:
 
     panels = (("seconds", "time.png", "time (s)"), ("peak_mib", "memory.png", "peak extra memory (MiB)"))
     for key, fname, ylabel in panels:
-        fig, ax = plt.subplots(figsize=(8, 5.5))
-        for case, label in doc["labels"].items():
+        fig, ax = plt.subplots(figsize=(11, 6))
+        colors = [plt.get_cmap("tab20")(i) for i in range(20)]
+        for i, (case, label) in enumerate(doc["labels"].items()):
             pts = [(r["n"], r[key]) for r in doc["results"] if r["case"] == case and r[key]]
-            if pts:
-                ax.plot([n for n, _ in pts], [y for _, y in pts], marker="o", label=label)
+            if pts:  # one colour and marker per case; forward + backward cases dashed
+                ax.plot([n for n, _ in pts], [y for _, y in pts], color=colors[(2 * i) % 20 + (i >= 10)],
+                        marker="osD^v<>ph*"[i % 10], ls="--" if case.endswith("backward") else "-", label=label)
         ns = sorted({r["n"] for r in doc["results"]})
         ys = [r[key] for r in doc["results"] if r[key]]
         if len(ns) > 1 and ys:
@@ -430,7 +432,7 @@ def plot(doc: dict[str, Any], out_dir: Path) -> None:
         ax.set_ylabel(ylabel)
         ax.set_title(f"attnlab bench: {ylabel} vs n (batch 1, 8 heads, dim 64, float32)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         fig.tight_layout()
         _save_png(fig, out_dir / fname)
         plt.close(fig)

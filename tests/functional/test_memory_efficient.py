@@ -163,3 +163,35 @@ def test_property_equals_dense_for_random_shapes_masks_and_blocks(B, H, L, S, E,
     out, _ = memory_efficient_attention(q, k, v, mask=mask, causal=causal, block_q=bq, block_k=bk)
     ref, _ = attention_ref(q, k, v, mask=mask, causal=causal)
     assert (out - ref).abs().max().item() < 1e-10
+
+
+def test_bfloat16_gradients_within_twice_the_error_of_plain_bfloat16():
+    q, k, v = make(1, 2, 33, 29, 8, 8)
+    g = torch.randn(1, 2, 33, 8, dtype=torch.float64)
+    qd, kd, vd = (t.clone().requires_grad_() for t in (q, k, v))
+    ref = torch.autograd.grad(attention_ref(qd, kd, vd, causal=True)[0], (qd, kd, vd), g)
+    qb, kb, vb = (t.bfloat16().requires_grad_() for t in (q, k, v))
+    ours = torch.autograd.grad(memory_efficient_attention(qb, kb, vb, causal=True, block_q=8, block_k=7)[0],
+                               (qb, kb, vb), g.bfloat16())
+    qp, kp, vp = (t.bfloat16().requires_grad_() for t in (q, k, v))
+    plain = torch.autograd.grad(plain_attention(qp, kp, vp, causal=True), (qp, kp, vp), g.bfloat16())
+    for name, a, b, r in zip("qkv", ours, plain, ref, strict=True):
+        assert a.dtype == torch.bfloat16
+        err, base = (a.double() - r).abs().max().item(), (b.double() - r).abs().max().item()
+        assert err <= 2 * base + 1e-6, f"d{name}: bf16 error {err:.3g} vs plain bf16 {base:.3g}"
+
+
+def test_layer_trains_with_the_memory_efficient_kernel():
+    from attnlab.layers import MultiHeadAttention
+
+    torch.manual_seed(0)
+    dense = MultiHeadAttention(12, 3, dropout=0.0).double()
+    eff = MultiHeadAttention(12, 3, dropout=0.0, kernel="memory_efficient").double()
+    eff.load_state_dict(dense.state_dict())
+    x = torch.randn(2, 11, 12, dtype=torch.float64)
+    pad = torch.arange(11).view(1, 11) < torch.tensor([[11], [6]])
+    a, _ = dense(x, x, x, key_padding_mask=pad, causal=True)
+    b, _ = eff(x, x, x, key_padding_mask=pad, causal=True)
+    assert (a - b).abs().max().item() < 1e-12
+    b.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in eff.parameters())
