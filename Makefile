@@ -30,6 +30,10 @@ system:
 demo: $(STAMP)
 	$(VENV)/bin/attnlab show "$(TEXT)" --out $(OUT)
 
+# The kernel benchmark (about 6 minutes on 2 cores; BENCH_ARGS=--quick for seconds).
+bench: $(STAMP)
+	$(VENV)/bin/attnlab bench --out bench-out $(BENCH_ARGS)
+
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks
 
