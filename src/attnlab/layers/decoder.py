@@ -6,51 +6,21 @@ Letters: B batch, L target length, S memory length, M d_model.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
-from torch import Tensor, nn
+from torch import Tensor
 
 from ..errors import ConfigError
-from . import _validate as check
+from ._block import TransformerBlock, TransformerStack
 from .cache import DecoderLayerCache
-from .feedforward import FeedForward, TransformerConfig, residual
-from .multihead import MultiHeadAttention
+from .feedforward import residual
 
 __all__ = ["TransformerDecoder", "TransformerDecoderLayer"]
 
 
-class TransformerDecoderLayer(nn.Module):
+class TransformerDecoderLayer(TransformerBlock):
     """One decoder layer (Vaswani et al., 2017); post-norm by default, pre-norm with
     ``norm_first=True``.  Arguments as :class:`attnlab.layers.TransformerConfig`."""
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "gelu",
-        *,
-        d_k: int | None = None,
-        d_v: int | None = None,
-        kernel: str = "dense",
-        eps: float = 1e-5,
-    ) -> None:
-        super().__init__()
-        cfg = TransformerConfig(d_model, n_heads, d_ff, dropout, norm_first, activation, d_k, d_v, kernel, eps)
-        self.config = cfg
-        self.self_attn = MultiHeadAttention.from_config(cfg.attention())
-        self.cross_attn = MultiHeadAttention.from_config(cfg.attention())
-        self.ff = FeedForward(d_model, d_ff, activation, dropout)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
-        self.norm3 = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
-
-    @classmethod
-    def from_config(cls, config: TransformerConfig) -> TransformerDecoderLayer:
-        return cls(**asdict(config))
+    cross = True
 
     def forward(
         self,
@@ -91,16 +61,11 @@ class TransformerDecoderLayer(nn.Module):
         return residual(x, self.norm3, self.ff, self.dropout, first)
 
 
-class TransformerDecoder(nn.Module):
+class TransformerDecoder(TransformerStack):
     """``n_layers`` decoder layers from one :class:`TransformerConfig`, with a final LayerNorm when
     the layers are pre-norm.  ``new_cache()`` makes the per-layer caches for incremental decoding."""
 
-    def __init__(self, config: TransformerConfig, n_layers: int) -> None:
-        super().__init__()
-        check.positive_int("n_layers", n_layers)
-        self.config = config
-        self.layers = nn.ModuleList(TransformerDecoderLayer.from_config(config) for _ in range(n_layers))
-        self.norm = nn.LayerNorm(config.d_model, eps=config.eps) if config.norm_first else None
+    layer_type = TransformerDecoderLayer
 
     def new_cache(self) -> list[DecoderLayerCache]:
         """Empty caches, one per layer; pass the list as ``cache=`` at every decoding step."""
