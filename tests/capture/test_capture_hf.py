@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 import torch
+import transformers
 from torch import nn
 
 import attnlab as al
-
-transformers = pytest.importorskip("transformers")
 
 IDS = torch.tensor([[2, 14, 9, 33, 71, 5, 60], [2, 40, 17, 8, 25, 0, 0]])  # (2, 7), second input padded
 MASK = (IDS != 0).long()
