@@ -85,6 +85,9 @@ def test_bad_model_folders(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(ModelLoadError, match="cannot load"):
         al.trace_text("hi", model=tmp_path)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04not loaded")  # a pickle is refused before any load
+    with pytest.raises(ModelLoadError, match=r"\.bin files, which are pickles"):
+        al.trace_text("hi", model=tmp_path)
 
 
 def test_local_gpt2_folder(tmp_path: Path, minilm: tuple[Any, Any, str]) -> None:

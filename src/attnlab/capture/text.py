@@ -56,6 +56,11 @@ def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
             f"{str(folder)!r} is not a Hugging Face model folder: it has no config.json; pass the folder that "
             f"holds config.json, the weights (model.safetensors) and the tokenizer files"
         )
+    if not any(folder.glob("*.safetensors")) and any(folder.glob("*.bin")):
+        raise ModelLoadError(
+            f"{str(folder)!r} holds its weights only as .bin files, which are pickles, and attnlab never unpickles "
+            f"a file; convert them once to model.safetensors (e.g. model.save_pretrained(folder) in transformers)"
+        )
     return folder.resolve(), str(model)
 
 
@@ -77,7 +82,8 @@ def _load(folder: str) -> tuple[Any, Any]:
         hf_logging.disable_progress_bar()
         try:
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-            hf_model = AutoModel.from_pretrained(folder, local_files_only=True)
+            # safetensors only: a pytorch_model.bin is a pickle, which attnlab never loads
+            hf_model = AutoModel.from_pretrained(folder, local_files_only=True, use_safetensors=True)
         finally:
             hf_logging.set_verbosity(verbosity)
             if bar:
