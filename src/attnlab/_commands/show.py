@@ -156,7 +156,10 @@ def _staging(out: Path) -> Iterator[Path]:
     base = out if out.is_dir() else out.parent
     while not base.exists():
         base = base.parent
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
+    except OSError as exc:  # read-only or special file systems (/proc), where access() said yes to root
+        raise InputError(f"cannot write into {str(base)!r}: {exc.strerror}; choose another --out") from None
     try:
         yield stage
     finally:
