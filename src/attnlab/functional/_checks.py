@@ -67,6 +67,16 @@ def check_options(scale: float | None, temperature: float, dropout: float) -> No
         raise ConfigError(f"dropout must be in [0, 1), got {dropout!r}")
 
 
+def predicate_block(mask: Mask, q: Tensor, k: Tensor, q0: int, q1: int, k0: int, k1: int) -> Tensor:
+    """The predicate ``mask`` on the block ``[q0, q1) x [k0, k1)`` of the ``q``/``k`` problem, with as many
+    dims as the inputs have (they may be ``(L, E)`` or ``(H, L, E)``): ``(B|1, 1, q1 - q0, k1 - k0)`` at most."""
+    batch = q.shape[0] if q.ndim >= 3 and mask.batch_size is not None else None
+    m = mask.block(q.shape[-2], k.shape[-2], q0, q1, k0, k1, batch=batch, device=q.device)
+    while m.ndim > max(q.ndim, 2) and m.shape[0] == 1:  # drop the leading dims the inputs do not have
+        m = m[0]
+    return m
+
+
 def resolve_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor) -> Tensor | None:
     """Turn ``mask`` into a tensor that broadcasts to ``q.shape[:-2] + (Lq, Lk)``:
     bool (True = may attend) or floating (added to the scores)."""
@@ -74,12 +84,7 @@ def resolve_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor) -> Tensor | N
         return None
     lq, lk = q.shape[-2], k.shape[-2]
     if isinstance(mask, Mask):
-        batch = q.shape[0] if q.ndim >= 3 and mask.batch_size is not None else None
-        m = mask.materialize(lq, lk, batch=batch, device=q.device)  # (B|1, 1, Lq, Lk)
-        # Drop the leading dims the inputs do not have (inputs may be (Lq, E) or (H, Lq, E)).
-        while m.ndim > max(q.ndim, 2) and m.shape[0] == 1:
-            m = m[0]
-        return m
+        return predicate_block(mask, q, k, 0, lq, 0, lk)
     if not isinstance(mask, Tensor):
         raise MaskError(f"mask must be a torch.Tensor, an attnlab.masks.Mask or None, got {type(mask).__name__}")
     if mask.dtype != torch.bool and not mask.dtype.is_floating_point:

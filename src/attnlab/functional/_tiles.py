@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ..errors import ConfigError
 from ..masks import Mask
-from ._checks import resolve_mask
+from ._checks import predicate_block, resolve_mask
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,12 @@ class TileMask:
     """
 
     def __init__(self, mask: Tensor | Mask | None, causal: bool, q: Tensor, k: Tensor):
+        self.q, self.k = q, k
         self.L, self.S = q.shape[-2], k.shape[-2]
-        self.ndim = q.ndim
         self.causal = causal
         self.offset = self.S - self.L  # query i sits at key position i + offset
         self.device = q.device
         self.predicate: Mask | None = mask if isinstance(mask, Mask) else None
-        self.batch = q.shape[0] if (self.predicate is not None and self.predicate.batch_size and q.ndim >= 3) else None
         self.tensor = None if isinstance(mask, Mask) else resolve_mask(mask, q, k)
 
     def tile(self, q0: int, q1: int, k0: int, k1: int) -> Tile | None:
@@ -60,9 +59,7 @@ class TileMask:
                 j = torch.arange(k0, k1, device=self.device).view(1, -1)  # (1, Bk)
                 keep = j <= i + self.offset  # (Bq, Bk)
         if self.predicate is not None:
-            t = self.predicate.block(self.L, self.S, q0, q1, k0, k1, batch=self.batch, device=self.device)
-            while t.ndim > max(self.ndim, 2) and t.shape[0] == 1:  # (B|1, 1, Bq, Bk) -> the inputs' rank
-                t = t[0]
+            t = predicate_block(self.predicate, self.q, self.k, q0, q1, k0, k1)  # (B|1, 1, Bq, Bk) at most
             keep = t if keep is None else keep & t
         elif self.tensor is not None:
             m = self.tensor

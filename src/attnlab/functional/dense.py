@@ -16,12 +16,36 @@ from torch import Tensor
 from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
 
-__all__ = ["attention", "causal_mask", "masked_softmax", "merge_masks"]
+__all__ = [
+    "attention",
+    "causal_mask",
+    "finite_or_zero",
+    "log_normaliser",
+    "masked_softmax",
+    "merge_masks",
+    "work_dtype",
+]
 
 
-def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Softmax statistics run in float32 for half inputs, float64 stays float64."""
+def work_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype every kernel computes its softmax statistics in: float32 for half and single
+    precision inputs, float64 for float64."""
     return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def finite_or_zero(row_max: Tensor) -> Tensor:
+    """A softmax shift that is safe on rows with no allowed key: the row maximum, or 0 where it is
+    ``-inf`` (then ``exp(-inf - 0) = 0`` instead of ``exp(-inf + inf) = NaN``)."""
+    return torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+
+
+def log_normaliser(shift: Tensor, total: Tensor) -> tuple[Tensor, Tensor]:
+    """From a finite ``shift`` and ``total = sum exp(s - shift)`` over a row: the row's log-sum-exp
+    (``-inf`` where ``total == 0``, a row with no allowed key) and ``total`` with 0 replaced by 1, the
+    safe divisor."""
+    has = total > 0
+    divisor = torch.where(has, total, torch.ones_like(total))
+    return torch.where(has, shift + torch.log(divisor), torch.full_like(total, float("-inf"))), divisor
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -32,11 +56,10 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     not NaN, and its gradient is zero too: the row maximum is replaced by 0 where it is not finite,
     and the normaliser by 1 where it is 0.
     """
-    s = scores.to(_stat_dtype(scores.dtype))
+    s = scores.to(work_dtype(scores.dtype))
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.to(s.dtype)
-    row_max = s.amax(dim=-1, keepdim=True).detach()  # (..., L, 1); the shift cancels in the gradient
-    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    row_max = finite_or_zero(s.amax(dim=-1, keepdim=True).detach())  # (..., L, 1); cancels in the gradient
     e = torch.exp(s - row_max)  # (..., L, S)
     z = e.sum(dim=-1, keepdim=True)  # (..., L, 1)
     return e / torch.where(z > 0, z, torch.ones_like(z))
@@ -124,7 +147,7 @@ def attention(
         return out, None
 
     # The readable path: scores -> masked softmax -> weighted sum of values.
-    work = _stat_dtype(q.dtype)
+    work = work_dtype(q.dtype)
     scores = torch.matmul(q.to(work), k.to(work).transpose(-2, -1)) * s  # (..., L, S)
     weights = masked_softmax(scores, m)  # (..., L, S), float32/64
     if dropout > 0.0:

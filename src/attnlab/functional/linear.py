@@ -28,6 +28,7 @@ from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
 from ._kernel import refuse
 from ._tiles import check_block
+from .dense import masked_softmax, work_dtype
 
 __all__ = [
     "FEATURE_MAPS",
@@ -50,10 +51,6 @@ FEATURE_MAPS: dict[str, Callable[[Tensor], Tensor]] = {
 }
 
 
-def _work(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def _key_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor, what: str) -> Tensor | None:
     """A mask that only drops keys (shape ``(..., 1, S)``) as a 0/1 float ``(..., S, 1)``; anything else
     cannot be expressed by a sum over keys and is refused."""
@@ -70,7 +67,7 @@ def _key_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor, what: str) -> Te
             f"(..., 1, S), got {m.dtype} of shape {tuple(m.shape)}; per-query masks need a quadratic kernel "
             f"('dense', 'memory_efficient') and causal masks causal=True"
         )
-    return m.transpose(-2, -1).to(_work(q.dtype))  # (..., S, 1)
+    return m.transpose(-2, -1).to(work_dtype(q.dtype))  # (..., S, 1)
 
 
 def _kernelized(
@@ -127,7 +124,7 @@ def _prepare(
     check_block("chunk", chunk)
     if not isinstance(eps, (int, float)) or not eps > 0:
         raise ConfigError(f"eps must be a number > 0 (it guards the denominator), got {eps!r}")
-    return _key_mask(mask, q, k, what), _work(q.dtype)
+    return _key_mask(mask, q, k, what), work_dtype(q.dtype)
 
 
 def linear_attention(
@@ -249,17 +246,11 @@ def efficient_attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None 
     """
     check_qkv(q, k, v)
     km = _key_mask(mask, q, k, "efficient_attention")
-    work = _work(q.dtype)
+    work = work_dtype(q.dtype)
     rq = torch.softmax(q.to(work), dim=-1)  # (..., L, E): over features
-    kk = k.to(work)
-    if km is not None:
-        kk = kk.masked_fill(km == 0, float("-inf"))
-    m = kk.amax(dim=-2, keepdim=True).detach()  # (..., 1, E)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    e = torch.exp(kk - m)  # (..., S, E)
-    z = e.sum(dim=-2, keepdim=True)  # (..., 1, E)
-    rk = e / torch.where(z > 0, z, torch.ones_like(z))  # (..., S, E): over positions
-    context = torch.matmul(rk.transpose(-2, -1), v.to(work))  # (..., E, Ev)
+    keep = None if km is None else km.transpose(-2, -1) > 0  # (..., 1, S)
+    rk = masked_softmax(k.to(work).transpose(-2, -1), keep)  # (..., E, S): each feature over positions
+    context = torch.matmul(rk, v.to(work))  # (..., E, Ev)
     return torch.matmul(rq, context).to(q.dtype)  # (..., L, Ev)
 
 

@@ -22,7 +22,6 @@ import math
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import ConfigError
@@ -30,16 +29,13 @@ from ..masks import Mask, bigbird_random_blocks
 from ._checks import check_options, check_qkv, resolve_mask
 from ._kernel import refuse
 from ._tiles import check_block
+from .dense import attention, finite_or_zero, log_normaliser, merge_masks, work_dtype
 
 __all__ = ["bigbird_attention", "local_attention", "local_kernel"]
 
 DEFAULT_WINDOW = 128  # keys on each side for the registered kernel "local"
 
 Span = slice | Tensor  # rows or columns of a mask: a (strided) slice or an index tensor
-
-
-def _work(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def _sub(mask: Tensor | None, rows: Span, cols: Span) -> Tensor | None:
@@ -64,27 +60,19 @@ def _softmax_part(s: Tensor, keep: Tensor | None, mask: Tensor | None, v: Tensor
         s = s.masked_fill(~keep, float("-inf"))
     if s.shape[-1] == 0:  # no key at all
         return s.new_zeros(*s.shape[:-1], v.shape[-1]), s.new_full((*s.shape[:-1], 1), float("-inf"))
-    m = s.amax(dim=-1, keepdim=True).detach()  # (..., Q, 1)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    m = finite_or_zero(s.amax(dim=-1, keepdim=True).detach())  # (..., Q, 1)
     p = torch.exp(s - m)  # (..., Q, K)
-    l = p.sum(dim=-1, keepdim=True)  # (..., Q, 1)
-    has = l > 0
-    out = torch.matmul(p, v) / torch.where(has, l, torch.ones_like(l))  # (..., Q, Ev)
-    lse = torch.where(has, m + torch.log(torch.where(has, l, torch.ones_like(l))), torch.full_like(l, float("-inf")))
-    return out, lse
+    lse, divisor = log_normaliser(m, p.sum(dim=-1, keepdim=True))  # (..., Q, 1) each
+    return torch.matmul(p, v) / divisor, lse  # (..., Q, Ev)
 
 
 def _merge(a: tuple[Tensor, Tensor], b: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
     """Combine the softmax over two disjoint key sets from their outputs and log-sum-exps."""
     (oa, la), (ob, lb) = a, b
-    m = torch.maximum(la, lb)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    m = finite_or_zero(torch.maximum(la, lb))
     wa, wb = torch.exp(la - m), torch.exp(lb - m)  # (..., Q, 1)
-    z = wa + wb
-    has = z > 0
-    out = (wa * oa + wb * ob) / torch.where(has, z, torch.ones_like(z))
-    lse = torch.where(has, m + torch.log(torch.where(has, z, torch.ones_like(z))), torch.full_like(z, float("-inf")))
-    return out, lse
+    lse, divisor = log_normaliser(m, wa + wb)
+    return (wa * oa + wb * ob) / divisor, lse
 
 
 def _band(
@@ -114,28 +102,10 @@ def _band(
             o, l = _softmax_part(s, keep, m, vb)
             lses.append(l)
         else:
-            o = _fused(qb, kb, vb, keep, m, scale)
+            o = attention(qb, kb, vb, mask=merge_masks(m, keep), scale=scale, return_weights=False)[0]
         outs.append(o)
     out = torch.cat(outs, dim=-2)  # (..., L, Ev)
     return out, (torch.cat(lses, dim=-2) if need_lse else None)  # (..., L, 1)
-
-
-def _fused(q: Tensor, k: Tensor, v: Tensor, keep: Tensor, mask: Tensor | None, scale: float) -> Tensor:
-    """One block through torch's fused SDPA with the band mask; rows with no allowed key give zeros
-    (SDPA would give NaN: they are opened for the call and zeroed after, which also stops their gradient)."""
-    if mask is None:
-        allowed, attn = keep, keep
-    elif mask.dtype == torch.bool:
-        allowed = attn = keep & mask
-    else:
-        attn = mask.to(q.dtype).masked_fill(~keep, float("-inf"))
-        allowed = ~torch.isneginf(attn)
-    none = ~allowed.any(dim=-1, keepdim=True)  # (..., Bq, 1)
-    if bool(none.any()):
-        attn = attn | none if attn.dtype == torch.bool else attn.masked_fill(none, 0.0)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn, scale=scale)
-        return torch.where(none, torch.zeros((), dtype=out.dtype, device=out.device), out)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn, scale=scale)
 
 
 def _as_window(window: int | tuple[int, int], causal: bool) -> tuple[int, int]:
@@ -216,7 +186,7 @@ def local_attention(
         raise ConfigError(f"dilation must be an int >= 1, got {dilation!r}; use dilation=1 for none")
     before, after = _as_window(window, causal)
     m = _check_mask(mask, q, k, "local_attention")
-    work = _work(q.dtype)
+    work = work_dtype(q.dtype)
     qw, kw, vw = q.to(work), k.to(work), v.to(work)
     L, S = q.shape[-2], k.shape[-2]
     off, d = S - L, dilation
@@ -288,7 +258,7 @@ def bigbird_attention(
     check_options(scale, 1.0, 0.0)
     check_block("block", block)
     m = _check_mask(mask, q, k, "bigbird_attention")
-    work = _work(q.dtype)
+    work = work_dtype(q.dtype)
     qw, kw, vw = q.to(work), k.to(work), v.to(work)
     L, S = q.shape[-2], k.shape[-2]
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])

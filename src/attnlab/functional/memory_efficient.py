@@ -23,15 +23,12 @@ from ..masks import Mask
 from ._checks import check_options, check_qkv
 from ._kernel import refuse
 from ._tiles import Tile, TileMask, check_block, spans
+from .dense import finite_or_zero, log_normaliser, work_dtype
 
 __all__ = ["memory_efficient_attention", "memory_efficient_kernel"]
 
 BLOCK_Q = 256
 BLOCK_K = 512
-
-
-def _work(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def _keep(seed: int, index: int, shape: torch.Size, p: float, device: torch.device) -> Tensor:
@@ -87,17 +84,16 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, plan: _Plan) -> tuple[Tensor, Tens
         for ki, k0, k1, tile in row:
             s = plan.scores(qb, k[..., k0:k1, :].to(work), tile)  # (..., Bq, Bk)
             m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
-            m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))  # all -inf so far: 0
+            m_safe = finite_or_zero(m_new)  # all -inf so far: 0
             p = s.sub_(m_safe).exp_()  # (..., Bq, Bk), unnormalised weights
             alpha = torch.exp(m - m_safe)  # rescales what was accumulated under the old maximum
             l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))
             z = plan.drop(qi, ki, p.shape, q.device)
             acc.mul_(alpha).add_(torch.matmul(p if z is None else p * z, v[..., k0:k1, :].to(work)))
             m = m_new
-        has = l > 0
-        out[..., q0:q1, :] = acc / torch.where(has, l, torch.ones_like(l))
-        m_fin = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-        lse[..., q0:q1] = torch.where(has, m_fin + torch.log(l), torch.full_like(l, float("-inf"))).squeeze(-1)
+        row_lse, divisor = log_normaliser(finite_or_zero(m), l)  # (..., Bq, 1) each
+        out[..., q0:q1, :] = acc / divisor
+        lse[..., q0:q1] = row_lse.squeeze(-1)
     return out, lse
 
 
@@ -191,7 +187,7 @@ def memory_efficient_attention(
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     if seed is None:
         seed = int(torch.randint(0, 2**62, (1,)).item()) if dropout > 0 else 0
-    plan = _Plan(TileMask(mask, causal, q, k), s, block_q, block_k, float(dropout), seed, _work(q.dtype))
+    plan = _Plan(TileMask(mask, causal, q, k), s, block_q, block_k, float(dropout), seed, work_dtype(q.dtype))
     out, lse = _MemoryEfficientAttention.apply(q, k, v, plan)
     return out, lse
 

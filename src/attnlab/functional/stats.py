@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..masks import Mask
 from ._checks import check_options, check_qkv
 from ._tiles import TileMask, check_block, spans
+from .dense import finite_or_zero, log_normaliser, work_dtype
 
 __all__ = ["AttentionStats", "attention_stats"]
 
@@ -72,7 +73,7 @@ def attention_stats(
         raise ConfigError(f"top_k must be an int >= 1, got {top_k!r}; e.g. top_k=32")
     tiles = TileMask(mask, causal, q, k)
     L, S = tiles.L, tiles.S
-    work = torch.float64 if q.dtype == torch.float64 else torch.float32
+    work = work_dtype(q.dtype)
     s_ = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     lead, dev, inf = q.shape[:-2], q.device, float("inf")
     ent = torch.zeros(*lead, L, dtype=work, device=dev)
@@ -98,7 +99,7 @@ def attention_stats(
             tv, sel = cand_v.topk(min(top_k, cand_v.shape[-1]), dim=-1)
             ti = cand_i.gather(-1, sel)
             m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
-            m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+            m_safe = finite_or_zero(m_new)
             masked = tile.keep is not None or tile.add is not None
             e = torch.exp(s - m_safe)  # (..., Bq, Bk), 0 where masked
             alpha = torch.exp(m - m_safe)
@@ -107,12 +108,10 @@ def attention_stats(
             d = d * alpha + _distance(e, q0 + tiles.offset, q1 + tiles.offset, k0, k1)
             m = m_new
         has = l > 0
-        l1 = torch.where(has, l, torch.ones_like(l))
-        m_fin = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-        row_lse = m_fin + torch.log(l1)  # (..., Bq, 1)
+        row_lse, l1 = log_normaliser(finite_or_zero(m), l)  # (..., Bq, 1): -inf where no key is allowed
         ent[..., q0:q1] = torch.where(has, row_lse - a / l1, torch.zeros_like(l)).squeeze(-1).clamp_min(0)
         dist[..., q0:q1] = torch.where(has, d / l1, torch.zeros_like(l)).squeeze(-1)
-        lse[..., q0:q1] = torch.where(has, row_lse, torch.full_like(l, -inf)).squeeze(-1)
+        lse[..., q0:q1] = row_lse.squeeze(-1)
         n = tv.shape[-1]
         ok = torch.isfinite(tv)
         top_w[..., q0:q1, :n] = torch.where(ok, torch.exp(tv - row_lse), torch.zeros((), dtype=work))
