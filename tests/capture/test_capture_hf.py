@@ -139,3 +139,24 @@ def test_generation_with_cache_records_each_step() -> None:
     shapes = [tuple(r.weights.shape[2:]) for r in trace]
     assert shapes == [(5, 5), (5, 5), (1, 6), (1, 6), (1, 7), (1, 7)]
     assert [r.layer for r in trace] == list(range(6))
+
+
+def test_generic_eager_fallback_matches_plain_softmax_attention() -> None:
+    """The eager path used for a modeling file without its own eager_attention_forward: grouped-query
+    heads repeated, the additive mask applied, transformers' (B, L, H, D) layout returned."""
+    from attnlab.capture._hf import _generic_eager
+
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 4, 5, 6, generator=g)  # (B, H, L, D)
+    k, v = torch.randn(2, 2, 7, 6, generator=g), torch.randn(2, 2, 7, 6, generator=g)  # 2 key/value heads
+    mask = torch.zeros(2, 1, 5, 9)  # longer than the keys: the model's mask may cover a cache
+    mask[1, ..., 4:] = torch.finfo(torch.float32).min
+    module = nn.Module()
+    module.num_key_value_groups = 2
+    module.eval()
+    out, w = _generic_eager(module, q, k, v, mask, scaling=0.3)
+    kk, vv = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    ref_w = torch.softmax(q @ kk.transpose(-2, -1) * 0.3 + mask[..., :7], dim=-1)
+    assert out.shape == (2, 5, 4, 6) and w.shape == (2, 4, 5, 7)
+    assert torch.allclose(w, ref_w, atol=1e-6), (w - ref_w).abs().max()
+    assert torch.allclose(out, (ref_w @ vv).transpose(1, 2), atol=1e-6)

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 
+from ..functional import attention
 from ._core import Recorder, module_label
 
 __all__ = ["IMPLEMENTATION", "install", "module_kind"]
@@ -78,19 +78,17 @@ def _generic_eager(
     dropout: float = 0.0,
     **kwargs: Any,
 ) -> tuple[Tensor, Tensor]:
-    """Eager attention for a modeling file without its own ``eager_attention_forward``."""
+    """Eager attention for a modeling file without its own ``eager_attention_forward``: attnlab's dense
+    kernel with the model's additive mask, in the layout transformers expects back."""
     groups = int(getattr(module, "num_key_value_groups", 1))
     if groups > 1:  # grouped-query attention: each key/value head serves `groups` query heads
         key = key.repeat_interleave(groups, dim=1)  # (B, H, S, D)
         value = value.repeat_interleave(groups, dim=1)  # (B, H, S, D)
-    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    scores = torch.matmul(query, key.transpose(2, 3)) * scale  # (B, H, L, S)
-    if attention_mask is not None:
-        scores = scores + attention_mask[..., : key.shape[-2]]
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    weights = nn.functional.dropout(weights, p=dropout, training=module.training)
-    out = torch.matmul(weights, value).transpose(1, 2).contiguous()  # (B, L, H, D)
-    return out, weights
+    mask = None if attention_mask is None else attention_mask[..., : key.shape[-2]]
+    p = dropout if module.training else 0.0
+    out, weights = attention(query, key, value, mask=mask, scale=scaling, dropout=p)  # (B, H, L, D), (B, H, L, S)
+    assert weights is not None
+    return out.transpose(1, 2).contiguous(), weights  # (B, L, H, D)
 
 
 def _register() -> None:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -155,17 +156,11 @@ def merge_words(
 
 
 @lru_cache(maxsize=1)
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's printable-character alphabet for the 256 bytes, inverted (character -> byte)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars = list(printable)
-    n = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
+def _byte_level() -> Any:
+    """The tokenizers library's byte-level decoder (GPT-2's printable alphabet back to UTF-8 bytes)."""
+    from tokenizers.decoders import ByteLevel
+
+    return ByteLevel()
 
 
 def readable_tokens(tokens: Sequence[str], style: str | None, special: Iterable[str] | None = None) -> list[str]:
@@ -180,10 +175,6 @@ def readable_tokens(tokens: Sequence[str], style: str | None, special: Iterable[
         elif style == "sentencepiece":
             out.append(tok.replace("▁", " ").strip() or tok)
         else:
-            table = _byte_decoder()
-            if all(c in table for c in tok):
-                text = bytes(table[c] for c in tok).decode("utf-8", errors="replace")
-                out.append(text.strip() or text)
-            else:
-                out.append(tok)
+            text = _byte_level().decode([tok])  # a piece holding part of a character decodes to U+FFFD
+            out.append(text.strip() or text)
     return out
