@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
                                 ("--max-length", args.max_length), ("--truncate", args.truncate)) if v]
         if given:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
-    out = _check_out(args.out)
+    out, base = _check_out(args.out)
 
-    with _staging(out) as stage:  # fails here, before the model runs, when --out cannot be written
+    with _staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
         trace = AttentionTrace.load(args.trace) if args.trace is not None else _capture(args)
         figures = {
             "heatmap": viz.heatmap(trace, layer, head, annotate=len(trace.tokens) <= ANNOTATE_UP_TO),
@@ -135,8 +135,9 @@ def _parse_int(value: str, option: str, alternative: str = "") -> int:
         raise InputError(f"{option} takes an integer{alternative}, got {value!r}") from None
 
 
-def _check_out(out: Path) -> Path:
-    """The absolute output folder, after checking that it is (or can become) a writable folder."""
+def _check_out(out: Path) -> tuple[Path, Path]:
+    """The absolute output folder and its nearest existing ancestor (or itself), after checking that it
+    is (or can become) a writable folder."""
     out = Path(os.path.abspath(out))
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} is a file, not a folder; give a folder path")
@@ -147,15 +148,13 @@ def _check_out(out: Path) -> Path:
         raise InputError(f"cannot create the folder {str(out)!r}: {str(base)!r} is a file")
     if not os.access(base, os.W_OK | os.X_OK):
         raise InputError(f"cannot write into {str(base)!r}: permission denied; choose another --out")
-    return out
+    return out, base
 
 
 @contextlib.contextmanager
-def _staging(out: Path) -> Iterator[Path]:
-    """A temporary folder on the same file system as ``out`` (so moving files is a rename); removed at the end."""
-    base = out if out.is_dir() else out.parent
-    while not base.exists():
-        base = base.parent
+def _staging(out: Path, base: Path) -> Iterator[Path]:
+    """A temporary folder in ``base``, on the same file system as ``out`` (so moving files is a rename);
+    removed at the end."""
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
     except OSError as exc:  # read-only or special file systems (/proc), where access() said yes to root
