@@ -40,6 +40,7 @@ from torch import Tensor
 
 from ._io import atomic_write, atomic_write_text
 from .functional import attention_stats, linear_attention, local_attention, memory_efficient_attention
+from .masks import causal, window
 
 __all__ = ["Case", "Config", "Result", "measure_peak", "profile", "run"]
 
@@ -132,9 +133,7 @@ def _naive(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
 
 
 def _window_mask(n: int) -> Tensor:
-    i = torch.arange(n).view(-1, 1)
-    j = torch.arange(n).view(1, -1)
-    return (j <= i) & (i - j < WINDOW)  # (n, n)
+    return (causal() & window(WINDOW - 1, 0)).materialize(n, n)[0, 0]  # (n, n): the query and 511 keys before
 
 
 def _backward(f: Callable[[Tensor, Tensor, Tensor], Tensor], x: dict[str, Tensor]) -> Callable[[], None]:
