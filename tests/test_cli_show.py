@@ -188,8 +188,10 @@ def test_failure_while_writing_leaves_nothing(tmp_path, trace_file, capsys, monk
             raise OSError(28, "No space left on device", str(path))
         return real_save(fig, path, **kwargs)
 
-    monkeypatch.setattr(static, "save", fill_up)
+    # al.viz first: its lazy __getattr__ caches whatever static.save is when first touched, and the
+    # undo must restore the real function, not the patched one.
     monkeypatch.setattr(al.viz, "save", fill_up, raising=False)
+    monkeypatch.setattr(static, "save", fill_up)
     check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(tmp_path / "out")], "No space left")
     assert len(calls) == 2
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import errors, functional, masks
-from .capture import AttentionRecord, AttentionTrace, capture, trace_text
+from .capture import capture, trace_text
 from .errors import AttnLabError
 from .functional import attention
+from .trace import AttentionRecord, AttentionTrace
 
 __version__ = "0.1.0"
 

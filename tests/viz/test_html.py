@@ -180,7 +180,7 @@ def test_bad_input_is_refused_with_the_fix() -> None:
 
 def test_trace_methods_and_jupyter_repr() -> None:
     trace = mixed_trace(HOSTILE[:7])
-    assert trace.to_html() == to_html(trace)
+    assert al.viz.to_html(trace) == to_html(trace)
     frame = trace._repr_html_()
     assert frame is not None and frame == repr_html(trace)
     assert frame.startswith("<iframe srcdoc=") and 'sandbox="allow-scripts allow-downloads"' in frame

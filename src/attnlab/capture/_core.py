@@ -1,7 +1,8 @@
 """``capture()``: record every attention computation inside a model while a ``with`` block runs.
 
-Three adapters find the attention of a model and install what records it; each registers its undo
-on one :class:`contextlib.ExitStack`, so hooks come off and flags come back however the block ends:
+The adapters of :data:`ADAPTERS` (see :class:`._recorder.Adapter`) find the attention of a model and
+install what records it; each registers its undo on one :class:`contextlib.ExitStack`, so hooks come
+off and flags come back however the block ends:
 
 * attnlab's own layers: their :class:`attnlab.layers.AttentionHook` points (``_own.py``);
 * ``torch.nn.MultiheadAttention``, alone or inside ``nn.Transformer*`` (``_torch.py``);
@@ -13,55 +14,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 
-import torch
-from torch import Tensor, nn
+from torch import nn
 
 from ..errors import CaptureError, InputError
-from .trace import KINDS, AttentionRecord, AttentionTrace
+from ..trace import KINDS, AttentionTrace, Kind, as_kind
+from . import _hf, _own, _torch
+from ._recorder import Adapter, Recorder
 
-__all__ = ["Recorder", "capture", "module_label"]
+__all__ = ["ADAPTERS", "capture"]
 
-
-class Recorder:
-    """Turns ``(name, kind, weights)`` calls into :class:`AttentionRecord` s on one trace.
-
-    It applies the ``kinds`` / ``names`` filters and numbers the layers of each kind in call order.
-    """
-
-    def __init__(self, trace: AttentionTrace, kinds: frozenset[str] | None, names: tuple[str, ...] | None) -> None:
-        self.trace = trace
-        self.kinds = kinds
-        self.names = names
-        self._count = dict.fromkeys(KINDS, 0)
-
-    def wants(self, name: str, kind: str) -> bool:
-        return (self.kinds is None or kind in self.kinds) and (self.names is None or any(s in name for s in self.names))
-
-    def add(self, name: str, kind: str, weights: Tensor) -> None:
-        if not self.wants(name, kind):
-            return
-        w = weights.detach()
-        if w.dtype != torch.float32 or w.device.type != "cpu":
-            w = w.to("cpu", torch.float32)  # no copy when it already is float32 on the CPU
-        layer = self._count[kind]
-        self._count[kind] += 1
-        self.trace.records.append(AttentionRecord(name=name, kind=kind, layer=layer, weights=w))
-
-
-def module_label(path: str, root: nn.Module) -> str:
-    """A record's name: the module path, or the model's class name for the model itself."""
-    return path or type(root).__name__
+# Every model family capture() knows, tried in this order; a new family is one module and one entry here.
+ADAPTERS: tuple[Adapter, ...] = (_own, _torch, _hf)
 
 
 def _check_filters(
     kinds: Iterable[str] | str | None, names: Iterable[str] | str | None
-) -> tuple[frozenset[str] | None, tuple[str, ...] | None]:
-    kind_set: frozenset[str] | None = None
+) -> tuple[frozenset[Kind] | None, tuple[str, ...] | None]:
+    kind_set: frozenset[Kind] | None = None
     if kinds is not None:
-        kind_set = frozenset([kinds] if isinstance(kinds, str) else kinds)
-        bad = sorted(kind_set - set(KINDS))
-        if bad or not kind_set:
-            raise InputError(f"kinds must be a non-empty subset of {KINDS}, got {sorted(kind_set)}")
+        given = [kinds] if isinstance(kinds, str) else list(kinds)
+        if not given or any(k not in KINDS for k in given):
+            raise InputError(f"kinds must be a non-empty subset of {KINDS}, got {sorted(map(str, given))}")
+        kind_set = frozenset(as_kind(k) for k in given)
     name_tuple: tuple[str, ...] | None = None
     if names is not None:
         name_tuple = (names,) if isinstance(names, str) else tuple(names)
@@ -102,13 +76,11 @@ def capture(
     if not isinstance(model, nn.Module):
         raise InputError(f"capture() takes a torch.nn.Module, got {type(model).__name__}")
     kind_set, name_tuple = _check_filters(kinds, names)
-    from . import _hf, _own, _torch
-
     trace = AttentionTrace(meta={"model": type(model).__name__})
     recorder = Recorder(trace, kind_set, name_tuple)
     with ExitStack() as undo:
         named = list(model.named_modules())  # one walk of the module tree, shared by the adapters
-        found = sum(adapter.install(model, named, recorder, undo) for adapter in (_own, _torch, _hf))
+        found = sum(adapter.install(model, named, recorder, undo) for adapter in ADAPTERS)
         if not found:
             raise CaptureError(
                 f"{type(model).__name__} holds no attention attnlab can record: no attnlab attention layer, no "

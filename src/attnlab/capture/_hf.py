@@ -22,7 +22,8 @@ from typing import Any
 from torch import Tensor, nn
 
 from ..functional import attention
-from ._core import Recorder, module_label
+from ..trace import Kind
+from ._recorder import Recorder, module_label
 
 __all__ = ["IMPLEMENTATION", "install", "module_kind"]
 
@@ -33,7 +34,7 @@ _SESSIONS: list[tuple[dict[int, str], nn.Module, Recorder]] = []
 _registered = False
 
 
-def module_kind(module: nn.Module) -> str:
+def module_kind(module: nn.Module) -> Kind:
     """self / causal / cross from an attention module's flags.
 
     ``is_cross_attention`` (GPT-2) says cross; a causal module (``is_causal``: BERT as decoder,

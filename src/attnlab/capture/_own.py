@@ -13,7 +13,7 @@ from typing import Any
 from torch import nn
 
 from ..layers._hook import AttentionHook
-from ._core import Recorder, module_label
+from ._recorder import Recorder, module_label
 
 __all__ = ["install"]
 

@@ -26,7 +26,8 @@ from torch import Tensor, nn
 
 from ..functional import causal_mask, masked_softmax
 from ..layers._torch_mha import from_torch_masks
-from ._core import Recorder, module_label
+from ..trace import Kind
+from ._recorder import Recorder, module_label
 
 __all__ = ["install", "mha_weights"]
 
@@ -53,7 +54,7 @@ def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Reco
             self_attn = key is query or (key.shape == query.shape and torch.equal(key, query))
             with torch.no_grad():
                 weights = mha_weights(mod, query, key, call.get("key_padding_mask"), call.get("attn_mask"))
-            kind = "cross"
+            kind: Kind = "cross"
             if self_attn:
                 causal = call.get("is_causal", False) or _is_causal(call.get("attn_mask"), weights.shape[-2:])
                 kind = "causal" if causal else "self"

@@ -17,9 +17,9 @@ from typing import Any
 import torch
 
 from ..errors import InputError, ModelLoadError
+from ..trace import AttentionTrace
 from ._core import capture
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
-from .trace import AttentionTrace
 
 __all__ = ["BUNDLED", "bundled_model_path", "load_model", "trace_text"]
 

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError, ShapeError
-from .trace import AttentionRecord, AttentionTrace
+from ..trace import AttentionRecord, AttentionTrace
 
 __all__ = ["STYLES", "attach_tokens", "detect_style", "merge_words", "readable_tokens", "word_groups"]
 

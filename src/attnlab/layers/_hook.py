@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from ..trace import Kind
+
 __all__ = ["AttentionHook"]
 
 
@@ -20,5 +22,5 @@ class AttentionHook(nn.Module):
         super().__init__()
         self.active = 0
 
-    def forward(self, weights: Tensor, kind: str) -> Tensor:  # (B, H, L, S), "self" | "causal" | "cross"
+    def forward(self, weights: Tensor, kind: Kind) -> Tensor:  # (B, H, L, S), "self" | "causal" | "cross"
         return weights

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .html import save_html as save_html
+    from .html import to_html as to_html
     from .static import heads as heads
     from .static import heatmap as heatmap
     from .static import model_grid as model_grid
@@ -27,6 +28,7 @@ _LAZY = {
     "model_grid": "static",
     "save": "static",
     "save_html": "html",
+    "to_html": "html",
     "summarize": "summary",
 }
 

@@ -2,7 +2,7 @@
 
     >>> import attnlab as al
     >>> al.viz.save_html(trace, "cat.html")    # open it from disk in any browser, no network needed
-    >>> html = trace.to_html()                   # the same page as a string
+    >>> html = al.viz.to_html(trace)             # the same page as a string
     >>> trace                                    # in Jupyter: the viewer, in a sandboxed iframe
 
 The page's script and style are the real files ``assets/viewer.js`` and ``assets/viewer.css`` of this
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_text
-from ..capture.trace import AttentionTrace
 from ..errors import InputError
+from ..trace import AttentionTrace
 from . import _encode
 
 __all__ = ["IFRAME_HEIGHT", "repr_html", "save_html", "to_html"]

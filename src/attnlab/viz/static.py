@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._io import atomic_write
-from ..capture.trace import AttentionRecord, AttentionTrace
 from ..errors import InputError, ShapeError
+from ..trace import AttentionRecord, AttentionTrace, Kind
 from . import _fonts
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def heatmap(
     tokens: Sequence[str] | None = None,
     *,
     annotate: bool = False,
-    kind: str | None = None,
+    kind: Kind | None = None,
     ax: Axes | None = None,
     cmap: str | Colormap = DEFAULT_CMAP,
     title: str | None = None,
@@ -125,7 +125,7 @@ def heads(
     trace: AttentionTrace,
     layer: int = -1,
     *,
-    kind: str | None = None,
+    kind: Kind | None = None,
     batch: int = 0,
     tokens: Sequence[str] | None = None,
     cmap: str | Colormap = DEFAULT_CMAP,
@@ -176,7 +176,7 @@ def heads(
 def model_grid(
     trace: AttentionTrace,
     *,
-    kind: str | None = None,
+    kind: Kind | None = None,
     batch: int = 0,
     cmap: str | Colormap = DEFAULT_CMAP,
 ) -> Figure:
@@ -237,7 +237,7 @@ def save(fig: Figure, path: str | os.PathLike[str], *, dpi: int = 150) -> Path:
 
 
 # ----- choosing what to draw -----------------------------------------------------------------------
-def _kind(trace: AttentionTrace, kind: str | None) -> str:
+def _kind(trace: AttentionTrace, kind: Kind | None) -> Kind:
     if not trace.records:
         raise InputError("the trace is empty: nothing was captured, so there is nothing to draw")
     kind = kind or trace.main_kind
@@ -254,13 +254,13 @@ def _index(value: int, n: int, what: str, where: str) -> int:
     return int(value) % n
 
 
-def _select(trace: AttentionTrace, layer: int, kind: str | None) -> AttentionRecord:
+def _select(trace: AttentionTrace, layer: int, kind: Kind | None) -> AttentionRecord:
     kind = _kind(trace, kind)
     records = trace.select(kind=kind)
     return records[_index(layer, len(records), "layer", f"the trace's {kind!r} stack")]
 
 
-def _trace_panel(trace: AttentionTrace, layer: int, head: Head, kind: str | None, batch: int) -> _Panel:
+def _trace_panel(trace: AttentionTrace, layer: int, head: Head, kind: Kind | None, batch: int) -> _Panel:
     return _record_panel(_select(trace, layer, kind), head, batch)
 
 
@@ -312,7 +312,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _kind_name(kind: str) -> str:
+def _kind_name(kind: Kind) -> str:
     return {"self": "self-attention", "causal": "causal self-attention", "cross": "cross-attention"}.get(kind, kind)
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..capture.trace import AttentionTrace
 from ..errors import InputError
+from ..trace import AttentionTrace, Kind
 
 __all__ = ["MOSTLY", "LayerSummary", "head_pattern", "layer_summaries", "pattern_scores", "summarize"]
 
@@ -60,7 +60,7 @@ def head_pattern(w: Tensor, tokens: list[str]) -> str | None:
 
 
 def layer_summaries(
-    trace: AttentionTrace, *, kind: str | None = None, batch: int = 0, top: int = 3
+    trace: AttentionTrace, *, kind: Kind | None = None, batch: int = 0, top: int = 3
 ) -> list[LayerSummary]:
     """One :class:`LayerSummary` per layer of the trace's ``kind`` stack (default: its main stack)."""
     if not trace.records:
@@ -82,7 +82,7 @@ def layer_summaries(
     return out
 
 
-def summarize(trace: AttentionTrace, *, kind: str | None = None, batch: int = 0, top: int = 3) -> str:
+def summarize(trace: AttentionTrace, *, kind: Kind | None = None, batch: int = 0, top: int = 3) -> str:
     """A few lines per trace: the tokens, then per layer the most attended keys and the pattern heads."""
     layers = layer_summaries(trace, kind=kind, batch=batch, top=top)
     kind = kind or trace.main_kind

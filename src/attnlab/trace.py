@@ -12,17 +12,26 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor
 
-from .._io import atomic_write
-from ..errors import InputError, ShapeError, TraceFileError
+from ._io import atomic_write
+from .errors import InputError, ShapeError, TraceFileError
 
-__all__ = ["KINDS", "AttentionRecord", "AttentionTrace"]
+__all__ = ["KINDS", "AttentionRecord", "AttentionTrace", "Kind", "as_kind"]
 
-KINDS = ("self", "causal", "cross")
+# What an attention call attends to: its own sequence, its own past (causal mask), or another sequence.
+Kind = Literal["self", "causal", "cross"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+
+
+def as_kind(value: object) -> Kind:
+    """``value`` as a :data:`Kind`, or an :class:`InputError` naming the kinds there are."""
+    if value not in KINDS:
+        raise InputError(f"kind must be one of {KINDS}, got {value!r}")
+    return value
 _FORMAT = "attnlab.trace"
 _VERSION = 1
 
@@ -41,15 +50,14 @@ class AttentionRecord:
     """
 
     name: str
-    kind: str
+    kind: Kind
     layer: int
     weights: Tensor
     query_tokens: list[str] | None = None
     key_tokens: list[str] | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise InputError(f"record kind must be one of {KINDS}, got {self.kind!r}")
+        as_kind(self.kind)
         if self.weights.ndim != 4:
             raise ShapeError(
                 f"record weights must be (batch, heads, q_len, k_len), got shape {tuple(self.weights.shape)}"
@@ -96,13 +104,13 @@ class AttentionTrace:
         return f"AttentionTrace({len(self.records)} records: {summary or 'empty'}; meta keys {sorted(self.meta)})"
 
     @property
-    def kinds(self) -> list[str]:
+    def kinds(self) -> list[Kind]:
         """The kinds present, in the order of KINDS."""
         present = {r.kind for r in self.records}
         return [k for k in KINDS if k in present]
 
     @property
-    def main_kind(self) -> str:
+    def main_kind(self) -> Kind:
         """The kind of the main stack: ``"self"`` if the trace has encoder self-attention, else the
         first kind present."""
         if not self.records:
@@ -111,11 +119,11 @@ class AttentionTrace:
         return "self" if "self" in kinds else kinds[0]
 
     def select(
-        self, kind: str | None = None, layer: int | None = None, name: str | None = None
+        self, kind: Kind | None = None, layer: int | None = None, name: str | None = None
     ) -> list[AttentionRecord]:
         """Records matching every given filter (``name`` matches as a substring)."""
-        if kind is not None and kind not in KINDS:
-            raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
+        if kind is not None:
+            as_kind(kind)
         return [
             r
             for r in self.records
@@ -124,7 +132,7 @@ class AttentionTrace:
             and (name is None or name in r.name)
         ]
 
-    def stack(self, kind: str | None = None, batch: int = 0) -> Tensor:
+    def stack(self, kind: Kind | None = None, batch: int = 0) -> Tensor:
         """``(layers, heads, q_len, k_len)``: the records of one kind for input ``batch`` of the batch."""
         kind = kind or self.main_kind
         recs = self.select(kind=kind)
@@ -160,22 +168,16 @@ class AttentionTrace:
     def n_heads(self) -> int:
         return self.select(kind=self.main_kind)[0].n_heads
 
-    def head_mean(self, kind: str | None = None, batch: int = 0) -> Tensor:
+    def head_mean(self, kind: Kind | None = None, batch: int = 0) -> Tensor:
         """``(layers, q_len, k_len)``: the mean over heads (rows still sum to one)."""
         return self.stack(kind, batch).mean(dim=1)
 
-    # ----- the interactive viewer (attnlab.viz.html, imported on first use) ---------------------
-    def to_html(self, batch: int = 0) -> str:
-        """The interactive viewer of input ``batch`` as one self-contained, offline HTML page."""
-        from ..viz.html import to_html
-
-        return to_html(self, batch=batch)
-
+    # ----- Jupyter: the one lazy edge to attnlab.viz (imported on first display) ----------------
     def _repr_html_(self) -> str | None:
         """Jupyter shows a trace as the viewer (in a sandboxed iframe); an empty trace as its repr."""
         if not self.records:
             return None
-        from ..viz.html import repr_html
+        from .viz.html import repr_html
 
         return repr_html(self)
 
@@ -229,8 +231,9 @@ class AttentionTrace:
                 meta = json.loads(header.get("meta", "{}"))
                 records = [
                     AttentionRecord(
-                        name=str(e["name"]), kind=str(e["kind"]), layer=int(e["layer"]), weights=f.get_tensor(f"r{i}"),
-                        query_tokens=e.get("query_tokens"), key_tokens=e.get("key_tokens"),
+                        name=str(e["name"]), kind=as_kind(e["kind"]), layer=int(e["layer"]),
+                        weights=f.get_tensor(f"r{i}"), query_tokens=e.get("query_tokens"),
+                        key_tokens=e.get("key_tokens"),
                     )
                     for i, e in enumerate(entries)
                 ]
