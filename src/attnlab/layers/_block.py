@@ -7,7 +7,7 @@ from typing import Any
 
 from torch import nn
 
-from . import _validate as check
+from .. import _validate as check
 from .feedforward import FeedForward, TransformerConfig
 from .multihead import MultiHeadAttention
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
+from .. import _validate as check
 from ..errors import ConfigError
 from ..masks import Mask
-from . import _validate as check
 from .multihead import AttentionConfig, MultiHeadAttention
 
 __all__ = ["ConvAttentionBlock", "ConvAttentionConfig"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .. import _validate as check
 from ..errors import ConfigError
-from . import _validate as check
 from .multihead import AttentionConfig
 
 __all__ = ["FeedForward", "TransformerConfig", "residual"]

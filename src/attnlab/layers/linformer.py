@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .. import _validate as check
 from ..errors import ConfigError, ShapeError
 from ..functional import attention
-from . import _validate as check
 
 __all__ = ["LinformerConfig", "LinformerSelfAttention"]
 

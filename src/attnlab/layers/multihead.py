@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
 
+from .. import _validate as check
 from ..errors import ConfigError, MaskError, ShapeError
 from ..functional import get_kernel, merge_masks
 from ..functional._checks import resolve_mask
 from ..masks import Mask
-from . import _validate as check
 from ._hook import AttentionHook
 from .cache import KVCache
 

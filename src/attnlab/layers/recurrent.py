@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .. import _validate as check
 from ..errors import ConfigError, ShapeError
 from ..functional import masked_softmax, scores
-from . import _validate as check
 from ._hook import AttentionHook
 
 __all__ = ["BahdanauAttention", "LuongAttention", "RecurrentAttentionConfig"]

@@ -1,4 +1,4 @@
-"""Checks shared by the layers: configuration values and the tensors a forward call receives.
+"""Checks shared across attnlab: configuration values and the tensors a call receives.
 
 Each failure raises an :mod:`attnlab.errors` type whose message names the argument, says what it got,
 what it needed, and the fix.
@@ -11,7 +11,7 @@ import math
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError, DTypeError, MaskError, ShapeError
+from .errors import ConfigError, DTypeError, MaskError, ShapeError
 
 
 def positive_int(name: str, value: object, *, optional: bool = False) -> None:
