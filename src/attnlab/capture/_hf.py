@@ -21,11 +21,12 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from ..errors import CaptureError
 from ..functional import attention
 from ..trace import Kind
 from ._recorder import Recorder, module_label
 
-__all__ = ["IMPLEMENTATION", "install", "module_kind"]
+__all__ = ["IMPLEMENTATION", "install", "module_kind", "switch_implementation"]
 
 IMPLEMENTATION = "attnlab_capture"
 
@@ -119,6 +120,27 @@ def _configs(modules: list[nn.Module]) -> list[Any]:
     return list(seen.values())
 
 
+# transformers keeps the attention implementation a model runs in the private attribute below; its public
+# setter (`model.set_attn_implementation`) reloads and re-checks the model, which capture must not do on
+# every call. This is the one place attnlab touches transformers' private state, and
+# tests/capture/test_hf_private_state.py fails, naming the transformers version, when that state changes.
+_PRIVATE_IMPLEMENTATION = "_attn_implementation_internal"
+
+
+def switch_implementation(config: Any, name: str, undo: ExitStack) -> None:
+    """Make every attention module reading ``config`` run implementation ``name``; ``undo`` switches it back."""
+    import transformers
+
+    if not hasattr(config, _PRIVATE_IMPLEMENTATION):
+        raise CaptureError(
+            f"transformers {transformers.__version__} keeps no {_PRIVATE_IMPLEMENTATION!r} on "
+            f"{type(config).__name__}: capture cannot switch its attention; use a transformers version "
+            f"this attnlab was tested with (see pyproject.toml) or report it"
+        )
+    undo.callback(setattr, config, _PRIVATE_IMPLEMENTATION, getattr(config, _PRIVATE_IMPLEMENTATION))
+    setattr(config, _PRIVATE_IMPLEMENTATION, name)
+
+
 def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Recorder, undo: ExitStack) -> int:
     """Switch every config of the transformers models inside ``model`` to ``"attnlab_capture"``."""
     if "transformers" not in sys.modules:
@@ -130,8 +152,7 @@ def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Reco
         return 0
     _register()
     for config in _configs(modules):
-        undo.callback(setattr, config, "_attn_implementation_internal", config._attn_implementation_internal)
-        config._attn_implementation_internal = IMPLEMENTATION
+        switch_implementation(config, IMPLEMENTATION, undo)
     session = ({id(m): path for path, m in named}, model, recorder)
     _SESSIONS.append(session)
     undo.callback(_SESSIONS.remove, session)
