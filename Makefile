@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test install system lint typecheck pytest bench clean
+.PHONY: demo test test-floor install system lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -34,8 +34,10 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/attnlab bench --out bench-out $(BENCH_ARGS)
 
+# ruff, and the layering of docs/architecture.md checked by import-linter (contract in pyproject.toml).
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks
+	$(VENV)/bin/lint-imports --no-logo --cache-dir .import_linter_cache
 
 typecheck: $(STAMP)
 	$(PY) -m mypy src
@@ -45,5 +47,20 @@ pytest: $(STAMP) system
 
 test: lint typecheck pytest
 
+# The suite again with every runtime dependency at the floor pyproject.toml declares (.ci/floors.py), in a
+# second venv under the same torch pin: a floor that is not true fails here, not in a user's install.
+# The browser tests are left out (they test the page, not the Python dependencies).
+FLOOR_VENV ?= .venv-floor
+FLOOR_STAMP := $(FLOOR_VENV)/.attnlab-floor-installed
+$(FLOOR_STAMP): pyproject.toml constraints.txt .ci/floors.py
+	@test -x $(FLOOR_VENV)/bin/python || python3 -m venv $(FLOOR_VENV)
+	python3 .ci/floors.py > $(FLOOR_VENV)/floors.txt
+	$(FLOOR_VENV)/bin/python -m pip install -q -c constraints.txt -c $(FLOOR_VENV)/floors.txt -e '.[test]'
+	@touch $(FLOOR_STAMP)
+
+test-floor: $(FLOOR_STAMP) system
+	$(FLOOR_VENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|numpy|safetensors|matplotlib|tqdm|transformers|tokenizers) '
+	$(FLOOR_VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not browser" -p no:cacheprovider
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)
+	rm -rf $(VENV) $(FLOOR_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)
