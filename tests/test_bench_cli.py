@@ -31,7 +31,7 @@ def test_bench_quick_writes_json_table_and_plots(tmp_path):
         assert r["note"] == "" and r["seconds"] > 0 and r["gflops"] > 0, r
     assert {g["name"] for g in doc["goals"]} and all(g["value"] is None for g in doc["goals"])  # sizes too small
     table = (out / "bench.md").read_text()
-    assert "| memory_efficient | 512 |" in table and "## Goals" in table
+    assert "| memory_efficient | 512 |" in table and "## Benchmark targets" in table
     for png in ("time.png", "memory.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     err = done.stderr

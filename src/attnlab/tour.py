@@ -1,7 +1,7 @@
 """A printed walk-through of scaled dot-product attention on the tutorials' 4-token example.
 
-Run it with ``python -m attnlab.tour``.  The input is the ``(1, 4, 8)`` tensor the tutorials in
-the project's seed material use; the projections are seeded so every run prints the same numbers.
+Run it with ``python -m attnlab.tour``.  The input is the ``(1, 4, 8)`` tensor
+the tutorials use; the projections are seeded so every run prints the same numbers.
 """
 
 from __future__ import annotations
