@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test test-floor install system lint typecheck pytest bench clean
+.PHONY: demo test test-floor install system lint typecheck pytest bench mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -62,5 +62,15 @@ test-floor: $(FLOOR_STAMP) system
 	$(FLOOR_VENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|numpy|safetensors|matplotlib|tqdm|transformers|tokenizers) '
 	$(FLOOR_VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not browser" -p no:cacheprovider
 
+# Mutation testing of functional/ and masks.py ([tool.mutmut] in pyproject.toml): every surviving mutant
+# is a change to the kernels that no test notices. About 30 minutes here; not part of CI.
+mutation: $(STAMP)
+	$(PY) -m pip install -q -c constraints.txt -e '.[mutation]'
+	$(VENV)/bin/mutmut run --max-children 2 >/dev/null || true
+	$(VENV)/bin/mutmut export-cicd-stats
+	$(PY) -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+	  print('mutation score: {killed}/{total} killed, {survived} survived, {no_tests} without tests'.format(**s))"
+	@echo "list the survivors with: $(VENV)/bin/mutmut results; show one with: $(VENV)/bin/mutmut show NAME"
+
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)
+	rm -rf $(VENV) $(FLOOR_VENV) mutants .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)
