@@ -93,7 +93,7 @@ def one_of(name: str, value: Any, choices: Sequence[T], fix: str = "") -> T:
     if isinstance(value, bool) or value not in choices:
         extra = f"; {fix}" if fix else ""
         raise ConfigError(f"{name} must be one of {tuple(choices)}, got {got(value)}{extra}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def window(name: str, value: Any) -> tuple[int, int]:
@@ -180,7 +180,7 @@ def agree(names: Sequence[str], values: Sequence[Any], what: str, fix: str,
           error: type[AttnLabError] = ShapeError) -> None:
     """The tensors named ``names`` agree on ``what`` (their ``values``)."""
     if any(v != values[0] for v in values[1:]):
-        got_ = ", ".join(f"{n}={v}" for n, v in zip(names, values, strict=True))
+        got_ = ", ".join(f"{n} {v}" for n, v in zip(names, values, strict=True))
         raise error(f"{', '.join(names[:-1])} and {names[-1]} must have the same {what}, got {got_}; {fix}")
 
 

@@ -26,7 +26,7 @@ class Tile:
 
 def check_block(name: str, value: int) -> int:
     """A tile size: an int >= 1."""
-    return check.positive_int(name, value, fix=f"e.g. {name}=256 (a tile of 256 positions)")  # type: ignore[no-any-return]
+    return check.positive_int(name, value, fix=f"e.g. {name}=256 (a tile of 256 positions)")
 
 
 class TileMask:
