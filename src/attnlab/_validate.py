@@ -109,21 +109,27 @@ def window(name: str, value: Any) -> tuple[int, int]:
     return pair[0], pair[1]
 
 
+_INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def _as_ints(value: Any) -> Tensor | None:
+    """``value`` as a flat int64 tensor, or None when it is not a sequence/tensor of ints."""
+    try:
+        t = value if isinstance(value, Tensor) else torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if t.numel() and t.dtype not in _INTS:  # bools and floats are not positions
+        return None
+    return t.flatten().long()
+
+
 def indices(name: str, value: Any, *, below: int | None = None, nonempty: bool = False) -> Tensor:
     """A sequence or tensor of ints >= 0 (and < ``below``) as a flat ``int64`` tensor."""
-    t = value if isinstance(value, Tensor) else None
-    if t is None:
-        try:
-            t = torch.as_tensor(value)
-        except (TypeError, ValueError, RuntimeError):
-            t = None
-    ok = t is not None and (t.dtype == torch.long or t.dtype in (torch.int8, torch.int16, torch.int32, torch.uint8))
-    flat = t.flatten().long() if ok and t is not None else None
-    if flat is not None and nonempty and flat.numel() == 0:
-        flat = None
-    if flat is not None and flat.numel() and (int(flat.min()) < 0 or (below is not None and int(flat.max()) >= below)):
-        flat = None
-    if flat is None:
+    flat = _as_ints(value)
+    ok = flat is not None and (flat.numel() > 0 or not nonempty)
+    if ok and flat is not None and flat.numel():
+        ok = int(flat.min()) >= 0 and (below is None or int(flat.max()) < below)
+    if not ok or flat is None:
         shown = value.tolist() if isinstance(value, Tensor) and value.numel() <= 16 else got(value)
         span = f"in [0, {below})" if below is not None else ">= 0"
         need = "a non-empty list" if nonempty else "a list"
