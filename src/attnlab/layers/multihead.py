@@ -184,10 +184,7 @@ class MultiHeadAttention(Configured, nn.Module):
         check.features("key", key, 3, cfg.key_in, "(batch, k_len, d_key_in)", like)
         check.features("value", value, 3, cfg.value_in, "(batch, k_len, d_value_in)", like)
         check.same_batch(("query", "key", "value"), (query, key, value))
-        if key.shape[1] != value.shape[1]:
-            raise ShapeError(
-                f"key and value must have the same length (dim 1), got key {key.shape[1]} and value {value.shape[1]}"
-            )
+        check.agree(("key", "value"), [key.shape[1], value.shape[1]], "length (dim 1)", "every key needs one value")
 
         q = self._split(self.q_proj(query), cfg.head_k)  # (B, H, L, Dk)
         k, v = self._keys_values(key, value, cross, cache)  # (B, H, S, Dk), (B, H, S, Dv)

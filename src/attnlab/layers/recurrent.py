@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import _validate as check
-from ..errors import ConfigError, ShapeError
+from ..errors import ConfigError
 from ..functional import masked_softmax, scores
 from ..trace import Kind
 from ._config import Configured, build
@@ -116,8 +116,7 @@ class _SingleQueryAttention(Configured, nn.Module):
         check.features("values", values, 3, values.shape[-1], "(batch, src_len, d_v)", query)
         check.same_batch(("query", "keys", "values"), (query, keys, values))
         b, s = keys.shape[:2]
-        if values.shape[1] != s:
-            raise ShapeError(f"keys and values must have the same length (dim 1), got {s} and {values.shape[1]}")
+        check.agree(("keys", "values"), [s, values.shape[1]], "length (dim 1)", "every key needs one value")
         mask = None
         if key_padding_mask is not None:
             mask = check.key_padding(key_padding_mask, b, s)[:, None, :]  # (B, 1, S)
