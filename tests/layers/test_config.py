@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import pytest
@@ -145,6 +146,9 @@ def test_kernel_options_are_stored_read_only():
     with pytest.raises(TypeError):
         cfg.kernel_options["window"] = 4  # type: ignore[index]
     assert hash(cfg) == hash(AttentionConfig(M, H, kernel="local", kernel_options={"window": 2}))
+    layer = MultiHeadAttention.from_config(cfg)
+    clone = copy.deepcopy(layer)  # cloning a layer (torch does it to repeat layers) keeps the options
+    assert clone.config == cfg and clone.config.kernel_options is not cfg.kernel_options
 
 
 def test_a_kernel_taking_any_keyword_accepts_any_option(monkeypatch):

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
-from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 import torch
@@ -84,6 +83,29 @@ def _accepted(kernel: Any) -> tuple[tuple[str, ...], bool]:
     return named, any(p.kind is p.VAR_KEYWORD for p in params)
 
 
+class FrozenOptions(Mapping[str, Any]):
+    """A read-only copy of a mapping of options; unlike ``types.MappingProxyType`` it survives
+    ``copy.deepcopy`` (which cloning a layer or a model uses)."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self._options = dict(options)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._options[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        return len(self._options)
+
+    def __repr__(self) -> str:
+        return repr(self._options)
+
+    def __reduce__(self) -> tuple[type[FrozenOptions], tuple[dict[str, Any]]]:
+        return FrozenOptions, (self._options,)
+
+
 def frozen_options(name: str, options: Any) -> Mapping[str, Any]:
     """``options`` (a mapping with str keys) as a read-only copy."""
     if not isinstance(options, Mapping):
@@ -91,7 +113,7 @@ def frozen_options(name: str, options: Any) -> Mapping[str, Any]:
                           f"pass e.g. {name}={{'window': 3}}")
     for key in options:
         check.instance(f"{name} key", key, str, "a str (an option's name)", "use the option's name as the key")
-    return MappingProxyType(dict(options))
+    return FrozenOptions(options)
 
 
 def check_kernel_options(kernel_name: str, options: Mapping[str, Any], d_k: int, d_v: int) -> None:
