@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .. import _validate as check
 from ..errors import ConfigError, MaskError
 from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
@@ -122,8 +123,7 @@ def _prepare(
 ) -> tuple[Tensor | None, torch.dtype]:
     check_qkv(q, k, v)
     check_block("chunk", chunk)
-    if not isinstance(eps, (int, float)) or not eps > 0:
-        raise ConfigError(f"eps must be a number > 0 (it guards the denominator), got {eps!r}")
+    check.positive_float("eps", eps, fix="it guards the denominator; e.g. eps=1e-6")
     return _key_mask(mask, q, k, what), work_dtype(q.dtype)
 
 
@@ -151,11 +151,9 @@ def linear_attention(
     ``(..., L, Ev)`` in the input dtype; sums run in float32 (float64 for float64 inputs).
     """
     km, work = _prepare(q, k, v, mask, chunk, eps, "linear_attention")
-    phi = FEATURE_MAPS.get(feature_map) if isinstance(feature_map, str) else feature_map
-    if phi is None:
-        raise ConfigError(
-            f"unknown feature_map {feature_map!r}; choose one of {sorted(FEATURE_MAPS)} or pass a callable"
-        )
+    phi = feature_map if callable(feature_map) else FEATURE_MAPS[
+        check.one_of("feature_map", feature_map, sorted(FEATURE_MAPS), fix="or pass a callable")
+    ]
     fq, fk = phi(q.to(work)), phi(k.to(work))  # (..., L, F), (..., S, F)
     if km is not None:
         fk = fk * km
@@ -169,8 +167,8 @@ def orthogonal_random_features(
     matrix), each row rescaled to the norm of a Gaussian vector, so that every row is marginally
     ``N(0, I)`` while rows within a block are exactly orthogonal (lower variance than i.i.d. rows).
     Drawing again with another generator state is the *redraw* of FAVOR+."""
-    check_block("num_features", num_features)
-    check_block("dim", dim)
+    check.positive_int("num_features", num_features, fix="e.g. num_features=256 random features")
+    check.positive_int("dim", dim, fix="pass the head size d_k")
     blocks = []
     for _ in range(-(-num_features // dim)):
         g = torch.randn(dim, dim, generator=generator, dtype=torch.float64)
