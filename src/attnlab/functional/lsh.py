@@ -92,7 +92,10 @@ def _hash(x: Tensor, rotations: Tensor, n_buckets: int) -> Tensor:
     if n_buckets == 1:
         return torch.zeros(*x.shape[:-2], rotations.shape[0], x.shape[-2], dtype=torch.long, device=x.device)
     rotated = torch.einsum("...le,reu->...rlu", x, rotations)  # (..., R, L, U/2)
-    return torch.cat([rotated, -rotated], dim=-1).argmax(dim=-1)  # (..., R, L)
+    # argmax of [xR ; -xR] without building it: the largest entry, or the most negative one (+ U/2) when
+    # its magnitude is larger (ties go to the first half, as argmax over the concatenation does).
+    top, low = rotated.max(dim=-1), rotated.min(dim=-1)  # (..., R, L) each
+    return torch.where(top.values >= -low.values, top.indices, low.indices + n_buckets // 2)  # (..., R, L)
 
 
 def _sort(buckets: Tensor) -> Tensor:
@@ -164,7 +167,9 @@ def _key_padding(mask: Tensor | Mask | None, q: Tensor, k: Tensor) -> Tensor | N
 
 def _gather(x: Tensor, idx: Tensor) -> Tensor:
     """Rows of x (N, L, D) at idx (N, M) -> (N, M, D)."""
-    return x.gather(1, idx.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+    N, L, D = x.shape
+    flat = idx + torch.arange(N, device=idx.device).unsqueeze(1) * L  # (N, M): rows of x viewed as (N * L, D)
+    return x.reshape(N * L, D).index_select(0, flat.view(-1)).view(N, -1, D)  # faster than gather on CPU
 
 
 def _look_one_back(x: Tensor, fill: float | bool) -> Tensor:
@@ -205,16 +210,16 @@ def _round(
     real = torch.arange(L + pad, device=q.device) < L  # (P,): the padding sits after the sorted positions
     qpos = F.pad(q_order, (0, pad)).view(N, G, C)  # (N, G, C) original positions (0 on the padding)
     kpos = F.pad(k_order, (0, pad)).view(N, G, C)
-    qs = _gather(q, qpos.view(N, -1)).view(N, G, C, -1)  # (N, G, C, E)
-    ks = _look_one_back(_gather(k, kpos.view(N, -1)).view(N, G, C, -1), 0.0)  # (N, G, 2C, E)
-    vs = _look_one_back(_gather(v, kpos.view(N, -1)).view(N, G, C, -1), 0.0)  # (N, G, 2C, Ev)
     kvalid = real.view(1, G, C).expand(N, G, C)
     if key_ok is not None:
         kvalid = kvalid & key_ok.gather(1, kpos.view(N, -1)).view(N, G, C)
     kvalid = _look_one_back(kvalid, False)  # (N, G, 2C)
-    kpos2 = _look_one_back(kpos, 0)  # (N, G, 2C)
+    kpos2 = _look_one_back(kpos, 0)  # (N, G, 2C): the keys of each chunk and of the chunk before
+    qs = _gather(q * scale, qpos.view(N, -1)).view(N, G, C, -1)  # (N, G, C, E)
+    ks = _gather(k, kpos2.view(N, -1)).view(N, G, 2 * C, -1)  # (N, G, 2C, E)
+    vs = _gather(v, kpos2.view(N, -1)).view(N, G, 2 * C, -1)  # (N, G, 2C, Ev)
 
-    s = torch.matmul(qs, ks.transpose(-2, -1)) * scale  # (N, G, C, 2C)
+    s = torch.matmul(qs, ks.transpose(-2, -1))  # (N, G, C, 2C), scaled
     allowed = kvalid.unsqueeze(2)  # (N, G, 1, 2C)
     if shared:
         allowed = allowed & (kpos2.unsqueeze(2) != qpos.unsqueeze(3))  # (N, G, C, 2C): no attending to oneself
