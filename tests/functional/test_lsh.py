@@ -174,7 +174,9 @@ def test_bfloat16_within_twice_the_error_of_plain_bfloat16():
     assert err <= 2 * base + 1e-6, f"bf16 error {err:.3g} vs plain bf16 {base:.3g}"
 
 
-@pytest.mark.parametrize(("causal", "shared", "dedup"), [(True, True, False), (False, True, True), (False, False, False)])
+@pytest.mark.parametrize(
+    ("causal", "shared", "dedup"), [(True, True, False), (False, True, True), (False, False, False)]
+)
 def test_gradcheck(causal, shared, dedup):
     q, k, v = make(1, 2, 9, 4, 3, seed=1)
     q, k, v = (t.requires_grad_() for t in (q, k, v))
