@@ -29,7 +29,7 @@ What this follows, and where it differs:
   and the optional duplicate correction (``allow_duplicate_attention=False`` subtracts the log of
   the number of rounds in which a pair met; here ``dedup=True``).
 * google/trax ``trax/layers/research/efficient_attention.py`` (and Hugging Face's port,
-  ``ReformerLSH``'s ``_hash_vectors``): the even number of buckets and ``argmax([xR ; -xR])``.
+  ``LSHSelfAttention._hash_vectors``): the even number of buckets and ``argmax([xR ; -xR])``.
 * Differences: both references roll the chunks so that the first chunk looks back at the last one
   (of the previous round); here the first chunk of a round has no previous chunk, and rounds are
   sorted and chunked separately.  ``n`` need not be a multiple of ``C`` (the sorted sequence is
