@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,15 @@ def test_local_encoder_decoder_folder(tmp_path: Path, minilm: tuple[Any, Any, st
     assert cross.key_tokens == ["[CLS]", "the", "cat", "sat", "[SEP]"]
     assert cross.query_tokens == ["[SEP]", "[CLS]", "le", "chat"]  # start token, then the target shifted right
     assert trace.tokens == cross.key_tokens
+
+
+def test_a_text_the_model_cannot_read_warns() -> None:
+    """MiniLM maps most Chinese characters to [UNK]: more than 10% unknown tokens is a warning, not silence."""
+    from attnlab.capture.text import UnknownTokensWarning
+
+    with pytest.warns(UnknownTokensWarning, match=r"5 of the 7 tokens are unknown to all-MiniLM-L6-v2") as seen:
+        trace = al.trace_text("我喜欢这部电影")
+    assert len(seen) == 1 and trace.tokens.count("[UNK]") == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnknownTokensWarning)
+        al.trace_text("The cat sat on the mat.")  # no unknown token: no warning

@@ -47,7 +47,8 @@ half of their weight on [CLS], [SEP], the previous token, the next token, or the
 
 examples:
   attnlab show "The cat sat on the mat because it was tired."
-  attnlab show "我喜欢这部电影" --layer 0 --head 3 --format svg
+  attnlab show "The cat sat." --layer 0 --head 3 --format svg
+  attnlab show "我喜欢这部电影" --model ./my-chinese-bert   # the bundled MiniLM knows few Chinese characters
   attnlab show "Where is the cat?" --pair "The cat is on the mat." --out pair-out
   attnlab show "unbelievably good" --merge words          # one row/column per word, not per sub-word
   attnlab show "The cat sat." --out cat && attnlab show --trace cat/{TRACE_FILE} --layer 2 --out redraw

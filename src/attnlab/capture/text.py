@@ -22,7 +22,7 @@ from ..trace import AttentionTrace
 from ._core import capture
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
-__all__ = ["BUNDLED", "bundled_model_path", "load_model", "model_config", "trace_text"]
+__all__ = ["BUNDLED", "UnknownTokensWarning", "bundled_model_path", "load_model", "model_config", "trace_text"]
 
 BUNDLED = "minilm"
 BUNDLED_NAME = "all-MiniLM-L6-v2"
@@ -195,6 +195,7 @@ def trace_text(
     if enc_dec:
         model_inputs["decoder_input_ids"] = _decoder_ids(hf_model, tokenizer, text_pair or text, limit)
         target = tokenizer.convert_ids_to_tokens(model_inputs["decoder_input_ids"][0].tolist())
+    _warn_unknown(inputs["input_ids"][0].tolist(), tokenizer, name)
     with torch.no_grad(), capture(hf_model) as trace:
         hf_model(**model_inputs)
     tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
@@ -212,6 +213,29 @@ def trace_text(
         "n_tokens": int(inputs["input_ids"].shape[1]), "merge": merge,
     }
     return trace
+
+
+UNKNOWN_SHARE = 0.10  # above this share of unknown tokens the attention says more about [UNK] than about the text
+
+
+def _warn_unknown(ids: list[int], tokenizer: Any, name: str) -> None:
+    """Warn when the model's vocabulary does not cover the text (MiniLM maps most Chinese characters to [UNK])."""
+    unk = tokenizer.unk_token_id
+    special = set(tokenizer.all_special_ids) - {unk}
+    real = [i for i in ids if i not in special]
+    n_unknown = sum(i == unk for i in real) if unk is not None else 0
+    if real and n_unknown / len(real) > UNKNOWN_SHARE:
+        warnings.warn(
+            f"{n_unknown} of the {len(real)} tokens are unknown to {name} (shown as {tokenizer.unk_token}), so its "
+            f"attention here says little about the text; use a model whose vocabulary covers this script "
+            f"(model=<a local Hugging Face folder>, e.g. a Chinese BERT for Chinese)",
+            UnknownTokensWarning,
+            stacklevel=3,
+        )
+
+
+class UnknownTokensWarning(UserWarning):
+    """More than :data:`UNKNOWN_SHARE` of a text's tokens are unknown to the model."""
 
 
 def _decoder_ids(hf_model: Any, tokenizer: Any, target: str, limit: int) -> torch.Tensor:
