@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("show", "bench")
+COMMANDS = ("show", "bench", "explain")
 
 
 def build_parser() -> argparse.ArgumentParser:
