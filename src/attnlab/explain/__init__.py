@@ -40,14 +40,17 @@ class Topic:
 TOPICS: dict[str, Topic] = {
     t.name: t
     for t in (
-        Topic("scaling", scaling, "缩放点积: Var(q·k) = d_k, unscaled softmax saturates; gradients vanish AND explode: true"),
+        Topic("scaling", scaling,
+              "缩放点积: Var(q·k) = d_k, unscaled softmax saturates; gradients vanish AND explode: true"),
         Topic("softmax", softmax, "softmax([10, 8, 2]) printed as [0.88, 0.11, 0.01]: wrong"),
         Topic("cosine", cosine, "the dot product is cosine similarity: only for unit vectors"),
         Topic("temperature", temperature, "温度 τ: τ < 1 sharpens, τ > 1 flattens: true"),
         Topic("masks", masks, "掩码: two tutorial bugs (an MHA that drops its mask; True = blocked into mask == 0)"),
-        Topic("multihead", multihead, "多头注意力 has the parameters of one head at the same d_model: true; d_k != d_v works"),
+        Topic("multihead", multihead,
+              "多头注意力 has the parameters of one head at the same d_model: true; d_k != d_v works"),
         Topic("cost", cost, "复杂度: dense n², linear n d², local n w measured; RNN O(d²) per step; sparse != n log n"),
-        Topic("additive", additive, "Bahdanau vs Luong dot/general/concat: one softmax, four scores; concat = additive"),
+        Topic("additive", additive,
+              "Bahdanau vs Luong dot/general/concat: one softmax, four scores; concat = additive"),
         Topic("efficient", efficient, "the tutorial's 高效注意力 gives unnormalised weights; Shen et al.'s sum to 1"),
         Topic("seeing", seeing, "注意力可视化: heatmap, heads, layers x heads of MiniLM: what they show and do not"),
     )

@@ -54,7 +54,8 @@ def additive(*, d: int = 16, d_attn: int = 16, seed: int = 0) -> Finding:
     )
     width = max(map(len, weights))
     lines = (
-        "«注意力机制可视化原理与代码实战案例讲解» (4.4): Bahdanau is additive, Luong multiplicative (\"直接计算点积\").",
+        "«注意力机制可视化原理与代码实战案例讲解» (4.4): Bahdanau is additive, Luong multiplicative "
+        "(\"直接计算点积\").",
         "That is Luong's dot score; Luong also has general (s^T W h) and concat (= Bahdanau's additive score).",
         f"One decoder state s (near \"cat\") over six encoder states, d = {d}, untrained seeded layers:",
         f"  {'':{width}}  " + "  ".join(f"{w:>6}" for w in WORDS),

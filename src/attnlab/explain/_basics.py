@@ -4,6 +4,7 @@ Each is computed in float64 when it runs; nothing is a stored answer."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import torch
@@ -118,7 +119,7 @@ def temperature(*, rows: int = 2000, keys: int = 16, d_k: int = 64, seed: int = 
         assert w is not None
         top[tau] = w.amax(-1).mean().item()
         example[tau] = w[0, 0, 0].tolist()
-    sharper = all(top[a] > top[b] for a, b in zip(TAUS, TAUS[1:], strict=False))
+    sharper = all(top[a] > top[b] for a, b in itertools.pairwise(TAUS))
     numbers = {"mean_max_weight": top, "sharpens_below_one": sharper, "uniform": 1 / keys}
     verdict = (
         ("true: " if sharper else "not seen: ")
@@ -143,7 +144,8 @@ def _draw_temperature(example: dict[float, list[float]], keys: int) -> Figure:
     for i, (tau, w) in enumerate(example.items()):
         order = sorted(range(keys), key=lambda j: -example[1.0][j])
         ax.bar([j + (i - 1) * width for j in range(keys)], [w[j] for j in order], width=width, label=f"τ = {tau:g}")
-    ax.set(xlabel="key (sorted by the τ = 1 weight)", ylabel="weight", title="one query's weights at three temperatures")
+    ax.set(xlabel="key (sorted by the τ = 1 weight)", ylabel="weight",
+           title="one query's weights at three temperatures")
     ax.set_xticks([])
     ax.legend()
     return fig

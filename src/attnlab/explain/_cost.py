@@ -2,7 +2,8 @@
 which sparse pattern is O(n w), O(n sqrt n) or O(n log n).
 
 Measured, with one seeded (1, heads, n, d) float32 input per n, under ``torch.inference_mode``:
-    * time: the fastest of ``repeats`` calls after one warm-up call (``time.perf_counter``; on a shared\n      machine other work only adds time, so the minimum is the estimate least disturbed by it);
+    * time: the fastest of ``repeats`` calls after one warm-up call (``time.perf_counter``; on a shared
+      machine other work only adds time, so the minimum is the estimate least disturbed by it);
     * memory: the peak bytes of the tensors the call creates (:func:`._memory.peak_tensor_bytes`).
 Kernels: ``dense`` is :func:`attnlab.functional.attention` with its weights (the readable path that
 materialises the n x n matrix, as the tutorials write it), ``linear`` is :func:`linear_attention`
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -109,9 +111,10 @@ def cost(
     for n in ns:
         q, k, v = (torch.randn(1, heads, n, d, generator=gen) for _ in range(3))  # (B, H, N, D)
         for name, kernel in kernels.items():
+            call = partial(kernel, q, k, v)
             with torch.inference_mode():
-                seconds[name].append(_time(lambda kernel=kernel: kernel(q, k, v), repeats))
-            mib[name].append(peak_tensor_bytes(lambda kernel=kernel: kernel(q, k, v), (q, k, v)) / MiB)
+                seconds[name].append(_time(call, repeats))
+            mib[name].append(peak_tensor_bytes(call, (q, k, v)) / MiB)
     cross = {name: _crossover(ns, seconds[name], seconds["dense"]) for name in kernels if name != "dense"}
     growth = {name: mib[name][-1] / mib[name][0] for name in kernels}  # memory from the first n to the last
     rnn_d = (128, 512)
@@ -179,7 +182,8 @@ def _lines(n: dict[str, Any]) -> tuple[str, ...]:
         "matrix-vector products) and O(n d²) in total; what it cannot do is run the n steps in parallel. Measured:",
         *(f"  {key}: {s * 1e6:8.1f} µs per step" for key, s in steps.items()),
         f"  per-step time from n = 64 to 256: x{n['rnn_step_ratio_n']:.2f} (O(d²) per step predicts x1, O(n d²) x4);",
-        f"  from d = 128 to 512: x{n['rnn_step_ratio_d']:.1f} (d² predicts at most x16: small products are overhead-bound).",
+        f"  from d = 128 to 512: x{n['rnn_step_ratio_d']:.1f} (d² predicts at most x16: small products are "
+        "overhead-bound).",
         "",
         "«注意力机制的本质与计算原理»: sparse attention lowers O(n²) to O(n log n). It depends on the pattern:",
         "Longformer and BigBird are O(n w) (a fixed number of keys per query), the Sparse Transformer O(n sqrt n)",
@@ -208,5 +212,6 @@ def _draw(n: dict[str, Any]) -> Figure:
     for name, c in n["crossover"].items():
         if c:
             left.axvline(c, color="grey", lw=0.8, ls=":")
-            left.annotate(f" {name} < dense\n from n = {c}", (c, left.get_ylim()[0]), fontsize=7, va="bottom", ha="left")
+            left.annotate(f" {name} < dense\n from n = {c}", (c, left.get_ylim()[0]), fontsize=7, va="bottom",
+                          ha="left")
     return fig

@@ -64,7 +64,8 @@ def efficient(*, inits: int = 8, seed: int = 0) -> Finding:
         f"{numbers['tutorial_negative_share']:.1%} of entries negative",
         f"  Shen et al. (attnlab.functional.efficient_attention, kernel=\"efficient\"): rows sum to 1 within "
         f"{numbers['shen_row_sum_max_error']:.1g}, smallest weight {numbers['shen_min_weight']:.2g} >= 0",
-        f"  (attnlab's output equals softmax_feat(Q) softmax_pos(K)^T V within {numbers['shen_implied_matches_attnlab']:.1g})",
+        "  (attnlab's output equals softmax_feat(Q) softmax_pos(K)^T V within "
+        f"{numbers['shen_implied_matches_attnlab']:.1g})",
         "Each row of the tutorial's A sums to sum_e Q[i, e]: the fix is one softmax over the query's features.",
     )
     return Finding("efficient", verdict, numbers, lines, {"efficient": lambda: _draw(a_tutorial[0], a_shen[0])})

@@ -60,6 +60,10 @@ def write_figures(finding: Finding, out_dir: str | os.PathLike[str]) -> list[Pat
         for stem, draw in finding.figures.items():
             staged.append(save(draw(), stage / f"{stem}.png"))
         out.mkdir(exist_ok=True)
-        return [Path(os.replace(p, out / p.name) or out / p.name) for p in staged]
+        written = []
+        for p in staged:
+            os.replace(p, out / p.name)
+            written.append(out / p.name)
+        return written
     finally:
         shutil.rmtree(stage, ignore_errors=True)

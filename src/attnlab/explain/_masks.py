@@ -81,7 +81,8 @@ def masks(*, n: int = 6, d_model: int = 8, n_heads: int = 2, seed: int = 0) -> F
         "anti_causal_row0_future": fut["tutorial"][0].item(),
         "anti_causal_last_row": w_theirs[0, 0, -1].tolist(),
         "anti_causal_future_share": fut["tutorial"].tolist(),
-        "attnlab_future_share": max(fut[k].max().item() for k in ("attnlab_causal", "attnlab_mask", "attnlab_inverted")),
+        "attnlab_future_share": max(fut[k].max().item() for k in ("attnlab_causal", "attnlab_mask",
+                                                                    "attnlab_inverted")),
         "attnlab_given_blocked_row0_future": fut["attnlab_given_blocked"][0].item(),
     }
     verdict = (
@@ -103,8 +104,9 @@ def masks(*, n: int = 6, d_model: int = 8, n_heads: int = 2, seed: int = 0) -> F
         "   \"True = 需要掩蔽\", fed to its own attention that blocks where mask == 0. Weight on future keys per row:",
         "   row              " + " ".join(f"{i:7d}" for i in range(n)),
         "   tutorial         " + " ".join(f"{v:7.4f}" for v in numbers["anti_causal_future_share"]),
-        f"   row 0 puts {numbers['anti_causal_row0_future']:.4f} of its weight on later tokens; the last row has no allowed",
-        f"   key, so -1e9 everywhere gives it uniform weights {[round(v, 3) for v in numbers['anti_causal_last_row']]}.",
+        f"   row 0 puts {numbers['anti_causal_row0_future']:.4f} of its weight on later tokens; the last row has no",
+        "   allowed key, so -1e9 everywhere gives it uniform weights "
+        f"{[round(v, 3) for v in numbers['anti_causal_last_row']]}.",
         f"   attnlab causal=True, mask=masks.causal() or mask=~that_mask: at most {numbers['attnlab_future_share']:.1g}"
         " on the future.",
         "   Beware: attnlab's boolean masks are True = may attend (as torch's scaled_dot_product_attention), so",

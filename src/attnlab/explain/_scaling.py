@@ -102,9 +102,11 @@ def scaling(*, rows: int = 1000, keys: int = 16, seed: int = 0) -> Finding:
             f"{scaled[d]['mean_sq_grad']:16.1f}"
             for d in D_KS
         ),
-        f"  unscaled: the median falls from {med[peak]:.2f} (d_k = {peak}) to {med[big]:.3f} (d_k = {big}): the typical",
+        f"  unscaled: the median falls from {med[peak]:.2f} (d_k = {peak}) to {med[big]:.3f} (d_k = {big}): the "
+        "typical",
         f"  gradient vanishes; mean |g|² rises from {msq[small]:.1f} to {msq[big]:.0f}: the tail explodes",
-        f"  (mean|g|²/median² = {numbers['tail_ratio_unscaled']:.0f} unscaled, {numbers['tail_ratio_scaled']:.1f} scaled).",
+        f"  (mean|g|²/median² = {numbers['tail_ratio_unscaled']:.0f} unscaled, "
+        f"{numbers['tail_ratio_scaled']:.1f} scaled).",
         f"  At d_k = {big} the median is {scaled[big]['median_grad']:.2f} scaled against {med[big]:.3f} unscaled.",
     ]
     return Finding("scaling", verdict, numbers, tuple(lines), {"scaling": lambda: _draw(numbers)})

@@ -10,7 +10,7 @@ is the hook for it.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -51,18 +51,18 @@ def seeing(
     per_head = torch.tensor([[pattern_scores(w[li, h], tokens).get("previous token", 0.0)
                               for h in range(w.shape[1])] for li in range(w.shape[0])])  # (layers, heads)
     entropy = -(w.clamp_min(1e-12).log() * w).sum(-1).mean(dim=(1, 2))  # (layers,) mean row entropy, nats
+    flat = int(per_head.argmax())
+    best = {"layer": flat // w.shape[1], "head": flat % w.shape[1], "share": per_head.max().item()}
     patterned = sum(len(hs) for s in layer_summaries(trace) for hs in s.patterns.values())
-    numbers = {
+    numbers: dict[str, Any] = {
         "n_layers": trace.n_layers, "n_heads": trace.n_heads, "tokens": tokens,
         "special_share": on_special.tolist(),
-        "previous_token_best": {"layer": int(per_head.argmax()) // w.shape[1], "head": int(per_head.argmax()) % w.shape[1],
-                                "share": per_head.max().item()},
+        "previous_token_best": best,
         "mean_entropy_nats": entropy.tolist(),
         "uniform_entropy_nats": float(torch.log(torch.tensor(float(len(tokens))))),
         "heads_with_a_simple_pattern": patterned,
         "classifier_available": False,
     }
-    best = numbers["previous_token_best"]
     top = int(on_special.argmax())
     verdict = (
         f"the figures show where each head reads from ({on_special[top]:.0%} of layer {top}'s attention sits on "
@@ -70,16 +70,16 @@ def seeing(
         "the trained classifier does not exist yet"
     )
     lines = (
-        f"The bundled model ({trace.meta.get('model', model)}), offline: {trace.n_layers} layers x {trace.n_heads} heads, "
-        f"{len(tokens)} tokens:",
+        f"The bundled model ({trace.meta.get('model', model)}), offline: {trace.n_layers} layers x "
+        f"{trace.n_heads} heads, {len(tokens)} tokens:",
         *("  " + line for line in summarize(trace).splitlines()),
         "",
         "  layer  share on [CLS]/[SEP]   mean row entropy (nats; uniform = "
         f"{numbers['uniform_entropy_nats']:.2f})",
-        *(f"  {li:5d}  {s:20.0%}   {e:.2f}" for li, (s, e) in
-          enumerate(zip(numbers["special_share"], numbers["mean_entropy_nats"], strict=True))),
-        f"  the most 'previous token' head: layer {best['layer']} head {best['head']} ({best['share']:.0%} of each row on "
-        "the previous token)",
+        *(f"  {li:5d}  {s:20.0%}   {e:.2f}" for li, (s, e) in enumerate(zip(on_special.tolist(), entropy.tolist(),
+                                                                            strict=True))),
+        f"  the most 'previous token' head: layer {best['layer']} head {best['head']} ({best['share']:.0%} of each "
+        "row on the previous token)",
         "",
         "What the figures show: for each head, how each token's output mixes the value vectors of the others.",
         "Some heads follow simple positional patterns (previous token, next token, self), others put most of",

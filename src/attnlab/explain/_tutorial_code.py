@@ -76,7 +76,7 @@ def panorama_create_mask(size: int) -> Tensor:
 
 
 class PanoramaEfficientAttention(nn.Module):
-    """The panorama tutorial's ``EfficientAttention`` (section 5.3, 高效注意力实现): softmax over the keys' positions only.
+    """The panorama tutorial's ``EfficientAttention`` (5.3, 高效注意力实现): softmax over the keys' positions only.
 
     The implied attention matrix is ``Q softmax_pos(K)^T``: nothing normalises the queries, so its rows
     sum to ``sum(Q[i])`` and its entries can be negative."""
