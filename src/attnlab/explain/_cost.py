@@ -2,8 +2,9 @@
 which sparse pattern is O(n w), O(n sqrt n) or O(n log n).
 
 Measured, with one seeded (1, heads, n, d) float32 input per n, under ``torch.inference_mode``:
-    * time: the fastest of ``repeats`` calls after one warm-up call (``time.perf_counter``; on a shared
-      machine other work only adds time, so the minimum is the estimate least disturbed by it);
+    * time: the fastest of ``repeats`` calls after one warm-up call, the kernels' calls interleaved
+      (``time.perf_counter``; on a shared machine other work only adds time, so the minimum is the estimate
+      least disturbed by it);
     * memory: the peak bytes of the tensors the call creates (:func:`._memory.peak_tensor_bytes`).
 Kernels: ``dense`` is :func:`attnlab.functional.attention` with its weights (the readable path that
 materialises the n x n matrix, as the tutorials write it), ``linear`` is :func:`linear_attention`
@@ -53,15 +54,28 @@ def _kernels(window: int) -> dict[str, Call]:
     return kernels
 
 
+def _once(call: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    call()
+    return time.perf_counter() - t0
+
+
 def _time(call: Callable[[], Any], repeats: int) -> float:
     """The fastest of ``repeats`` calls after a warm-up: on a shared machine other work only ever adds time."""
     call()  # warm-up
-    runs = []
+    return min(_once(call) for _ in range(repeats))
+
+
+def _time_round_robin(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """The fastest of ``repeats`` calls of each, the calls interleaved so that a burst of other work on the
+    machine cannot fall on one kernel's repeats only."""
+    for call in calls.values():
+        call()  # warm-up
+    best = {name: math.inf for name in calls}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        call()
-        runs.append(time.perf_counter() - t0)
-    return min(runs)
+        for name, call in calls.items():
+            best[name] = min(best[name], _once(call))
+    return best
 
 
 def _crossover(ns: tuple[int, ...], fast: list[float], dense: list[float]) -> int | None:
@@ -103,17 +117,18 @@ def cost(
     """Measure time and memory of the kernels over ``ns`` (default: n up to 2048 with ``quick``, 8192 without);
     see the module docstring."""
     ns = tuple(ns) if ns is not None else (QUICK_NS if quick else FULL_NS)
-    repeats = repeats if repeats is not None else (3 if quick else 7)
+    repeats = repeats if repeats is not None else (5 if quick else 9)
     kernels = _kernels(window)
     gen = torch.Generator().manual_seed(seed)
     seconds: dict[str, list[float]] = {name: [] for name in kernels}
     mib: dict[str, list[float]] = {name: [] for name in kernels}
     for n in ns:
         q, k, v = (torch.randn(1, heads, n, d, generator=gen) for _ in range(3))  # (B, H, N, D)
-        for name, kernel in kernels.items():
-            call = partial(kernel, q, k, v)
-            with torch.inference_mode():
-                seconds[name].append(_time(call, repeats))
+        calls = {name: partial(kernel, q, k, v) for name, kernel in kernels.items()}
+        with torch.inference_mode():
+            for name, s in _time_round_robin(calls, repeats).items():
+                seconds[name].append(s)
+        for name, call in calls.items():
             mib[name].append(peak_tensor_bytes(call, (q, k, v)) / MiB)
     cross = {name: _crossover(ns, seconds[name], seconds["dense"]) for name in kernels if name != "dense"}
     growth = {name: mib[name][-1] / mib[name][0] for name in kernels}  # memory from the first n to the last
@@ -208,7 +223,7 @@ def _draw(n: dict[str, Any]) -> Figure:
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left")
     left.set_title(f"time (d = {n['d']}, window = {n['window']})")
-    right.set_title("memory: dense grows as n², linear and local as n")
+    right.set_title("memory: dense grows as n², linear and local at most as n")
     for name, c in n["crossover"].items():
         if c:
             left.axvline(c, color="grey", lw=0.8, ls=":")

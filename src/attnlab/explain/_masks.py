@@ -136,7 +136,8 @@ def _draw(weights: dict[str, torch.Tensor], numbers: dict, n: int) -> Figure:
     ax.bar([p + 0.2 for p in pos], numbers["attnlab_mha_change"][:-1], width=0.4, color="#55a868",
            label="attnlab MHA, causal=True (all 0)")
     ax.set(xlabel=f"position (before the edited token {n - 1})", ylabel="max |change of output|",
-           title="edit only the last token: do earlier outputs move?")
+           title="last token edited: do outputs move?")
     ax.set_xticks(list(pos))
+    ax.set_ylim(0, 1.35 * max(numbers["tutorial_mha_change"][:-1]))  # room for the legend
     ax.legend(fontsize=8)
     return fig
