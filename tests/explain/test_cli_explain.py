@@ -54,3 +54,10 @@ def test_write_figures_is_all_or_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
     paths = explain.write_figures(good, tmp_path / "out")
     assert paths == [Path(tmp_path / "out" / "softmax.png")] and list(tmp_path.iterdir()) == [tmp_path / "out"]
+
+
+def test_no_figures_prints_the_numbers_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "figs"
+    assert main(["explain", "cosine", "--no-figures", "--out", str(out)]) == 0
+    assert explain.cosine().verdict in capsys.readouterr().out
+    assert not out.exists()

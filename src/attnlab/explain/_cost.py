@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,7 @@ def _time(call: Callable[[], Any], repeats: int) -> float:
     return min(_once(call) for _ in range(repeats))
 
 
-def _time_round_robin(calls: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def _time_round_robin(calls: Mapping[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
     """The fastest of ``repeats`` calls of each, the calls interleaved so that a burst of other work on the
     machine cannot fall on one kernel's repeats only."""
     for call in calls.values():
