@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
-COMMANDS = ("show", "bench")
+COMMANDS = ("show", "bench", "explain")
 
 
 def build_parser() -> argparse.ArgumentParser:
