@@ -8,6 +8,7 @@ Kernels take ``(..., L, E)`` queries, ``(..., S, E)`` keys and ``(..., S, Ev)`` 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +16,7 @@ from torch import Tensor
 
 from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
+from ._kernel import reject_options
 
 __all__ = [
     "attention",
@@ -57,6 +59,8 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     and the normaliser by 1 where it is 0.
     """
     s = scores.to(work_dtype(scores.dtype))
+    if s.shape[-1] == 0:  # no key at all: amax has nothing to reduce
+        return s.new_zeros(s.shape)
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.to(s.dtype)
     row_max = finite_or_zero(s.amax(dim=-1, keepdim=True).detach())  # (..., L, 1); cancels in the gradient
@@ -85,12 +89,14 @@ def attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
+    *,
     mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     temperature: float = 1.0,
     dropout: float = 0.0,
     return_weights: bool = True,
+    **options: Any,
 ) -> tuple[Tensor, Tensor | None]:
     r"""Exact scaled dot-product attention, :math:`\mathrm{softmax}(QK^\top \cdot s / \tau + M)\,V`.
 
@@ -110,6 +116,10 @@ def attention(
         return_weights: also return the weights ``(..., L, S)``.  When False the call goes to
             :func:`torch.nn.functional.scaled_dot_product_attention` (fused, no ``L x S`` matrix kept
             for the caller).
+        options: this function is the registered kernel ``"dense"`` (a :class:`attnlab.functional.Kernel`),
+            whose only option is ``temperature``; any other keyword raises :class:`~attnlab.errors.ConfigError`.
+
+    Everything after ``v`` is keyword-only, as in :func:`torch.nn.functional.scaled_dot_product_attention`.
 
     Returns:
         ``(output, weights)``: output ``(..., L, Ev)`` in the input dtype; weights in the input dtype
@@ -119,6 +129,7 @@ def attention(
     Half-precision inputs are upcast for the scores and the softmax, whose statistics accumulate in
     float32.
     """
+    reject_options("dense", options, ("temperature",))
     check_qkv(q, k, v)
     check_options(scale, temperature, dropout)
     m = resolve_mask(mask, q, k)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -27,7 +28,7 @@ from torch import Tensor
 from ..errors import ConfigError
 from ..masks import Mask, bigbird_random_blocks
 from ._checks import check_options, check_qkv, resolve_mask
-from ._kernel import refuse
+from ._kernel import refuse, reject_options
 from ._tiles import check_block
 from .dense import attention, finite_or_zero, log_normaliser, merge_masks, work_dtype
 
@@ -145,11 +146,11 @@ def local_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    window: int | tuple[int, int],
     *,
+    window: int | tuple[int, int],
     dilation: int = 1,
     global_tokens: Sequence[int] | Tensor | None = None,
-    mask: Tensor | None = None,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     block: int = 256,
@@ -238,13 +239,13 @@ def bigbird_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    block: int = 64,
     *,
+    block: int = 64,
     window: int = 1,
     global_blocks: int = 1,
     random_blocks: int = 1,
     seed: int = 0,
-    mask: Tensor | None = None,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
@@ -292,17 +293,24 @@ def local_kernel(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    mask: Tensor | None = None,
+    *,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     dropout: float = 0.0,
     return_weights: bool = False,
-    *,
     window: int | tuple[int, int] = DEFAULT_WINDOW,
+    dilation: int = 1,
+    global_tokens: Sequence[int] | Tensor | None = None,
+    **options: Any,
 ) -> tuple[Tensor, None]:
     """The registered kernel ``"local"``: :func:`local_attention` with ``window`` keys on each side (before
-    the query only when causal).  Register another window with
-    ``KERNELS["local64"] = functools.partial(local_kernel, window=64)``.  Never returns weights
-    (ConfigError if asked); no dropout."""
+    the query only when causal), ``dilation`` and ``global_tokens`` as there.  A layer passes them per
+    instance: ``MultiHeadAttention(..., kernel="local", kernel_options={"window": 64})``.  Never returns
+    weights (ConfigError if asked); no dropout."""
+    reject_options("local", options, ("window", "dilation", "global_tokens"))
     refuse("local", return_weights, dropout)
-    return local_attention(q, k, v, window, mask=mask, causal=causal, scale=scale)[0], None
+    out, _ = local_attention(
+        q, k, v, window=window, dilation=dilation, global_tokens=global_tokens, mask=mask, causal=causal, scale=scale
+    )
+    return out, None
