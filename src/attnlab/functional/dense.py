@@ -22,6 +22,7 @@ __all__ = [
     "attention",
     "causal_mask",
     "finite_or_zero",
+    "keyless_output",
     "log_normaliser",
     "masked_softmax",
     "merge_masks",
@@ -39,6 +40,13 @@ def finite_or_zero(row_max: Tensor) -> Tensor:
     """A softmax shift that is safe on rows with no allowed key: the row maximum, or 0 where it is
     ``-inf`` (then ``exp(-inf - 0) = 0`` instead of ``exp(-inf + inf) = NaN``)."""
     return torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+
+
+def keyless_output(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """Zeros ``(..., L, Ev)``, the output of queries that see no key, in the dtype of ``q``.  Built as
+    ``(q k[:0]^T) v[:0]`` (no work) so that it stays in the autograd graph of ``q, k, v``: a loss on an
+    empty or keyless output back-propagates zeros instead of failing."""
+    return torch.matmul(torch.matmul(q, k[..., :0, :].transpose(-2, -1)), v[..., :0, :])  # (..., L, 0) @ (..., 0, Ev)
 
 
 def log_normaliser(shift: Tensor, total: Tensor) -> tuple[Tensor, Tensor]:

@@ -33,7 +33,7 @@ from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
 from ._kernel import refuse, reject_options
 from ._tiles import check_block
-from .dense import masked_softmax, work_dtype
+from .dense import keyless_output, masked_softmax, work_dtype
 
 __all__ = [
     "FEATURE_MAPS",
@@ -173,6 +173,8 @@ def linear_attention(
         raise ConfigError(
             f"unknown feature_map {feature_map!r}; choose one of {sorted(FEATURE_MAPS)} or pass a callable"
         )
+    if q.shape[-2] == 0 or k.shape[-2] == 0:  # no query, or no key to see: zeros
+        return keyless_output(q, k, v)
     fq, fk = phi(q.to(work)), phi(k.to(work))  # (..., L, F), (..., S, F)
     if km is not None:
         fk = fk * km
@@ -243,6 +245,8 @@ def performer_attention(
             f"features must be an int (how many to draw) or a (m, {q.shape[-1]}) projection from "
             f"orthogonal_random_features, got {getattr(proj, 'shape', proj)!r}"
         )
+    if q.shape[-2] == 0 or k.shape[-2] == 0:  # no query, or no key to see: zeros
+        return keyless_output(q, k, v)
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     r = math.sqrt(s)  # exp(q.k * s) = exp((r q).(r k))
     proj = proj.to(device=q.device, dtype=work)

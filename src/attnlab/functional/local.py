@@ -30,7 +30,7 @@ from ..masks import Mask, bigbird_random_blocks
 from ._checks import check_options, check_qkv, resolve_mask
 from ._kernel import refuse, reject_options
 from ._tiles import check_block
-from .dense import attention, finite_or_zero, log_normaliser, merge_masks, work_dtype
+from .dense import attention, finite_or_zero, keyless_output, log_normaliser, merge_masks, work_dtype
 
 __all__ = ["bigbird_attention", "local_attention", "local_kernel"]
 
@@ -188,8 +188,11 @@ def local_attention(
     before, after = _as_window(window, causal)
     m = _check_mask(mask, q, k, "local_attention")
     work = work_dtype(q.dtype)
-    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     L, S = q.shape[-2], k.shape[-2]
+    if L == 0 or S == 0:  # no query, or no key to see: zeros, lse -inf
+        lse0 = q.new_full((*q.shape[:-2], L), float("-inf"), dtype=work)
+        return keyless_output(q, k, v), (lse0 if return_lse else None)
+    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     off, d = S - L, dilation
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     g = _global_index(global_tokens, L, S, q.device)
@@ -260,8 +263,10 @@ def bigbird_attention(
     check_block("block", block)
     m = _check_mask(mask, q, k, "bigbird_attention")
     work = work_dtype(q.dtype)
-    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     L, S = q.shape[-2], k.shape[-2]
+    if L == 0 or S == 0:  # no query, or no key to see: zeros, lse -inf
+        return keyless_output(q, k, v), q.new_full((*q.shape[:-2], L), float("-inf"), dtype=work)
+    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     off = S - L
     nq, nk = -(-L // block), -(-S // block)
@@ -284,8 +289,6 @@ def bigbird_attention(
         o, l = _softmax_part(sc, keep, _sub(m, slice(t0, t1), slice(None) if dense else idx), vb)
         outs.append(o)
         lses.append(l)
-    if not outs:
-        return q.new_zeros(*q.shape[:-2], 0, v.shape[-1]), q.new_zeros(*q.shape[:-2], 0, dtype=work)
     return torch.cat(outs, dim=-2).to(q.dtype), torch.cat(lses, dim=-2).squeeze(-1)
 
 
