@@ -35,14 +35,20 @@ FUNCTIONS = {
     "performer": lambda q, k, v, c: (performer_attention(q, k, v, features=16, causal=c, chunk=3), None),
     "efficient": lambda q, k, v, c: (efficient_attention(q, k, v), None),
 }
-FUNCTIONS.update({f"kernel_{name}": (lambda kernel: lambda q, k, v, c: kernel(q, k, v, causal=c))(kernel)
-                  for name, kernel in KERNELS.items()})
+
+
+def _registered(kernel):
+    return lambda q, k, v, c: kernel(q, k, v, causal=c)
+
+
+FUNCTIONS.update({f"kernel_{name}": _registered(kernel) for name, kernel in KERNELS.items()})
 NON_CAUSAL = {"efficient", "kernel_efficient"}
 
 
 def inputs(L, S):
     g = torch.Generator().manual_seed(L * 10 + S)
-    return [torch.randn(B, H, n, d, generator=g, dtype=torch.float64).requires_grad_() for n, d in ((L, E), (S, E), (S, EV))]
+    shapes = ((L, E), (S, E), (S, EV))
+    return [torch.randn(B, H, n, d, generator=g, dtype=torch.float64).requires_grad_() for n, d in shapes]
 
 
 @pytest.mark.parametrize(("L", "S"), [(0, 5), (4, 0), (0, 0)], ids=["no_query", "no_key", "neither"])
