@@ -84,8 +84,8 @@ def _ratio(num: Tensor, den: Tensor) -> Tensor:
 
 def _exclusive_cumsum(x: Tensor, dim: int) -> Tensor:
     """Sums of the entries strictly before each one along ``dim``.  Not ``cumsum - x``: when a late
-    entry dwarfs the earlier ones (Performer's key features span many orders of magnitude), that
-    subtraction cancels them away in float32."""
+    entry dwarfs the earlier ones (Performer's key features span orders of magnitude), that subtraction
+    rounds the earlier ones away."""
     c = x.cumsum(dim=dim).narrow(dim, 0, x.shape[dim] - 1)
     return torch.cat([torch.zeros_like(x.narrow(dim, 0, 1)), c], dim=dim)
 
