@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test test-floor install system lint typecheck pytest bench clean
+.PHONY: demo test test-floor install system lint lint-js typecheck pytest bench mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -34,8 +34,18 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/attnlab bench --out bench-out $(BENCH_ARGS)
 
-# ruff, and the layering of docs/architecture.md checked by import-linter (contract in pyproject.toml).
-lint: $(STAMP)
+# The viewer's JavaScript: tsc checks its JSDoc types (tsconfig.json, strict). TypeScript's version is pinned by
+# package-lock.json; `npm ci` installs it into node_modules/ once, and again only when package*.json change.
+NODE_STAMP := node_modules/.attnlab-installed
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+	@touch $(NODE_STAMP)
+
+lint-js: $(NODE_STAMP)
+	node_modules/.bin/tsc -p tsconfig.json
+
+# ruff, the layering of docs/architecture.md checked by import-linter (contract in pyproject.toml), and lint-js.
+lint: $(STAMP) lint-js
 	$(PY) -m ruff check src tests benchmarks
 	$(VENV)/bin/lint-imports --no-logo --cache-dir .import_linter_cache
 
@@ -62,5 +72,15 @@ test-floor: $(FLOOR_STAMP) system
 	$(FLOOR_VENV)/bin/python -m pip list 2>/dev/null | grep -iE '^(torch|numpy|safetensors|matplotlib|tqdm|transformers|tokenizers) '
 	$(FLOOR_VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not browser" -p no:cacheprovider
 
+# Mutation testing of functional/ and masks.py ([tool.mutmut] in pyproject.toml): every surviving mutant
+# is a change to the kernels that no test notices. About 30 minutes here; not part of CI.
+mutation: $(STAMP)
+	$(PY) -m pip install -q -c constraints.txt -e '.[mutation]'
+	$(VENV)/bin/mutmut run --max-children 2 >/dev/null || true
+	$(VENV)/bin/mutmut export-cicd-stats
+	$(PY) -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+	  print('mutation score: {killed}/{total} killed, {survived} survived, {no_tests} without tests'.format(**s))"
+	@echo "list the survivors with: $(VENV)/bin/mutmut results; show one with: $(VENV)/bin/mutmut show NAME"
+
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)
+	rm -rf $(VENV) $(FLOOR_VENV) mutants node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -58,3 +59,23 @@ def test_bench_profile_prints_the_operator_table(capsys):
     assert "linear at n=512" in out and "aten::" in out
     assert main(["bench", "--profile", "nope", "--max-n", "512"]) == 2
     assert "--profile takes a case name" in capsys.readouterr().err
+
+
+def test_default_output_is_one_folder_per_run(tmp_path, monkeypatch, capsys):
+    """Without --out, a run writes into attnlab-bench/<date>-<time>/ (runs never mix); the benchmark itself is
+    replaced here by a stub that records where it was asked to write."""
+    import attnlab.bench
+
+
+    seen = []
+
+    def fake_run(cfg, out, progress):
+        seen.append(out)
+        return {"total_seconds": 0.0, "goals": []}
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(attnlab.bench, "run", fake_run)
+    assert main(["bench", "--quick"]) == 0
+    assert len(seen) == 1 and seen[0].parent == Path("attnlab-bench"), seen
+    assert len(seen[0].name) == len("20261123-193000") and seen[0].name[8] == "-", seen
+    assert f"wrote {seen[0] / 'bench.json'}" in capsys.readouterr().out

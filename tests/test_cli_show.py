@@ -89,6 +89,63 @@ def test_existing_folder_keeps_other_files(tmp_path, trace_file):
     assert files(out) == expected_files() | {"notes.txt"}
 
 
+def test_a_run_replaces_the_files_of_an_earlier_run(tmp_path, trace_file):
+    """Another --format and --no-viewer: the earlier run's heatmap.png, heads.png, model.png and viewer.html go,
+    so the folder never mixes two runs; files show does not write are kept."""
+    out = tmp_path / "out"
+    assert main(["show", "--trace", str(trace_file), "--out", str(out)]) == 0
+    (out / "notes.txt").write_text("mine")
+    assert main(["show", "--trace", str(trace_file), "--out", str(out), "--format", "svg", "--no-viewer"]) == 0
+    assert files(out) == expected_files("svg", viewer=False) | {"notes.txt"}
+
+
+def test_default_output_is_a_folder_of_its_own_per_input(tmp_path, trace_file, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    other = al.AttentionTrace.load(trace_file)
+    other.meta = {"model": "synthetic", "text": "Another text, entirely."}
+    other_file = other.save(tmp_path / "other.attn")
+    assert main(["show", "--trace", str(trace_file)]) == 0
+    assert main(["show", "--trace", str(other_file)]) == 0
+    runs = sorted((tmp_path / "attnlab-out").iterdir())
+    assert len(runs) == 2 and all(files(r) == expected_files() for r in runs), runs
+    assert any(r.name.startswith("another-text-entirely-") for r in runs), runs
+    assert main(["show", "--trace", str(other_file)]) == 0  # the same input reuses its folder
+    assert len(list((tmp_path / "attnlab-out").iterdir())) == 2
+    assert "wrote 5 files to attnlab-out/another-text-entirely-" in capsys.readouterr().out
+
+
+def test_kind_option_on_a_trace_without_that_kind(tmp_path, trace_file, capsys):
+    check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--kind", "cross", "--out", str(tmp_path / "o")],
+                  "no cross attention", "only self")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"attnlab {al.__version__}"
+
+
+def test_sigterm_removes_the_staging_folder(tmp_path):
+    """A real `attnlab show` process killed with SIGTERM while it works: exit 143, one line, no files left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "show", SENTENCE, "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".out.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # the staging folder appears before the model loads
+    assert list(tmp_path.glob(".out.*.tmp")), "the command never started its staging folder"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.strip().splitlines() == ["attnlab show: terminated"], err
+    assert files(tmp_path) == set(), files(tmp_path)
+
+
 def test_help_explains_every_option(capsys):
     with pytest.raises(SystemExit) as info:
         main(["show", "--help"])
@@ -172,7 +229,8 @@ def test_output_folder_that_cannot_be_written(tmp_path, trace_file, capsys):
     before = files(tmp_path)
     assert main(["show", "--trace", str(trace_file), "--out", "/proc/attnlab-out"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and "cannot write into '/proc'" in err[0] and ".tmp" not in err[0], err
+    assert len(err) == 1 and "cannot create '/proc/attnlab-out' in '/proc'" in err[0] and ".tmp" not in err[0], err
+    assert "special file system" in err[0] and "No such file" not in err[0], err
     assert files(tmp_path) == before and not Path("/proc/attnlab-out").exists()
 
 
@@ -230,14 +288,35 @@ def test_bundled_model_pair_and_chinese(tmp_path, capsys):
     [
         ([""], ["empty"]),
         (["   "], ["empty"]),
-        (["word " * 2000], ["2002 tokens", "--truncate"]),
+        (["word " * 2000], ["2002 tokens", "add --truncate"]),
         ([SENTENCE, "--model", "/nonexistent/model"], ["/nonexistent/model"]),
-        ([SENTENCE, "--layer", "6"], ["layer 6", "6 layers"]),
-        ([SENTENCE, "--head", "12"], ["head 12", "12 heads"]),
+        ([SENTENCE, "--kind", "causal"], ["--kind causal", "encoder"]),
     ],
 )
 def test_bad_text_or_model(tmp_path, capsys, args, words):
     check_refused(tmp_path, capsys, [*args, "--out", str(tmp_path / "out")], *words)
+
+
+@pytest.mark.parametrize(("args", "words"), [(["--layer", "6"], ["--layer 6", "6 layers"]),
+                                             (["--head", "12"], ["--head 12", "12 heads"]),
+                                             (["--kind", "cross"], ["--kind cross", "encoder-decoder"])])
+def test_out_of_range_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, args, words):
+    import importlib
+
+    text = importlib.import_module("attnlab.capture.text")
+
+    def no_load(folder):
+        raise AssertionError("the model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(text, "_load", no_load)
+    check_refused(tmp_path, capsys, [SENTENCE, *args, "--out", str(tmp_path / "out")], *words)
+
+
+@pytest.mark.slow
+def test_truncate_warns_in_one_line_without_a_source_path(tmp_path, capsys):
+    assert main(["show", "word " * 600, "--truncate", "--out", str(tmp_path / "out"), "--no-viewer"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["attnlab show: warning: the input is 602 tokens long; truncated to the first 512 tokens"], err
 
 
 @pytest.mark.slow

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._io import atomic_write, atomic_write_text
-from .functional import attention_stats, linear_attention, local_attention, memory_efficient_attention
+from .functional import attention_stats, linear_attention, local_attention, lsh_attention, memory_efficient_attention
 from .masks import causal, window
 
 __all__ = ["Case", "Config", "Result", "measure_peak", "profile", "run"]
@@ -47,6 +47,7 @@ __all__ = ["Case", "Config", "Result", "measure_peak", "profile", "run"]
 HEADS, DIM = 8, 64
 WINDOW = 512  # the sliding window of the local cases: each query sees itself and the 511 keys before it
 TOP_K = 32
+LSH_HASHES, LSH_CHUNK = 4, 64  # the registered kernel "lsh": 4 rounds, chunks of 64, about n / 64 buckets
 MIB = 2**20
 
 
@@ -156,6 +157,11 @@ def _linear_flops(n: int) -> float:
     return 4.0 * HEADS * n * DIM * DIM
 
 
+def _lsh_flops(n: int) -> float:
+    # per round: hashing (n x DIM x buckets/2) plus scores and weighted values over 2 * chunk keys per query
+    return LSH_HASHES * HEADS * n * (2.0 * DIM * max(1, n // LSH_CHUNK // 2) + 4.0 * 2 * LSH_CHUNK * DIM)
+
+
 def cases(cfg: Config) -> list[Case]:
     cap = 8192 if not cfg.quick else cfg.max_n  # the naive version holds two n x n matrices (2 GiB each at 8k)
     out = [
@@ -178,6 +184,8 @@ def cases(cfg: Config) -> list[Case]:
              lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"], feature_map="relu")),
         Case("linear_causal", "linear (elu+1), causal", 65536, _linear_flops,
              lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"], causal=True)),
+        Case("lsh", f"LSH (Reformer), {LSH_HASHES} rounds, chunk {LSH_CHUNK}", 65536, _lsh_flops,
+             lambda x, n: lambda: lsh_attention(x["q"], x["q"], x["v"], n_hashes=LSH_HASHES, chunk=LSH_CHUNK)),
         Case("memory_efficient_backward", "memory-efficient exact, fwd+bwd", 8192, lambda n: 2.5 * _dense_flops(n),
              lambda x, n: _backward(lambda q, k, v: memory_efficient_attention(q, k, v)[0], x), backward=True),
         Case("naive_backward", "naive, fwd+bwd (autograd)", cap, lambda n: 2.5 * _dense_flops(n),

@@ -2,29 +2,67 @@
 ``attnlab._commands.<name>`` with ``add_parser(subparsers)`` and ``run(args) -> int``.
 
 Bad input (any :class:`attnlab.errors.AttnLabError`, a missing file, an unwritable folder) prints
-one line on stderr and exits 2, with no traceback and no partial output file.
+one line on stderr and exits 2, with no traceback and no partial output file.  Warnings print as one
+line too (``attnlab show: warning: ...``), never with a source path.  SIGINT (exit 130) and SIGTERM
+(exit 143) unwind the command like an exception, so its temporary files are removed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import re
+import signal
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 COMMANDS = ("show", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="attnlab",
         description="Build, capture, see and measure attention. Runs offline.",
     )
+    parser.add_argument("--version", action="version", version=f"attnlab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"attnlab._commands.{name}").add_parser(sub)
     return parser
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that ``finally`` blocks (temporary folders) run."""
+
+
+def _one_line(text: object) -> str:
+    return re.sub(r"\s*\n\s*", " ", str(text)).strip()
+
+
+@contextlib.contextmanager
+def _cli_behaviour(command: str) -> Iterator[None]:
+    """For the length of a command: SIGTERM raises :class:`Terminated`; warnings print as one line."""
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    def show_warning(message: Warning | str, category: type[Warning], *rest: object, **kw: object) -> None:
+        print(f"attnlab {command}: warning: {_one_line(message)}", file=sys.stderr)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        with warnings.catch_warnings():  # restores the filters and showwarning afterwards
+            warnings.simplefilter("default")
+            warnings.showwarning = show_warning
+            yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,9 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        with _cli_behaviour(args.command):
+            return int(args.run(args) or 0)
     except AttnLabError as exc:
-        print(f"attnlab {args.command}: error: {exc}", file=sys.stderr)
+        print(f"attnlab {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `attnlab show ... | head`: the reader left; stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -43,11 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except OSError as exc:  # unwritable folder, disk full, ...
         where = f" {exc.filename!r}" if exc.filename else ""
-        print(f"attnlab {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"attnlab {args.command}: error: {_one_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"attnlab {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"attnlab {args.command}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ __all__ = [
     "MaskError",
     "ModelLoadError",
     "ShapeError",
+    "TooLongError",
     "TraceFileError",
 ]
 
@@ -47,6 +48,14 @@ class ConfigError(AttnLabError, ValueError):
 
 class InputError(AttnLabError, ValueError):
     """User-level input is unusable: empty text, text longer than the model takes, an index out of range."""
+
+
+class TooLongError(InputError):
+    """A text has more tokens than the model (or ``max_length``) takes; ``n_tokens`` and ``limit`` say how many."""
+
+    def __init__(self, message: str, n_tokens: int, limit: int) -> None:
+        super().__init__(message)
+        self.n_tokens, self.limit = n_tokens, limit
 
 
 class ModelLoadError(AttnLabError, ValueError):

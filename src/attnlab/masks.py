@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .errors import ConfigError, MaskError, ShapeError
+from . import _validate as check
+from .errors import ConfigError, MaskError
 
 __all__ = [
     "Mask",
@@ -105,8 +106,8 @@ class Mask:
     ) -> Tensor:
         """The mask of the block ``[q0, q1) x [k0, k1)`` of a ``q_len x k_len`` problem,
         shape ``(batch, heads, q1 - q0, k1 - k0)``.  Blockwise kernels call this per tile."""
-        if q_len < 0 or k_len < 0:
-            raise ShapeError(f"mask lengths must be >= 0, got q_len={q_len}, k_len={k_len}")
+        check.non_negative_int("q_len", q_len)
+        check.non_negative_int("k_len", k_len)
         nb = batch if batch is not None else (self.batch_size or 1)
         b = torch.arange(nb, device=device).view(-1, 1, 1, 1)  # (B, 1, 1, 1)
         h = torch.arange(heads, device=device).view(1, -1, 1, 1)  # (1, H, 1, 1)
@@ -140,15 +141,9 @@ def window(before: int, after: int | None = None, *, dilation: int = 1) -> Mask:
     one-sided window of a causal local model.  With ``dilation=d`` only every ``d``-th key of a window
     ``d`` times wider is kept (``i - j`` divisible by ``d``), as in dilated sliding windows (Longformer).
     """
-    after = before if after is None else after
-    for name, value in (("before", before), ("after", after)):
-        if not isinstance(value, int) or value < 0:
-            raise ConfigError(
-                f"window {name} must be a non-negative int, got {value!r}; "
-                f"pass e.g. window(2) for two keys on each side"
-            )
-    if not isinstance(dilation, int) or dilation < 1:
-        raise ConfigError(f"window dilation must be an int >= 1, got {dilation!r}; use dilation=1 for none")
+    check.non_negative_int("window before", before, fix="pass e.g. window(2) for two keys on each side")
+    after = before if after is None else check.non_negative_int("window after", after, fix="e.g. window(2, 0)")
+    check.positive_int("window dilation", dilation, fix="use dilation=1 for none")
 
     def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
         d = _aligned(q, ql, kl) - k
@@ -163,17 +158,14 @@ def strided(stride: int) -> Mask:
     """The strided pattern of the Sparse Transformer: query ``i`` sees key ``j`` when ``i - j`` is a
     multiple of ``stride`` (aligned positions).  Combine with :func:`window` and :func:`causal` for
     the full factorised pattern: ``causal() & (window(stride - 1, 0) | strided(stride))``."""
-    if not isinstance(stride, int) or stride < 1:
-        raise ConfigError(f"stride must be an int >= 1, got {stride!r}")
+    check.positive_int("stride", stride, fix="e.g. strided(4) for every 4th key")
     return Mask(lambda b, h, q, k, ql, kl: (_aligned(q, ql, kl) - k) % stride == 0, f"strided({stride})")
 
 
 def global_tokens(indices: Sequence[int] | Tensor) -> Mask:
     """Global tokens (Longformer, BigBird): the listed positions attend to every key and every query
     attends to them.  Indices are positions in the sequence (same for queries and keys)."""
-    idx = torch.as_tensor(indices, dtype=torch.long).flatten()
-    if idx.numel() and int(idx.min()) < 0:
-        raise ConfigError(f"global token indices must be >= 0, got {idx.tolist()}")
+    idx = check.indices("global token indices", indices)
 
     def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
         g = idx.to(q.device)
@@ -197,10 +189,10 @@ def bigbird(block: int, window: int = 1, global_blocks: int = 1, random_blocks: 
     ``I`` sees key block ``J`` when ``|I - J| <= window`` (sliding blocks), when ``I`` or ``J`` is one of the
     first ``global_blocks`` blocks (global), or when ``J`` is one of the ``random_blocks`` blocks drawn for
     ``I`` (:func:`bigbird_random_blocks`, seeded, so the pattern is reproducible)."""
-    for name, value, low in (("block", block, 1), ("window", window, 0), ("global_blocks", global_blocks, 0),
-                             ("random_blocks", random_blocks, 0)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ConfigError(f"bigbird {name} must be an int >= {low}, got {value!r}")
+    check.positive_int("bigbird block", block, fix="e.g. bigbird(block=64)")
+    for name, value in (("window", window), ("global_blocks", global_blocks), ("random_blocks", random_blocks)):
+        check.non_negative_int(f"bigbird {name}", value, fix=f"e.g. bigbird(block=64, {name}=1)")
+    check.integer("bigbird seed", seed, low=-(2**63), fix="e.g. bigbird(block=64, seed=0)")
 
     def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
         qb, kb = q // block, k // block
@@ -218,9 +210,7 @@ def bigbird(block: int, window: int = 1, global_blocks: int = 1, random_blocks: 
 
 def padding(lengths: Sequence[int] | Tensor) -> Mask:
     """Key padding from the true lengths of a batch: in row ``b`` keys ``j < lengths[b]`` are real."""
-    lens = torch.as_tensor(lengths, dtype=torch.long).flatten()
-    if lens.numel() == 0 or int(lens.min()) < 0:
-        raise ConfigError(f"padding lengths must be a non-empty list of ints >= 0, got {lens.tolist()}")
+    lens = check.indices("padding lengths", lengths, nonempty=True)
 
     def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
         return k < lens.to(k.device)[b]
@@ -231,17 +221,9 @@ def padding(lengths: Sequence[int] | Tensor) -> Mask:
 def key_padding(key_mask: Tensor) -> Mask:
     """Key padding from a boolean ``(batch, k_len)`` tensor, True = real token (as Hugging Face's
     ``attention_mask``).  A ``0/1`` integer tensor is accepted too."""
-    if key_mask.ndim != 2:
-        raise MaskError(
-            f"key_mask must be (batch, k_len), got shape {tuple(key_mask.shape)}; "
-            f"for one sequence use key_mask[None]"
-        )
-    if key_mask.dtype.is_floating_point:
-        raise MaskError(
-            f"key_mask must be bool or 0/1 integers (True = real token), got {key_mask.dtype}; "
-            f"a float mask is additive, pass it to attention(mask=...) directly"
-        )
-    km = key_mask.bool()
+    check.ndim("key_mask", check.tensor("key_mask", key_mask, "(batch, k_len)"), 2, "(batch, k_len)", error=MaskError)
+    km = check.boolean_tensor("key_mask", key_mask, "True = real token",
+                              "a float mask is additive, pass it to attention(mask=...) directly")
 
     def fn(b: Tensor, h: Tensor, q: Tensor, k: Tensor, ql: int, kl: int) -> Tensor:
         if kl != km.shape[1]:
@@ -254,12 +236,11 @@ def key_padding(key_mask: Tensor) -> Mask:
 def combine(*masks: Mask, op: str = "and") -> Mask:
     """Combine masks: ``op="and"`` keeps a pair only if every mask keeps it, ``"or"`` if any does."""
     if not masks:
-        raise ConfigError("combine() needs at least one mask")
-    if op not in ("and", "or"):
-        raise ConfigError(f"combine op must be 'and' or 'or', got {op!r}")
+        raise ConfigError("combine() needs at least one mask, got none; pass e.g. combine(causal(), window(2))")
+    check.one_of("combine op", op, ("and", "or"))
     for m in masks:
-        if not isinstance(m, Mask):
-            raise MaskError(f"combine() takes attnlab.masks.Mask objects, got {type(m).__name__}")
+        check.instance("combine() argument", m, Mask, "an attnlab.masks.Mask",
+                       "build one with attnlab.masks (causal(), window(...), ...)", MaskError)
     sizes = {m.batch_size for m in masks if m.batch_size is not None}
     if len(sizes) > 1:
         raise MaskError(f"masks disagree on the batch size: {sorted(sizes)}")

@@ -36,6 +36,8 @@ HOSTILE = [
     "<b>bold</b>",
 ]
 VALUE = re.compile(r": (\d\.\d{4}) \(±")
+VIEW_TYPE = re.compile(r"@typedef \{Object\} View\b(.*?)\*/", re.S)  # the View interface of viewer.js
+MEMBER = re.compile(r"@property \{(.+?)\} (\w+)")
 
 
 def softmax(*shape: int, causal: bool = False) -> torch.Tensor:
@@ -119,6 +121,14 @@ def shown_value(v: Any) -> float:
     m = VALUE.search(status(v))
     assert m, f"no value in the status line: {status(v)!r}"
     return float(m.group(1))
+
+
+def view_type() -> dict[str, str]:
+    """The members of viewer.js's View type (tsc checks the views against it), as JavaScript `typeof` names."""
+    js = (Path(al.viz.__file__).parent / "assets" / "viewer.js").read_text(encoding="utf-8")
+    block = VIEW_TYPE.search(js)
+    assert block, "viewer.js has no `@typedef {Object} View`"
+    return {name: "function" if t.startswith("(") else t for t, name in MEMBER.findall(block.group(1))}
 
 
 # ----- tests --------------------------------------------------------------------------------------------
@@ -313,3 +323,43 @@ def test_512_tokens_of_the_bundled_model_fit_in_8_mb(open_viewer: Callable[..., 
     v.shot("minilm-512-matrix")
     decoded = np.asarray(v.js("Array.from(attnlab.matrixOf(3, 7).slice(0, 512 * 8))"))
     assert np.abs(decoded - trace.weights[3, 7, :8].reshape(-1).double().numpy()).max() <= _encode.MAX_ERROR + 1e-6
+
+
+def test_every_view_supplies_every_member_of_the_view_type(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    members = view_type()
+    assert {"draw", "hover", "leave", "click", "key", "status", "heads", "help", "caption", "spot"} <= set(members)
+    v = open_viewer(write(mixed_trace(), tmp_path))
+    views = v.js("""() => Object.fromEntries(Object.entries(attnlab.views).map(
+        ([name, view]) => [name, Object.fromEntries(Object.entries(view).map(([k, x]) => [k, typeof x]))]))""")
+    assert list(views) == ["head", "model", "matrix"]
+    assert v.js("[...document.querySelectorAll('button[data-view]')].map(b => b.dataset.view)") == list(views)
+    for name, got in views.items():
+        assert got == members, f"the {name} view supplies {got}; the View type of viewer.js says {members}"
+
+
+def test_an_unknown_view_is_an_error_not_another_views_behaviour(open_viewer: Callable[..., Any],
+                                                                  tmp_path: Path) -> None:
+    from playwright.sync_api import Error as PageError
+
+    v = open_viewer(write(mixed_trace(), tmp_path))
+    before = fingerprint(v)
+    for name in ("bogus", "toString", "__proto__", ""):
+        with pytest.raises(PageError, match=f'unknown view "{name}"; the views are head, model, matrix'):
+            v.js("n => attnlab.set({view: n, head: 2})", name)
+        assert v.js("[attnlab.state.view, attnlab.state.head]") == ["head", 0]  # refused before anything changed
+    assert fingerprint(v) == before
+    # A name set behind the page's back: the next draw, key or mouse event refuses it (the model view's keys
+    # used to take over here).
+    with pytest.raises(PageError, match='unknown view "bogus"'):
+        v.js("() => { attnlab.state.view = 'bogus'; return attnlab.set({}); }")
+    v.page.focus(".stage")
+    v.page.keyboard.press("ArrowDown")
+    for _ in range(40):
+        if v.problems:
+            break
+        v.page.wait_for_timeout(50)
+    assert len(v.problems) == 1 and 'unknown view "bogus"' in v.problems[0], v.problems
+    assert v.js("attnlab.state.cursor") == {"row": 0, "col": 0}
+    v.problems.clear()  # the page error above is the point of the test
+    v.page.click("button[data-view=matrix]")  # the tabs still lead to real views
+    assert v.js("attnlab.state.view") == "matrix" and ink(v) > 2000

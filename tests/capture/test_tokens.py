@@ -46,7 +46,7 @@ def test_word_groups_and_merge_rule(style: str) -> None:
             expect = w[0, :, qa][:, :, kb].sum(-1).mean(-1)
             torch.testing.assert_close(r.weights[0, :, a, b], expect)
     torch.testing.assert_close(r.weights.sum(-1), torch.ones(1, 3, len(groups)))
-    assert readable_tokens(r.query_tokens or [], style) == words
+    assert readable_tokens(r.query_tokens or [], style, mark_word_starts=False) == words
     assert merged.meta["merge"] == "words" and trace[0].weights.shape[-1] == len(tokens)  # input untouched
 
 
@@ -85,9 +85,19 @@ def test_merge_needs_tokens_and_a_known_style() -> None:
 
 def test_readable_bytelevel_and_special() -> None:
     assert readable_tokens(["Ġcaf", "Ã©", "ĠðŁĺ", "Ĭ", "<|endoftext|>"], "bytelevel") == [
-        "caf", "é", "\ufffd", "\ufffd", "<|endoftext|>"]
+        "▁caf", "é", "▁\ufffd", "\ufffd", "<|endoftext|>"]
     merged = merge_words(_trace(["Ġcaf", "Ã©", "ĠðŁĺ", "Ĭ"]), "bytelevel")
-    assert readable_tokens(merged[0].query_tokens or [], "bytelevel") == ["café", "😊"]
+    assert readable_tokens(merged[0].query_tokens or [], "bytelevel", mark_word_starts=False) == ["café", "😊"]
+
+
+@pytest.mark.parametrize(("style", "one_word", "two_words"), [
+    ("bytelevel", ["Ġc", "at"], ["Ġc", "Ġat"]),
+    ("sentencepiece", ["▁c", "at"], ["▁c", "▁at"]),
+])
+def test_word_starts_are_marked_so_pieces_do_not_read_as_words(style, one_word, two_words) -> None:
+    assert readable_tokens(one_word, style) == ["▁c", "at"]
+    assert readable_tokens(two_words, style) == ["▁c", "▁at"]
+    assert readable_tokens(two_words, style, mark_word_starts=False) == ["c", "at"]
 
 
 # ----- trace files ---------------------------------------------------------------------------------

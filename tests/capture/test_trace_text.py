@@ -82,8 +82,13 @@ def test_bad_model_folders(tmp_path: Path) -> None:
         al.trace_text("hi", model=str(tmp_path / "missing"))
     with pytest.raises(ModelLoadError, match=r"no config\.json"):
         al.trace_text("hi", model=tmp_path)
-    (tmp_path / "config.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(ModelLoadError, match="cannot load"):
+    for content, message in (("", "is empty"), ("{not json", "is not valid JSON"), ("{}", "names no model_type")):
+        (tmp_path / "config.json").write_text(content, encoding="utf-8")
+        with pytest.raises(ModelLoadError, match=message) as err:
+            al.trace_text("hi", model=tmp_path)
+        assert "\n" not in str(err.value)
+    (tmp_path / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+    with pytest.raises(ModelLoadError, match="cannot load"):  # no weights, no tokenizer
         al.trace_text("hi", model=tmp_path)
     (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04not loaded")  # a pickle is refused before any load
     with pytest.raises(ModelLoadError, match=r"\.bin files, which are pickles"):

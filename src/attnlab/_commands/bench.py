@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 
-DEFAULT_OUT = "attnlab-bench"
+DEFAULT_OUT = "attnlab-bench"  # each run writes into a folder of its own below this one, named by its start time
 QUICK_MAX_N = 1024
 
 EXAMPLES = """\
@@ -22,6 +23,7 @@ examples:
   attnlab bench --quick                      # n = 512, 1024; under two minutes
   attnlab bench                              # n = 512 ... 65536 where each kernel allows (many minutes)
   attnlab bench --max-n 8192 --no-flex --out bench-8k
+Without --out, each run writes into attnlab-bench/<date>-<time>/, so runs never mix.
   attnlab bench --profile stats --max-n 4096   # operators by self CPU time for one case
 """
 
@@ -37,8 +39,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--quick", action="store_true", help=f"small sizes only (up to n={QUICK_MAX_N}), one run each")
     p.add_argument("--max-n", type=int, metavar="N", help="the largest sequence length (a power of two >= 512)")
-    p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), metavar="DIR",
-                   help=f"folder to write into (default: {DEFAULT_OUT})")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help=f"folder to write into (default: {DEFAULT_OUT}/<date>-<time>, one per run)")
     flex = p.add_mutually_exclusive_group()
     flex.add_argument("--flex", dest="flex", action="store_true", default=None,
                       help="also time torch.compile'd flex_attention (default: on, off with --quick)")
@@ -65,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
         print(profile(args.profile, max_n, cfg))
         return 0
+    if args.out is None:
+        args.out = Path(DEFAULT_OUT) / time.strftime("%Y%m%d-%H%M%S")
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {str(args.out)!r} exists and is not a folder; choose another path")
 

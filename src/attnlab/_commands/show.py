@@ -10,25 +10,37 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import hashlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, TooLongError
 
 DEFAULT_OUT = "attnlab-out"
 TRACE_FILE = "trace.attn"
 VIEWER_FILE = "viewer.html"
+FIGURES = ("heatmap", "heads", "model")
+FORMATS = ("png", "svg", "pdf")
+KINDS = ("self", "causal", "cross")
+# Every file show writes into --out: a run replaces them all and removes the ones it does not write
+# (another --format, --no-viewer), so a folder never mixes two runs.
+OWNED = (TRACE_FILE, VIEWER_FILE, *(f"{f}.{ext}" for f in FIGURES for ext in FORMATS))
 ANNOTATE_UP_TO = 20  # write the weights into the heatmap's cells when the input has at most this many tokens
 
 EXAMPLES = f"""\
 The heatmap shows --layer/--head (default: the last layer, mean of its heads); heads.FMT shows every
 head of that layer; model.FMT shows all layers x heads as thumbnails.  Keys (attended to) run along x,
-queries (attending) along y.  Files written into --out (created if missing, existing files replaced):
+queries (attending) along y.  Files written into --out (default: a folder of its own for each input,
+{DEFAULT_OUT}/<first words>-<hash>; created if missing):
   {TRACE_FILE}  heatmap.FMT  heads.FMT  model.FMT  {VIEWER_FILE}
+A run replaces these files and removes the ones of an earlier run that it does not write (another
+--format, --no-viewer), so one folder never mixes two runs; other files in it are left alone.
 The printed summary gives, per layer, the key tokens that receive the largest share of attention (mean
 over heads and queries; a repeated token shows its position, the@1) and the heads that put more than
 half of their weight on [CLS], [SEP], the previous token, the next token, or themselves (self).
@@ -38,7 +50,8 @@ examples:
   attnlab show "我喜欢这部电影" --layer 0 --head 3 --format svg
   attnlab show "Where is the cat?" --pair "The cat is on the mat." --out pair-out
   attnlab show "unbelievably good" --merge words          # one row/column per word, not per sub-word
-  attnlab show --trace attnlab-out/{TRACE_FILE} --layer 2 --head mean --out redraw   # no model run
+  attnlab show "The cat sat." --out cat && attnlab show --trace cat/{TRACE_FILE} --layer 2 --out redraw
+  attnlab show "Hello there" --model ./my-t5-folder --kind cross   # decoder -> encoder attention
   attnlab show "some text" --model ./my-bert-folder       # any local Hugging Face encoder folder
 """
 
@@ -65,8 +78,10 @@ def add_parser(sub: Any) -> None:
         "--trace", metavar="FILE", type=Path, help=f"redraw a saved trace (a {TRACE_FILE} file) instead of running "
         "a model; then give no TEXT"
     )
-    p.add_argument("--out", metavar="DIR", type=Path, default=Path(DEFAULT_OUT),
-                   help=f"the folder to write into (default: {DEFAULT_OUT})")
+    p.add_argument("--out", metavar="DIR", type=Path,
+                   help=f"the folder to write into (default: {DEFAULT_OUT}/<first words of TEXT>-<hash of the input>)")
+    p.add_argument("--kind", choices=KINDS, help="which attention to draw: 'self' (encoder), 'causal' (decoder "
+                   "self-attention) or 'cross' (decoder to encoder); default: self, or causal for a decoder-only model")
     p.add_argument("--layer", metavar="N", default="-1",
                    help="the layer of heatmap.FMT and heads.FMT, from 0; negative counts from the end (default: -1)")
     p.add_argument("--head", metavar="N|mean", default="mean",
@@ -92,16 +107,24 @@ def run(args: argparse.Namespace) -> int:
                                 ("--max-length", args.max_length), ("--truncate", args.truncate)) if v]
         if given:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
-    out, base = _check_out(args.out)
+    trace = AttentionTrace.load(args.trace) if args.trace is not None else None
+    if trace is None:  # check what the model's config.json can tell before the slow load
+        _check_against_config(args.model or "minilm", args.kind, layer, head)
+    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
+    out, base = _check_out(out_arg)
 
     with _staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
-        trace = AttentionTrace.load(args.trace) if args.trace is not None else _capture(args)
+        trace = trace if trace is not None else _capture(args)
+        kind = args.kind
+        if kind is not None and kind not in trace.kinds:
+            raise InputError(f"--kind {kind}: this trace has no {kind} attention, only {', '.join(trace.kinds)}; "
+                             f"choose one of those")
         figures = {
-            "heatmap": viz.heatmap(trace, layer, head, annotate=len(trace.tokens) <= ANNOTATE_UP_TO),
-            "heads": viz.heads(trace, layer),
-            "model": viz.model_grid(trace),
+            "heatmap": viz.heatmap(trace, layer, head, kind=kind, annotate=len(trace.tokens) <= ANNOTATE_UP_TO),
+            "heads": viz.heads(trace, layer, kind=kind),
+            "model": viz.model_grid(trace, kind=kind),
         }
-        summary = viz.summarize(trace)
+        summary = viz.summarize(trace, kind=kind)
         written = [TRACE_FILE]
         trace.save(stage / TRACE_FILE)
         for name, fig in figures.items():
@@ -113,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         _publish(stage, out, written)
 
     print(summary)
-    print(f"\nwrote {len(written)} files to {args.out}{os.sep}: {'  '.join(written)}")
+    print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
 
 
@@ -125,7 +148,65 @@ def _capture(args: argparse.Namespace) -> Any:
         options["model"] = args.model
     if args.max_length is not None:
         options["max_length"] = args.max_length
-    return trace_text(args.text, **options)
+    try:
+        return trace_text(args.text, **options)
+    except TooLongError as exc:
+        raise InputError(
+            f"the input is {exc.n_tokens} tokens long (special tokens included) but at most {exc.limit} are taken; "
+            f"shorten the text, or add --truncate to keep the first {exc.limit} tokens"
+        ) from None
+
+
+def _run_name(args: argparse.Namespace, trace: Any) -> str:
+    """A folder name of its own for each input: the first words of the text and a hash of everything
+    that changes the result, so two inputs never share a folder and the same input reuses its own."""
+    if trace is not None:
+        text = str(trace.meta.get("text") or Path(args.trace).stem)
+        key = f"trace {Path(args.trace).resolve()}"
+    else:
+        text = args.text
+        key = repr((args.text, args.pair, args.model or "minilm", args.merge, args.max_length, args.truncate))
+    slug = ""
+    for word in re.findall(r"\w+", text.lower()):  # whole words, up to about 40 characters
+        if slug and len(slug) + len(word) >= 40:
+            break
+        slug = f"{slug}-{word[:40]}" if slug else word[:40]
+    return f"{slug or 'input'}-{hashlib.sha1(key.encode()).hexdigest()[:6]}"
+
+
+# config.json keys that give the number of layers and heads of each kind of attention, by model family
+_LAYER_KEYS = {
+    "self": ("encoder_layers", "num_hidden_layers", "num_layers", "n_layer"),
+    "decoder": ("decoder_layers", "num_decoder_layers", "n_layer", "num_layers", "num_hidden_layers"),
+}
+_HEAD_KEYS = {
+    "self": ("encoder_attention_heads", "num_attention_heads", "num_heads", "n_head"),
+    "decoder": ("decoder_attention_heads", "num_attention_heads", "num_heads", "n_head"),
+}
+
+
+def _check_against_config(model: str, kind: str | None, layer: int, head: int | str) -> None:
+    """Refuse --layer, --head or --kind that the model's config.json already rules out, before loading it."""
+    from ..capture.text import model_config
+
+    config = model_config(model)
+    enc_dec = bool(config.get("is_encoder_decoder"))
+    decoder_only = not enc_dec and (bool(config.get("is_decoder")) or "n_layer" in config)
+    if kind == "cross" and not enc_dec:
+        raise InputError(f"--kind cross needs an encoder-decoder model; {model!r} has no cross-attention")
+    if kind == "causal" and not (enc_dec or decoder_only):
+        raise InputError(f"--kind causal: {model!r} is an encoder; its attention is --kind self")
+    if kind == "self" and decoder_only:
+        raise InputError(f"--kind self: {model!r} is a decoder-only model; its attention is --kind causal")
+    side = "self" if (kind or ("causal" if decoder_only else "self")) == "self" else "decoder"
+    for what, keys, value in (("layers", _LAYER_KEYS, layer), ("heads", _HEAD_KEYS, head)):
+        n = next((config[k] for k in keys[side] if isinstance(config.get(k), int)), None)
+        if n is None or not isinstance(value, int):
+            continue
+        if not -n <= value < n:
+            option = "--layer" if what == "layers" else "--head"
+            raise InputError(f"{option} {value} is out of range: the model has {n} {what} (0..{n - 1}, or "
+                             f"negative from the end)")
 
 
 def _parse_int(value: str, option: str, alternative: str = "") -> int:
@@ -158,7 +239,9 @@ def _staging(out: Path, base: Path) -> Iterator[Path]:
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
     except OSError as exc:  # read-only or special file systems (/proc), where access() said yes to root
-        raise InputError(f"cannot write into {str(base)!r}: {exc.strerror}; choose another --out") from None
+        why = {errno.ENOENT: "it takes no new files (a special file system such as /proc)",
+               errno.EROFS: "it is on a read-only file system"}.get(exc.errno or 0, exc.strerror)
+        raise InputError(f"cannot create {str(out)!r} in {str(base)!r}: {why}; choose another --out") from None
     try:
         yield stage
     finally:
@@ -170,3 +253,5 @@ def _publish(stage: Path, out: Path, names: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name in names:
         os.replace(stage / name, out / name)
+    for stale in set(OWNED) - set(names):  # an earlier run's files that this run does not replace
+        (out / stale).unlink(missing_ok=True)

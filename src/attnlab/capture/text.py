@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import warnings
 from pathlib import Path
@@ -16,12 +17,12 @@ from typing import Any
 
 import torch
 
-from ..errors import InputError, ModelLoadError
+from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
 from ._core import capture
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
-__all__ = ["BUNDLED", "bundled_model_path", "load_model", "trace_text"]
+__all__ = ["BUNDLED", "bundled_model_path", "load_model", "model_config", "trace_text"]
 
 BUNDLED = "minilm"
 BUNDLED_NAME = "all-MiniLM-L6-v2"
@@ -61,7 +62,26 @@ def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
             f"{str(folder)!r} holds its weights only as .bin files, which are pickles, and attnlab never unpickles "
             f"a file; convert them once to model.safetensors (e.g. model.save_pretrained(folder) in transformers)"
         )
+    model_config(folder)  # a readable config.json naming its model_type, checked before the slow load
     return folder.resolve(), str(model)
+
+
+def model_config(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """The parsed ``config.json`` of a model folder (``"minilm"`` for the bundled one), read without transformers:
+    cheap enough to check arguments (a layer index, say) before the model loads."""
+    path = (bundled_model_path() if str(folder).lower() in (BUNDLED, BUNDLED_NAME.lower()) else Path(folder))
+    path = path / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is not valid JSON ({exc})"
+        raise ModelLoadError(f"{str(path)!r} {reason}; a Hugging Face model folder needs its config.json") from None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise ModelLoadError(
+            f"{str(path)!r} names no model_type, so it is not a Hugging Face model config; pass a folder saved with "
+            f"model.save_pretrained() (its config.json has model_type, e.g. \"bert\")"
+        )
+    return config
 
 
 def load_model(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
@@ -162,9 +182,11 @@ def trace_text(
     n = int(inputs["input_ids"].shape[1])
     if n > limit:
         if not truncate:
-            raise InputError(
+            raise TooLongError(
                 f"the input is {n} tokens long (special tokens included) but at most {limit} are taken; shorten "
-                f"the text, or pass truncate=True (`attnlab show --truncate`) to keep the first {limit} tokens"
+                f"the text, or pass truncate=True to keep the first {limit} tokens",
+                n,
+                limit,
             )
         warnings.warn(f"the input is {n} tokens long; truncated to the first {limit} tokens", stacklevel=2)
         inputs = tokenizer(*first, return_tensors="pt", truncation=True, max_length=limit)
@@ -183,8 +205,8 @@ def trace_text(
         trace = merge_words(trace, style, special)
     for r in trace.records:
         assert r.query_tokens is not None and r.key_tokens is not None
-        r.query_tokens = readable_tokens(r.query_tokens, style, special)
-        r.key_tokens = readable_tokens(r.key_tokens, style, special)
+        r.query_tokens = readable_tokens(r.query_tokens, style, special, mark_word_starts=merge is None)
+        r.key_tokens = readable_tokens(r.key_tokens, style, special, mark_word_starts=merge is None)
     trace.meta = {
         "model": name, "text": text, "text_pair": text_pair, "n_layers": trace.n_layers, "n_heads": trace.n_heads,
         "n_tokens": int(inputs["input_ids"].shape[1]), "merge": merge,

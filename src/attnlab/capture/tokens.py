@@ -28,7 +28,7 @@ from torch import Tensor
 from ..errors import InputError, ShapeError
 from ..trace import AttentionRecord, AttentionTrace
 
-__all__ = ["STYLES", "attach_tokens", "detect_style", "merge_words", "readable_tokens", "word_groups"]
+__all__ = ["STYLES", "WORD_START", "attach_tokens", "detect_style", "merge_words", "readable_tokens", "word_groups"]
 
 STYLES = ("wordpiece", "bytelevel", "sentencepiece")
 _SPECIAL = re.compile(r"^(\[[A-Za-z_]+\]|<[^<>\s]+>)$")  # [CLS], [SEP], <s>, </s>, <pad>, <|endoftext|>
@@ -163,18 +163,31 @@ def _byte_level() -> Any:
     return ByteLevel()
 
 
-def readable_tokens(tokens: Sequence[str], style: str | None, special: Iterable[str] | None = None) -> list[str]:
-    """Tokens as a person reads them: byte-level pieces decoded to text (``Ġcaf Ã©`` -> ``caf``, ``é``),
-    word marks ``Ġ``/``▁`` dropped; WordPiece's ``##`` kept (it tells a piece from a word) and special
-    tokens unchanged.  A byte-level piece holding part of a character shows ``�``."""
+WORD_START = "\u2581"  # ▁: marks a piece that starts a word, in byte-level and SentencePiece tokens
+
+
+def readable_tokens(
+    tokens: Sequence[str], style: str | None, special: Iterable[str] | None = None, *, mark_word_starts: bool = True
+) -> list[str]:
+    """Tokens as a person reads them: byte-level pieces decoded to text (``Ġcaf Ã©`` -> ``▁caf``, ``é``),
+    special tokens unchanged, WordPiece's ``##`` kept (it tells a piece from a word).
+
+    A byte-level (``Ġ``) or SentencePiece (``▁``) piece that starts a word is shown with ``▁``, so the pieces
+    ``▁c at`` (one word) do not read like the words ``▁c ▁at``; pass ``mark_word_starts=False`` for tokens
+    that are whole words already (after :func:`merge_words`).  A byte-level piece holding part of a
+    character shows ``�``."""
     spec = frozenset(special) if special is not None else None
     out = []
     for tok in tokens:
         if _is_special(tok, spec) or style not in ("bytelevel", "sentencepiece"):
             out.append(tok)
-        elif style == "sentencepiece":
-            out.append(tok.replace("▁", " ").strip() or tok)
+            continue
+        mark = "▁" if style == "sentencepiece" else "Ġ"
+        starts = tok.startswith(mark)
+        if style == "sentencepiece":
+            text = tok.replace("▁", " ").strip() or tok
         else:
-            text = _byte_level().decode([tok])  # a piece holding part of a character decodes to U+FFFD
-            out.append(text.strip() or text)
+            decoded = _byte_level().decode([tok])  # a piece holding part of a character decodes to U+FFFD
+            text = decoded.strip() or decoded
+        out.append(WORD_START + text if starts and mark_word_starts and text != tok else text)
     return out

@@ -20,6 +20,7 @@ from .linear import (
     performer_kernel,
 )
 from .local import bigbird_attention, local_attention, local_kernel
+from .lsh import lsh_attention, lsh_kernel
 from .memory_efficient import memory_efficient_attention, memory_efficient_kernel
 from .stats import AttentionStats, attention_stats
 
@@ -35,6 +36,7 @@ KERNELS: dict[str, Kernel] = {
     "linear_relu": linear_relu_kernel,
     "performer": performer_kernel,
     "efficient": efficient_kernel,
+    "lsh": lsh_kernel,
 }
 
 
@@ -58,6 +60,7 @@ __all__ = [
     "get_kernel",
     "linear_attention",
     "local_attention",
+    "lsh_attention",
     "masked_softmax",
     "memory_efficient_attention",
     "merge_masks",

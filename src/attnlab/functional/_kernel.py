@@ -37,14 +37,18 @@ class Kernel(Protocol):
         **options: Any,
     ) -> tuple[Tensor, Tensor | None]: ...
 
+    def __hash__(self) -> int: ...  # functions are hashable: layers cache what a kernel's signature says
+
 
 def reject_options(name: str, options: Mapping[str, Any], known: tuple[str, ...]) -> None:
     """Raise a ConfigError naming the options of kernel ``name`` when ``options`` holds any other."""
     if options:
-        takes = f"takes only the options {', '.join(known)}" if known else "takes no options"
+        unknown = ", ".join(repr(key) for key in sorted(options))
+        takes = f"it takes {', '.join(known)}" if known else "it takes none"
         raise ConfigError(
-            f"kernel {name!r} {takes}, got {', '.join(sorted(options))}; check the spelling in "
-            f"kernel_options= (or the keyword arguments) or pick the kernel that has that option"
+            f"kernel {name!r} has no option{'s' if len(options) > 1 else ''} {unknown}; {takes}. Check the "
+            f"spelling (in kernel_options= or the keyword arguments), or choose the kernel that has it "
+            f"(attnlab.functional.KERNELS)"
         )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError
+from .. import _validate as check
 from ..masks import Mask
 from ._checks import predicate_block, resolve_mask
 
@@ -25,9 +25,8 @@ class Tile:
 
 
 def check_block(name: str, value: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{name} must be an int >= 1, got {value!r}; e.g. {name}=256")
-    return value
+    """A tile size: an int >= 1."""
+    return check.positive_int(name, value, fix=f"e.g. {name}=256 (a tile of 256 positions)")
 
 
 class TileMask:

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .. import _validate as check
 from ..errors import ConfigError, MaskError
 from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
@@ -168,11 +169,9 @@ def linear_attention(
     ``(..., L, Ev)`` in the input dtype; sums run in float32 (float64 for float64 inputs).
     """
     km, work = _prepare(q, k, v, mask, chunk, "linear_attention")
-    phi = FEATURE_MAPS.get(feature_map) if isinstance(feature_map, str) else feature_map
-    if phi is None:
-        raise ConfigError(
-            f"unknown feature_map {feature_map!r}; choose one of {sorted(FEATURE_MAPS)} or pass a callable"
-        )
+    phi = feature_map if callable(feature_map) else FEATURE_MAPS[
+        check.one_of("feature_map", feature_map, sorted(FEATURE_MAPS), fix="or pass a callable")
+    ]
     if q.shape[-2] == 0 or k.shape[-2] == 0:  # no query, or no key to see: zeros
         return keyless_output(q, k, v)
     fq, fk = phi(q.to(work)), phi(k.to(work))  # (..., L, F), (..., S, F)
@@ -188,8 +187,8 @@ def orthogonal_random_features(
     matrix), each row rescaled to the norm of a Gaussian vector, so that every row is marginally
     ``N(0, I)`` while rows within a block are exactly orthogonal (lower variance than i.i.d. rows).
     Drawing again with another generator state is the *redraw* of FAVOR+."""
-    check_block("num_features", num_features)
-    check_block("dim", dim)
+    check.positive_int("num_features", num_features, fix="e.g. num_features=256 random features")
+    check.positive_int("dim", dim, fix="pass the head size d_k")
     blocks = []
     for _ in range(-(-num_features // dim)):
         g = torch.randn(dim, dim, generator=generator, dtype=torch.float64)

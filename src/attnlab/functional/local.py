@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .. import _validate as check
 from ..errors import ConfigError
 from ..masks import Mask, bigbird_random_blocks
 from ._checks import check_options, check_qkv, resolve_mask
@@ -110,16 +111,7 @@ def _band(
 
 
 def _as_window(window: int | tuple[int, int], causal: bool) -> tuple[int, int]:
-    before, after = (window, window) if isinstance(window, int) and not isinstance(window, bool) else (
-        window if isinstance(window, tuple) and len(window) == 2 else (None, None)
-    )
-    for name, value in (("before", before), ("after", after)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConfigError(
-                f"window must be an int w >= 0 (w keys on each side) or a pair (before, after) of ints >= 0, "
-                f"got {window!r} ({name}={value!r}); e.g. window=256 or window=(511, 0) for a causal window of 512"
-            )
-    assert before is not None and after is not None
+    before, after = check.window("window", window)
     return before, (0 if causal else after)
 
 
@@ -136,9 +128,7 @@ def _check_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor, what: str) -> 
 def _global_index(tokens: Sequence[int] | Tensor | None, L: int, S: int, device: torch.device) -> Tensor | None:
     if tokens is None:
         return None
-    g = torch.as_tensor(tokens, dtype=torch.long).flatten().unique()
-    if g.numel() and (int(g.min()) < 0 or int(g.max()) >= max(L, S)):
-        raise ConfigError(f"global token positions must be in [0, {max(L, S)}), got {g.tolist()}")
+    g = check.indices("global_tokens", tokens, below=max(L, S)).unique()
     return g.to(device) if g.numel() else None
 
 
@@ -183,8 +173,7 @@ def local_attention(
     check_qkv(q, k, v)
     check_options(scale, 1.0, 0.0)
     check_block("block", block)
-    if not isinstance(dilation, int) or isinstance(dilation, bool) or dilation < 1:
-        raise ConfigError(f"dilation must be an int >= 1, got {dilation!r}; use dilation=1 for none")
+    check.positive_int("dilation", dilation, fix="use dilation=1 for none")
     before, after = _as_window(window, causal)
     m = _check_mask(mask, q, k, "local_attention")
     work = work_dtype(q.dtype)

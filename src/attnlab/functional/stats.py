@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError
+from .. import _validate as check
 from ..masks import Mask
 from ._checks import check_options, check_qkv
 from ._tiles import TileMask, check_block, spans
@@ -69,8 +69,7 @@ def attention_stats(
     check_options(scale, 1.0, 0.0)
     check_block("block_q", block_q)
     check_block("block_k", block_k)
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
-        raise ConfigError(f"top_k must be an int >= 1, got {top_k!r}; e.g. top_k=32")
+    check.positive_int("top_k", top_k, fix="e.g. top_k=32")
     tiles = TileMask(mask, causal, q, k)
     L, S = tiles.L, tiles.S
     work = work_dtype(q.dtype)

@@ -10,7 +10,7 @@ from .cache import DecoderLayerCache, KVCache
 from .conv_block import ConvAttentionBlock, ConvAttentionConfig
 from .decoder import TransformerDecoder, TransformerDecoderLayer
 from .encoder import TransformerEncoder, TransformerEncoderLayer
-from .feedforward import FeedForward, TransformerConfig
+from .feedforward import FeedForward, FeedForwardConfig, TransformerConfig
 from .multihead import AttentionConfig, MultiHeadAttention
 from .recurrent import BahdanauAttention, LuongAttention, RecurrentAttentionConfig
 
@@ -22,6 +22,7 @@ __all__ = [
     "ConvAttentionConfig",
     "DecoderLayerCache",
     "FeedForward",
+    "FeedForwardConfig",
     "KVCache",
     "LuongAttention",
     "MultiHeadAttention",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor, nn
 
+from .. import _validate as check
 from ..errors import ConfigError, MaskError
 
 if TYPE_CHECKING:
@@ -22,11 +23,8 @@ __all__ = ["from_torch_masks", "import_torch_mha"]
 
 
 def import_torch_mha(cls: type[MultiHeadAttention], module: nn.MultiheadAttention) -> MultiHeadAttention:
-    if not isinstance(module, nn.MultiheadAttention):
-        raise ConfigError(
-            f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}; "
-            f"for other attention modules use attnlab.capture to record their weights"
-        )
+    check.instance("module", module, nn.MultiheadAttention, "a torch.nn.MultiheadAttention",
+                   "for other attention modules use attnlab.capture to record their weights")
     if module.bias_k is not None:
         raise ConfigError(
             "module has add_bias_kv=True (learned key/value appended to every sequence), which "
@@ -94,12 +92,11 @@ def from_torch_masks(
                     f"attn_mask of shape {tuple(m.shape)} must be (batch * n_heads, L, S) with n_heads={n_heads}"
                 )
             m = m.view(-1, n_heads, *m.shape[1:])  # (B, H, L, S)
-        elif m.ndim != 2:
-            raise MaskError(f"attn_mask must be (L, S) or (batch * n_heads, L, S), got shape {tuple(m.shape)}")
+        else:
+            check.ndim("attn_mask", m, 2, "(L, S) or (batch * n_heads, L, S)", error=MaskError)
         parts.append(m)
     if key_padding_mask is not None:
-        if key_padding_mask.ndim != 2:
-            raise MaskError(f"key_padding_mask must be (batch, S), got shape {tuple(key_padding_mask.shape)}")
+        check.ndim("key_padding_mask", key_padding_mask, 2, "(batch, S)", error=MaskError)
         parts.append(_allowed(key_padding_mask, "key_padding_mask")[:, None, None, :])  # (B, 1, 1, S)
     if not parts:
         return None

@@ -6,13 +6,16 @@ Letters: B batch, L length, M d_model (the convolution's channels).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from torch import Tensor, nn
 
 from .. import _validate as check
 from ..errors import ConfigError
 from ..masks import Mask
+from ._config import Configured, build
 from .multihead import AttentionConfig, MultiHeadAttention
 
 __all__ = ["ConvAttentionBlock", "ConvAttentionConfig"]
@@ -20,13 +23,15 @@ __all__ = ["ConvAttentionBlock", "ConvAttentionConfig"]
 
 @dataclass(frozen=True)
 class ConvAttentionConfig:
-    """Sizes of a :class:`ConvAttentionBlock`."""
+    """Sizes of a :class:`ConvAttentionBlock` (its constructor takes exactly these)."""
 
     d_model: int  # width of the input and output, and channels of the convolution
     n_heads: int  # attention heads
     kernel_size: int = 3  # convolution width; odd, so the output stays aligned with the input
     dropout: float = 0.0  # on the attention weights
     eps: float = 1e-5  # LayerNorm epsilon
+    kernel: str = "dense"  # the attention kernel's name
+    kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # passed to the attention's kernel
 
     def __post_init__(self) -> None:
         check.positive_int("kernel_size", self.kernel_size)
@@ -35,25 +40,37 @@ class ConvAttentionConfig:
                 f"kernel_size must be odd so that every position is the centre of its window, got "
                 f"{self.kernel_size}; use {self.kernel_size - 1} or {self.kernel_size + 1}"
             )
-        check.positive_float("eps", self.eps)
-        AttentionConfig(self.d_model, self.n_heads, dropout=self.dropout)  # checks d_model, n_heads, dropout
+        check.positive_float("eps", self.eps, fix="e.g. eps=1e-5")
+        attention = self.attention()  # checks d_model, n_heads, dropout, the kernel and its options
+        object.__setattr__(self, "kernel_options", attention.kernel_options)  # the read-only copy
+
+    def attention(self) -> AttentionConfig:
+        """The config of the block's attention."""
+        return AttentionConfig(self.d_model, self.n_heads, dropout=self.dropout, kernel=self.kernel,
+                               kernel_options=self.kernel_options)
 
 
-class ConvAttentionBlock(nn.Module):
+class ConvAttentionBlock(Configured, nn.Module):
     """``LayerNorm(MHA(x) + DepthwiseConv1d(x))``.
 
     Attention relates every pair of positions; the depthwise convolution (one ``kernel_size`` filter
     per channel, zero padded) adds the local n-gram features attention has to learn the hard way.
     With ``key_padding_mask``, padded positions are zeroed before the convolution, so their content
     reaches no real position through either branch.
+
+    ``ConvAttentionBlock(d_model, n_heads, **options)`` takes the fields of :class:`ConvAttentionConfig`.
     """
 
-    def __init__(self, d_model: int, n_heads: int, kernel_size: int = 3, dropout: float = 0.0, eps: float = 1e-5):
+    config_type = ConvAttentionConfig
+
+    def __init__(self, d_model: int, n_heads: int, *args: Any, **options: Any) -> None:
         super().__init__()
-        self.config = ConvAttentionConfig(d_model, n_heads, kernel_size, dropout, eps)
-        self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.conv = nn.Conv1d(d_model, d_model, kernel_size, padding=kernel_size // 2, groups=d_model)
-        self.norm = nn.LayerNorm(d_model, eps=eps)
+        cfg = build(ConvAttentionConfig, "ConvAttentionBlock", d_model, n_heads, *args, **options)
+        self.config = cfg
+        self.attn = MultiHeadAttention.from_config(cfg.attention())
+        m, w = cfg.d_model, cfg.kernel_size
+        self.conv = nn.Conv1d(m, m, w, padding=w // 2, groups=m)
+        self.norm = nn.LayerNorm(m, eps=cfg.eps)
 
     def forward(
         self, x: Tensor, *, mask: Tensor | Mask | None = None, key_padding_mask: Tensor | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from .. import _validate as check
 from ..errors import ConfigError
 from ._block import TransformerBlock, TransformerStack
 from .cache import DecoderLayerCache
@@ -41,11 +42,9 @@ class TransformerDecoderLayer(TransformerBlock):
                 new tokens. The self-attention is causal and aligned bottom-right, so the new tokens
                 see every cached one and the result equals decoding the whole prefix at once.
         """
-        if cache is not None and not isinstance(cache, DecoderLayerCache):
-            raise ConfigError(
-                f"cache must be a DecoderLayerCache, got {type(cache).__name__}; "
-                f"for a TransformerDecoder use decoder.new_cache()"
-            )
+        if cache is not None:
+            check.instance("cache", cache, DecoderLayerCache, "a DecoderLayerCache",
+                           "for a TransformerDecoder use decoder.new_cache()")
         sa_cache = cache.self_attn if cache is not None else None
         ca_cache = cache.cross_attn if cache is not None else None
 

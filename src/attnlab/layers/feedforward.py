@@ -6,24 +6,42 @@ Letters: B batch, L length, M d_model, F d_ff.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import _validate as check
-from ..errors import ConfigError
+from ._config import Configured, build
 from .multihead import AttentionConfig
 
-__all__ = ["FeedForward", "TransformerConfig", "residual"]
+__all__ = ["FeedForward", "FeedForwardConfig", "TransformerConfig", "residual"]
 
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"gelu": F.gelu, "relu": F.relu}
 
 
 @dataclass(frozen=True)
+class FeedForwardConfig:
+    """The sizes of a :class:`FeedForward` (its constructor takes exactly these)."""
+
+    d_model: int  # width of the input and the output
+    d_ff: int  # hidden width (4 * d_model in the original paper)
+    activation: str = "gelu"  # "gelu" (exact, erf form) or "relu"
+    dropout: float = 0.0  # on the hidden layer, in training only
+
+    def __post_init__(self) -> None:
+        check.positive_int("d_model", self.d_model)
+        check.positive_int("d_ff", self.d_ff)
+        check.one_of("activation", self.activation, tuple(ACTIVATIONS))
+        check.probability("dropout", self.dropout)
+
+
+@dataclass(frozen=True)
 class TransformerConfig:
-    """One transformer layer's sizes and options (shared by the encoder and decoder layers and stacks)."""
+    """One transformer layer's sizes and options, shared by the encoder and decoder layers and stacks
+    (their constructors take exactly these)."""
 
     d_model: int  # width of the residual stream
     n_heads: int  # attention heads
@@ -35,30 +53,40 @@ class TransformerConfig:
     d_v: int | None = None  # per-head value size; None = d_k
     kernel: str = "dense"  # attention kernel name
     eps: float = 1e-5  # LayerNorm epsilon
+    kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # passed to every attention's kernel
 
     def __post_init__(self) -> None:
-        check.positive_int("d_ff", self.d_ff)
-        check.one_of("activation", self.activation, tuple(ACTIVATIONS))
-        check.positive_float("eps", self.eps)
-        if not isinstance(self.norm_first, bool):
-            raise ConfigError(f"norm_first must be True (pre-norm) or False (post-norm), got {self.norm_first!r}")
-        self.attention()  # d_model, n_heads, d_k, d_v, dropout and kernel are checked there
+        check.positive_float("eps", self.eps, fix="e.g. eps=1e-5")
+        check.boolean("norm_first", self.norm_first, "True = pre-norm, False = post-norm as in the paper")
+        self.feed_forward()  # d_ff and activation are checked there
+        attention = self.attention()  # d_model, n_heads, d_k, d_v, dropout, kernel and its options are checked there
+        object.__setattr__(self, "kernel_options", attention.kernel_options)  # the read-only copy
 
     def attention(self) -> AttentionConfig:
         """The config of the layer's attention blocks."""
-        return AttentionConfig(self.d_model, self.n_heads, self.d_k, self.d_v, self.dropout, True, self.kernel)
+        return AttentionConfig(self.d_model, self.n_heads, self.d_k, self.d_v, self.dropout, True, self.kernel,
+                               kernel_options=self.kernel_options)
+
+    def feed_forward(self) -> FeedForwardConfig:
+        """The config of the layer's feed-forward network."""
+        return FeedForwardConfig(self.d_model, self.d_ff, self.activation, self.dropout)
 
 
-class FeedForward(nn.Module):
-    """``W_2 drop(act(W_1 x + b_1)) + b_2``, applied at every position."""
+class FeedForward(Configured, nn.Module):
+    """``W_2 drop(act(W_1 x + b_1)) + b_2``, applied at every position.
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0) -> None:
+    ``FeedForward(d_model, d_ff, **options)`` takes the fields of :class:`FeedForwardConfig`."""
+
+    config_type = FeedForwardConfig
+
+    def __init__(self, d_model: int, d_ff: int, *args: Any, **options: Any) -> None:
         super().__init__()
-        check.one_of("activation", activation, tuple(ACTIVATIONS))
-        self.activation = activation
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        cfg = build(FeedForwardConfig, "FeedForward", d_model, d_ff, *args, **options)
+        self.config = cfg
+        self.activation = cfg.activation
+        self.linear1 = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.linear2 = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor) -> Tensor:  # (B, L, M) -> (B, L, M)
         return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))

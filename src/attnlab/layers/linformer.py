@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -21,12 +22,15 @@ from torch import Tensor, nn
 from .. import _validate as check
 from ..errors import ConfigError, ShapeError
 from ..functional import attention
+from ._config import Configured, build
 
 __all__ = ["LinformerConfig", "LinformerSelfAttention"]
 
 
 @dataclass(frozen=True)
 class LinformerConfig:
+    """Sizes of a :class:`LinformerSelfAttention` (its constructor takes exactly these)."""
+
     d_model: int  # width of the input and of the output
     n_heads: int  # heads; d_model must be divisible by it
     max_len: int  # the longest input the sequence projections take (N)
@@ -39,24 +43,29 @@ class LinformerConfig:
             check.positive_int(name, getattr(self, name))
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; choose a divisor")
+        check.boolean("share_kv", self.share_kv, "one projection for keys and values")
         check.probability("dropout", self.dropout)
 
 
-class LinformerSelfAttention(nn.Module):
+class LinformerSelfAttention(Configured, nn.Module):
     """Multi-head self-attention over sequence-projected keys and values, batch first ``(B, L, d_model)``.
 
     ``forward(x, key_padding_mask=None, return_weights=False)`` returns ``(output (B, L, d_model),
     weights (B, H, L, P) or None)``; ``key_padding_mask`` is ``(B, L)`` bool, True = real token.
+    ``LinformerSelfAttention(d_model, n_heads, max_len, **options)`` takes the fields of :class:`LinformerConfig`.
     """
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, proj_len: int = 64, share_kv: bool = False,
-                 dropout: float = 0.0):
+    config_type = LinformerConfig
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, *args: Any, **options: Any) -> None:
         super().__init__()
-        self.config = LinformerConfig(d_model, n_heads, max_len, proj_len, share_kv, dropout)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
-        self.proj_k = nn.Parameter(torch.randn(proj_len, max_len) / math.sqrt(proj_len))  # E (P, N)
-        self.proj_v = None if share_kv else nn.Parameter(torch.randn(proj_len, max_len) / math.sqrt(proj_len))
+        cfg = build(LinformerConfig, "LinformerSelfAttention", d_model, n_heads, max_len, *args, **options)
+        self.config = cfg
+        m, p, n = cfg.d_model, cfg.proj_len, cfg.max_len
+        self.qkv = nn.Linear(m, 3 * m)
+        self.out_proj = nn.Linear(m, m)
+        self.proj_k = nn.Parameter(torch.randn(p, n) / math.sqrt(p))  # E (P, N)
+        self.proj_v = None if cfg.share_kv else nn.Parameter(torch.randn(p, n) / math.sqrt(p))
 
     def forward(
         self, x: Tensor, key_padding_mask: Tensor | None = None, return_weights: bool = False

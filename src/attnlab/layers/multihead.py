@@ -6,8 +6,9 @@ size, M d_model.  Inputs and outputs are batch first, ``(B, L, M)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
 
@@ -16,6 +17,8 @@ from ..errors import ConfigError, MaskError, ShapeError
 from ..functional import get_kernel, merge_masks
 from ..functional._checks import resolve_mask
 from ..masks import Mask
+from ..trace import Kind
+from ._config import Configured, build, check_kernel_options, frozen_options
 from ._hook import AttentionHook
 from .cache import KVCache
 
@@ -27,7 +30,7 @@ __all__ = ["AttentionConfig", "MultiHeadAttention"]
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    """The sizes and options of one :class:`MultiHeadAttention`."""
+    """The sizes and options of one :class:`MultiHeadAttention` (its constructor takes exactly these)."""
 
     d_model: int  # width of the queries and of the output
     n_heads: int  # number of heads; each attends on its own projection
@@ -38,6 +41,9 @@ class AttentionConfig:
     kernel: str = "dense"  # name in attnlab.functional.KERNELS
     d_key_in: int | None = None  # width of the key input; None = d_model (torch's kdim)
     d_value_in: int | None = None  # width of the value input; None = d_key_in (torch's vdim)
+    # per-instance options of the kernel, passed to each call as **kernel_options (e.g. {"window": 3} for
+    # kernel="local"); checked against the kernel's signature when the config is made; stored read-only
+    kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         check.positive_int("d_model", self.d_model)
@@ -50,7 +56,10 @@ class AttentionConfig:
                 f"choose n_heads dividing d_model or pass d_k (and d_v) explicitly"
             )
         check.probability("dropout", self.dropout)
+        check.boolean("bias", self.bias, "biases in the four projections")
         get_kernel(self.kernel)  # raises ConfigError naming the registered kernels
+        object.__setattr__(self, "kernel_options", frozen_options("kernel_options", self.kernel_options))
+        check_kernel_options(self.kernel, self.kernel_options, self.head_k, self.head_v)
 
     @property
     def head_k(self) -> int:
@@ -69,65 +78,36 @@ class AttentionConfig:
         return self.d_value_in if self.d_value_in is not None else self.key_in
 
 
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttention(Configured, nn.Module):
     r"""Multi-head scaled dot-product attention (Vaswani et al., 2017), batch first.
 
     ``MultiHead(Q, K, V) = Concat(head_1..head_H) W_O`` with ``head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i)``.
-    The attention itself is the kernel named by ``kernel`` (see :func:`attnlab.functional.get_kernel`);
-    the attribute ``self.kernel`` may be changed after construction.
+    The attention itself is the kernel named by ``kernel`` (see :func:`attnlab.functional.get_kernel`),
+    called with ``**kernel_options``; the attribute ``self.kernel`` may be changed after construction
+    (the options are then checked against the new kernel at the next call).
 
-    Args:
-        d_model: width of the queries and of the output.
-        n_heads: number of heads.
-        d_k: per-head query/key size (default ``d_model // n_heads``).
-        d_v: per-head value size (default ``d_k``).
-        dropout: dropout on the attention weights, applied only in training mode.
-        bias: biases in the query, key, value and output projections.
-        kernel: the attention kernel's name.
-        d_key_in, d_value_in: widths of the key and value inputs when they differ from ``d_model``
-            (cross-attention over a memory of another width; torch's ``kdim``/``vdim``).
+    ``MultiHeadAttention(d_model, n_heads, **options)`` takes the fields of :class:`AttentionConfig`
+    (``d_k``, ``d_v``, ``dropout``, ``bias``, ``kernel``, ``d_key_in``, ``d_value_in``, ``kernel_options``),
+    in that order when positional; ``MultiHeadAttention.from_config(cfg)`` builds the layer a config describes.
+    The config is ``self.config``.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_k: int | None = None,
-        d_v: int | None = None,
-        dropout: float = 0.0,
-        bias: bool = True,
-        kernel: str = "dense",
-        *,
-        d_key_in: int | None = None,
-        d_value_in: int | None = None,
-    ) -> None:
+    config_type = AttentionConfig
+
+    def __init__(self, d_model: int, n_heads: int, *args: Any, **options: Any) -> None:
         super().__init__()
-        cfg = AttentionConfig(d_model, n_heads, d_k, d_v, dropout, bias, kernel, d_key_in, d_value_in)
+        cfg = build(AttentionConfig, "MultiHeadAttention", d_model, n_heads, *args, **options)
         self.config = cfg
-        self.n_heads = n_heads
-        self.kernel = kernel
-        h, dk, dv = n_heads, cfg.head_k, cfg.head_v
-        self.q_proj = nn.Linear(d_model, h * dk, bias=bias)
+        self.n_heads = cfg.n_heads
+        self.kernel = cfg.kernel
+        self._options_checked_for = cfg.kernel  # the kernel cfg.kernel_options were checked against
+        h, dk, dv, bias = cfg.n_heads, cfg.head_k, cfg.head_v, cfg.bias
+        self.q_proj = nn.Linear(cfg.d_model, h * dk, bias=bias)
         self.k_proj = nn.Linear(cfg.key_in, h * dk, bias=bias)
         self.v_proj = nn.Linear(cfg.value_in, h * dv, bias=bias)
-        self.out_proj = nn.Linear(h * dv, d_model, bias=bias)
+        self.out_proj = nn.Linear(h * dv, cfg.d_model, bias=bias)
         self.attn_hook = AttentionHook()
         self.reset_parameters()
-
-    @classmethod
-    def from_config(cls, config: AttentionConfig) -> MultiHeadAttention:
-        c = config
-        return cls(
-            c.d_model,
-            c.n_heads,
-            c.d_k,
-            c.d_v,
-            c.dropout,
-            c.bias,
-            c.kernel,
-            d_key_in=c.d_key_in,
-            d_value_in=c.d_value_in,
-        )
 
     def reset_parameters(self) -> None:
         """Xavier-uniform projections and zero biases (as ``torch.nn.MultiheadAttention``)."""
@@ -204,10 +184,7 @@ class MultiHeadAttention(nn.Module):
         check.features("key", key, 3, cfg.key_in, "(batch, k_len, d_key_in)", like)
         check.features("value", value, 3, cfg.value_in, "(batch, k_len, d_value_in)", like)
         check.same_batch(("query", "key", "value"), (query, key, value))
-        if key.shape[1] != value.shape[1]:
-            raise ShapeError(
-                f"key and value must have the same length (dim 1), got key {key.shape[1]} and value {value.shape[1]}"
-            )
+        check.agree(("key", "value"), [key.shape[1], value.shape[1]], "length (dim 1)", "every key needs one value")
 
         q = self._split(self.q_proj(query), cfg.head_k)  # (B, H, L, Dk)
         k, v = self._keys_values(key, value, cross, cache)  # (B, H, S, Dk), (B, H, S, Dv)
@@ -222,10 +199,14 @@ class MultiHeadAttention(nn.Module):
 
         need = return_weights or bool(self.attn_hook.active)
         kernel = get_kernel(self.kernel)
+        if self.kernel != self._options_checked_for:  # switched after construction: do the options suit it?
+            check_kernel_options(self.kernel, cfg.kernel_options, cfg.head_k, cfg.head_v)
+            self._options_checked_for = self.kernel
         p = cfg.dropout if self.training else 0.0
-        out, weights = kernel(q, k, v, mask=m, causal=causal, dropout=p, return_weights=need)
+        out, weights = kernel(q, k, v, mask=m, causal=causal, dropout=p, return_weights=need, **cfg.kernel_options)
         if weights is not None:
-            weights = self.attn_hook(weights, "cross" if cross else "causal" if causal else "self")
+            kind: Kind = "cross" if cross else "causal" if causal else "self"
+            weights = self.attn_hook(weights, kind)
         b, _, l, _ = out.shape
         out = out.transpose(1, 2).reshape(b, l, self.n_heads * cfg.head_v)  # (B, L, H * Dv)
         return self.out_proj(out), (weights if return_weights else None)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from .. import _validate as check
-from ..errors import ConfigError, ShapeError
+from ..errors import ConfigError
 from ..functional import masked_softmax, scores
+from ..trace import Kind
+from ._config import Configured, build
 from ._hook import AttentionHook
 
 __all__ = ["BahdanauAttention", "LuongAttention", "RecurrentAttentionConfig"]
@@ -26,12 +29,13 @@ SCORES = ("dot", "general", "concat", "additive")
 
 @dataclass(frozen=True)
 class RecurrentAttentionConfig:
-    """Sizes and score of a single-query attention (Bahdanau ``additive``, Luong ``dot``/``general``/``concat``)."""
+    """Sizes and score of a single-query attention (Bahdanau ``additive``, Luong ``dot``/``general``/``concat``);
+    :class:`LuongAttention` takes exactly these, :class:`BahdanauAttention` these with ``score="additive"``."""
 
     d_query: int  # decoder state size Eq
     d_key: int  # encoder state size Ek
     score: str = "dot"  # how a query and a key are compared
-    d_attn: int | None = None  # hidden size A of the additive/concat score; unused otherwise
+    d_attn: int | None = None  # hidden size A of the additive/concat score (None: d_query); unused otherwise
 
     def __post_init__(self) -> None:
         check.positive_int("d_query", self.d_query)
@@ -45,7 +49,7 @@ class RecurrentAttentionConfig:
             )
         additive = self.score in ("concat", "additive")
         if additive and self.d_attn is None:
-            raise ConfigError(f"score={self.score!r} needs d_attn, the hidden size of its network; got None")
+            object.__setattr__(self, "d_attn", self.d_query)  # the default hidden size of the scoring network
         if not additive and self.d_attn is not None:
             raise ConfigError(
                 f"d_attn only applies to score='concat' or 'additive', got d_attn={self.d_attn} with "
@@ -58,11 +62,14 @@ def _uniform(t: Tensor, fan_in: int) -> None:
     nn.init.uniform_(t, -bound, bound)
 
 
-class _SingleQueryAttention(nn.Module):
+class _SingleQueryAttention(Configured, nn.Module):
     """Shared forward: score one query against the keys, masked softmax, weighted sum of values."""
 
-    def __init__(self, config: RecurrentAttentionConfig) -> None:
+    config_type = RecurrentAttentionConfig
+
+    def __init__(self, *args: Any, **options: Any) -> None:
         super().__init__()
+        config = build(RecurrentAttentionConfig, type(self).__name__, *args, **options)
         self.config = config
         a = config.d_attn
         if a is not None:  # v^T tanh(W_q q + W_k k)
@@ -105,20 +112,18 @@ class _SingleQueryAttention(nn.Module):
         check.features("query", query, 2, cfg.d_query, "(batch, d_query)", like)
         check.features("keys", keys, 3, cfg.d_key, "(batch, src_len, d_key)", query)
         values = keys if values is None else values
-        if not isinstance(values, Tensor) or values.ndim != 3:
-            got = tuple(values.shape) if isinstance(values, Tensor) else type(values).__name__
-            raise ShapeError(f"values must be a tensor (batch, src_len, d_v), got {got}")
+        check.ndim("values", check.tensor("values", values, "(batch, src_len, d_v)"), 3, "(batch, src_len, d_v)")
         check.features("values", values, 3, values.shape[-1], "(batch, src_len, d_v)", query)
         check.same_batch(("query", "keys", "values"), (query, keys, values))
         b, s = keys.shape[:2]
-        if values.shape[1] != s:
-            raise ShapeError(f"keys and values must have the same length (dim 1), got {s} and {values.shape[1]}")
+        check.agree(("keys", "values"), [s, values.shape[1]], "length (dim 1)", "every key needs one value")
         mask = None
         if key_padding_mask is not None:
             mask = check.key_padding(key_padding_mask, b, s)[:, None, :]  # (B, 1, S)
         e = self.score(query[:, None, :], keys)  # (B, 1, S)
         w = masked_softmax(e, mask).to(values.dtype)  # (B, 1, S)
-        w = self.attn_hook(w[:, None], "cross")[:, 0]  # (B, 1, 1, S) for capture, back to (B, 1, S)
+        kind: Kind = "cross"  # a decoder state attends over the encoder states
+        w = self.attn_hook(w[:, None], kind)[:, 0]  # (B, 1, 1, S) for capture, back to (B, 1, S)
         context = torch.matmul(w, values)  # (B, 1, Ev)
         return context[:, 0], w[:, 0]
 
@@ -126,14 +131,19 @@ class _SingleQueryAttention(nn.Module):
 class BahdanauAttention(_SingleQueryAttention):
     r"""Additive attention (Bahdanau et al., 2015): ``e_j = v^T tanh(W_q q + W_k k_j)``.
 
-    Args:
-        d_query: decoder state size.
-        d_key: encoder state size.
-        d_attn: hidden size of the scoring network.
+    ``BahdanauAttention(d_query, d_key, d_attn=None)`` takes the fields of :class:`RecurrentAttentionConfig`
+    with ``score="additive"``: ``d_query`` the decoder state size, ``d_key`` the encoder state size,
+    ``d_attn`` the hidden size of the scoring network (default ``d_query``).
     """
 
-    def __init__(self, d_query: int, d_key: int, d_attn: int) -> None:
-        super().__init__(RecurrentAttentionConfig(d_query, d_key, "additive", d_attn))
+    def __init__(self, d_query: int, d_key: int, d_attn: int | None = None, **options: Any) -> None:
+        score = options.pop("score", "additive")
+        if score != "additive":
+            raise ConfigError(
+                f"BahdanauAttention's score is always 'additive', got score={score!r}; "
+                f"use LuongAttention(score={score!r}) for another score"
+            )
+        super().__init__(d_query, d_key, score=score, d_attn=d_attn, **options)
 
 
 class LuongAttention(_SingleQueryAttention):
@@ -141,9 +151,9 @@ class LuongAttention(_SingleQueryAttention):
 
     ``score="dot"``: ``q . k`` (needs ``d_query == d_key``); ``"general"``: ``q^T W k``;
     ``"concat"``: ``v^T tanh(W [q; k])`` with hidden size ``d_attn`` (default ``d_query``).
+    ``LuongAttention(d_query, d_key, score="dot", d_attn=None)`` takes the fields of
+    :class:`RecurrentAttentionConfig`, in that order.
     """
 
-    def __init__(self, d_query: int, d_key: int, score: str = "dot", d_attn: int | None = None) -> None:
-        if score == "concat" and d_attn is None:
-            d_attn = d_query
-        super().__init__(RecurrentAttentionConfig(d_query, d_key, score, d_attn))
+    def __init__(self, d_query: int, d_key: int, *args: Any, **options: Any) -> None:
+        super().__init__(d_query, d_key, *args, **options)
