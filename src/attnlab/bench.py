@@ -177,11 +177,11 @@ def cases(cfg: Config) -> list[Case]:
              lambda x, n: (lambda m: lambda: F.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=m))(
                  _window_mask(n))),
         Case("local", f"local, causal window {WINDOW}", 65536, _window_flops,
-             lambda x, n: lambda: local_attention(x["q"], x["k"], x["v"], (WINDOW - 1, 0))),
+             lambda x, n: lambda: local_attention(x["q"], x["k"], x["v"], window=(WINDOW - 1, 0))),
         Case("linear", "linear (elu+1)", 65536, _linear_flops,
              lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"])),
         Case("linear_relu", "linear (ReLU)", 65536, _linear_flops,
-             lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"], "relu")),
+             lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"], feature_map="relu")),
         Case("linear_causal", "linear (elu+1), causal", 65536, _linear_flops,
              lambda x, n: lambda: linear_attention(x["q"], x["k"], x["v"], causal=True)),
         Case("lsh", f"LSH (Reformer), {LSH_HASHES} rounds, chunk {LSH_CHUNK}", 65536, _lsh_flops,

@@ -237,3 +237,84 @@ def test_masked_softmax_half_precision_statistics_in_float32():
     assert w.dtype == torch.float32
     ref = torch.softmax(s.double(), -1)
     assert (w.double() - ref).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_gradient_through_the_returned_weights_matches_float64(causal):
+    """A caller may train on the weights (e.g. an attention-supervision loss): their gradient must flow."""
+    shape = (2, 3, 7, 5, 13, 11)
+    q, k, v = make(*shape, grad=True)
+    mask = make_mask("padding", *shape[:4])  # no fully masked row: the float64 reference's softmax is NaN there
+    r = torch.randn(shape[:4], generator=torch.Generator().manual_seed(11), dtype=torch.float64)
+    _, w = al.attention(q, k, v, mask=mask, causal=causal)
+    grads = torch.autograd.grad((w.double() * r).sum(), (q, k))
+    q64, k64 = (t.detach().double().requires_grad_() for t in (q, k))
+    _, w_ref = attention_ref(q64, k64, v.detach(), mask=mask, causal=causal)
+    ref = torch.autograd.grad((w_ref * r).sum(), (q64, k64))
+    for name, g, gr in zip("qk", grads, ref, strict=True):
+        err = (g.double() - gr).abs().max().item()
+        assert err < 1e-5 * max(1.0, gr.abs().max().item()), f"d/d{name}: largest difference {err:.3g}"
+    # float64, with a fully masked row: the finite-difference Jacobian of the weights alone
+    q64, k64, v64 = make(1, 2, 5, 4, 3, 2, dtype=torch.float64, grad=True)
+    m = torch.rand(1, 1, 5, 4, generator=torch.Generator().manual_seed(3)) > 0.4
+    m[..., 1, :] = False
+    assert torch.autograd.gradcheck(lambda q, k: al.attention(q, k, v64, mask=m, causal=causal)[1], (q64, k64))
+
+
+def _nan_on_dead_rows(sdpa):
+    """torch's SDPA, but writing NaN (forward and backward) into rows whose mask allows no key, as the CUDA
+    kernels do; torch 2.13's CPU kernel happens to return zeros there, which would hide a missing guard."""
+
+    def wrapper(q, k, v, attn_mask=None, *args, **kwargs):
+        out = sdpa(q, k, v, attn_mask, *args, **kwargs)
+        if attn_mask is None:
+            return out
+        allowed = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
+        dead = ~allowed.any(dim=-1, keepdim=True)  # (..., L, 1)
+        return out * torch.where(dead, float("nan"), 1.0)  # NaN in those rows, and in their gradient
+
+    return wrapper
+
+
+@pytest.mark.parametrize("case", ["bool", "float", "causal_more_queries"])
+def test_fused_path_guards_rows_with_no_key_when_the_kernel_gives_nan(monkeypatch, case):
+    monkeypatch.setattr(F, "scaled_dot_product_attention", _nan_on_dead_rows(F.scaled_dot_product_attention))
+    dead = torch.zeros(1, 1, 1, 3, dtype=torch.bool)
+    assert F.scaled_dot_product_attention(*make(1, 1, 1, 3, 4, 4), attn_mask=dead).isnan().all()  # the stand-in bites
+    shape = (2, 3, 6, 4, 8, 5)
+    q, k, v = make(*shape, grad=True)
+    mask, causal = (None, True) if case == "causal_more_queries" else (make_mask(case, *shape[:4]), False)
+    out, none = al.attention(q, k, v, mask=mask, causal=causal, return_weights=False)
+    ref = attention_ref(q, k, v, mask=mask, causal=causal)[0]
+    assert none is None and torch.isfinite(out).all()
+    assert (out.double() - ref).abs().max().item() < 1e-5  # the rows with no key are zeros in the reference
+    dout = torch.randn(out.shape, generator=torch.Generator().manual_seed(2))
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    readable = al.attention(q, k, v, mask=mask, causal=causal)[0]  # matmul-softmax path: no SDPA call
+    ref_grads = torch.autograd.grad(readable, (q, k, v), dout)
+    for name, g, gr in zip("qkv", grads, ref_grads, strict=True):
+        assert torch.isfinite(g).all(), f"grad {name} is not finite"
+        assert (g - gr).abs().max().item() < 1e-5, f"grad {name}: largest difference {(g - gr).abs().max().item():.3g}"
+
+
+@pytest.mark.parametrize("return_weights", [False, True], ids=["fused", "readable"])
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_keeps_1_minus_p_and_rescales_by_1_over_1_minus_p(return_weights, p):
+    """With v = identity over the keys the output is the dropped, rescaled weights themselves."""
+    B, H, L, S, E = 2, 4, 48, 64, 16
+    q, k, _ = make(B, H, L, S, E, E, dtype=torch.float64)
+    v = torch.eye(S, dtype=torch.float64).expand(B, H, S, S)
+    full = al.attention(q, k, v)[1]  # undropped weights, all > 0
+    torch.manual_seed(0)
+    out, w = al.attention(q, k, v, dropout=p, return_weights=return_weights)
+    if return_weights:
+        assert torch.equal(out, w)
+    n = out.numel()
+    dropped = (out == 0).double().mean().item()
+    tol = 5 * math.sqrt(p * (1 - p) / n)  # five binomial standard deviations
+    assert abs(dropped - p) < tol, f"share dropped {dropped:.4f}, expected {p} +- {tol:.4f}"
+    kept = out != 0
+    assert torch.allclose(out[kept], full[kept] / (1 - p), rtol=1e-10, atol=0)  # survivors scaled by 1 / (1 - p)
+    ratio = (out / full).mean().item()  # each term: 0 w.p. p, 1 / (1 - p) otherwise; mean 1, variance p / (1 - p)
+    tol = 5 * math.sqrt(p / (1 - p) / n)
+    assert abs(ratio - 1) < tol, f"mean of dropped / undropped weights {ratio:.4f}, expected 1 +- {tol:.4f}"

@@ -37,7 +37,8 @@ def quadratic(fq, fk, v, causal, keymask=None):
         a = a * (torch.arange(S).view(1, -1) <= torch.arange(L).view(-1, 1) + S - L)
     if keymask is not None:
         a = a * keymask
-    return (a @ v) / a.sum(-1, keepdim=True).clamp_min(1e-6)
+    den = a.sum(-1, keepdim=True)
+    return (a @ v) / torch.where(den > 0, den, 1.0)  # a row with no weight at all gives zeros
 
 
 @pytest.mark.parametrize(("L", "S"), [(37, 37), (20, 37), (37, 20), (1, 1)])
@@ -48,10 +49,11 @@ def test_linear_equals_its_quadratic_form(L, S, fmap, causal, chunk):
     q, k, v = make(L, S)
     pad = torch.arange(S).view(1, 1, 1, S) < torch.tensor([S, max(1, S - 4)]).view(2, 1, 1, 1)
     for mask in (None, pad):
-        out = linear_attention(q, k, v, fmap, causal=causal, chunk=chunk, mask=mask)
+        out = linear_attention(q, k, v, feature_map=fmap, causal=causal, chunk=chunk, mask=mask)
         ref = quadratic(PHI[fmap](q), PHI[fmap](k), v, causal, None if mask is None else mask.double())
         assert (out - ref).abs().max().item() < 1e-10
-        out32 = linear_attention(q.float(), k.float(), v.float(), fmap, causal=causal, chunk=chunk, mask=mask)
+        q32, k32, v32 = q.float(), k.float(), v.float()
+        out32 = linear_attention(q32, k32, v32, feature_map=fmap, causal=causal, chunk=chunk, mask=mask)
         assert out32.dtype == torch.float32 and (out32.double() - ref).abs().max().item() < 2e-5
 
 
@@ -69,7 +71,7 @@ def test_linear_causal_gradcheck_and_relu_zero_denominator_gives_zeros():
     q, k, v = (t.requires_grad_() for t in make(9, 7, B=1, H=2, E=3, Ev=2))
     torch.autograd.gradcheck(lambda q, k, v: linear_attention(q, k, v, causal=True, chunk=4), (q, k, v))
     q, k, v = make(5, 5)
-    out = linear_attention(-q.abs() - 1, k.abs() + 1, v, "relu")  # phi(q) = 0: every denominator is 0
+    out = linear_attention(-q.abs() - 1, k.abs() + 1, v, feature_map="relu")  # phi(q) = 0: every denominator is 0
     assert torch.isfinite(out).all() and (out == 0).all()
 
 
@@ -78,8 +80,10 @@ def test_performer_error_falls_as_features_grow():
     ref, _ = attention_ref(q, k, v)
     means = []
     for m in (16, 64, 256, 1024):
-        errs = [(performer_attention(q, k, v, m, generator=torch.Generator().manual_seed(s)) - ref).abs().mean()
-                for s in range(6)]
+        errs = [
+            (performer_attention(q, k, v, features=m, generator=torch.Generator().manual_seed(s)) - ref).abs().mean()
+            for s in range(6)
+        ]
         means.append(torch.stack(errs).mean().item())
     assert all(a > b for a, b in itertools.pairwise(means)), means
     assert means[-1] < 0.5 * means[0], means
@@ -91,8 +95,46 @@ def test_performer_is_its_own_quadratic_form_and_causal_works():
     r = 8 ** -0.25
     fq, fk = favor_features(q * r, proj, is_query=True), favor_features(k * r, proj, is_query=False)
     for causal in (False, True):
-        out = performer_attention(q, k, v, proj, causal=causal, chunk=6)
+        out = performer_attention(q, k, v, features=proj, causal=causal, chunk=6)
         assert (out - quadratic(fq, fk, v, causal)).abs().max().item() < 1e-10
+
+
+def unit_variance(n, seed, E=64):
+    g = torch.Generator().manual_seed(100 + seed)
+    return [torch.randn(1, 2, n, E, generator=g, dtype=torch.float64) for _ in range(3)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_performer_unit_variance_rows_are_not_shrunk(causal):
+    """At d = 64 with unit-variance q, k, the stabilisers make many denominators tiny (under 1e-6 for a third
+    to two thirds of the causal rows): they must be divided by as they are, not raised to a floor (which
+    shrank those rows toward zero)."""
+    q, k, v = unit_variance(256, 0)
+    proj = orthogonal_random_features(256, 64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    r = 64 ** -0.25
+    fq, fk = favor_features(q * r, proj, is_query=True), favor_features(k * r, proj, is_query=False)
+    out = performer_attention(q, k, v, features=proj, causal=causal, chunk=48)
+    assert (out - quadratic(fq, fk, v, causal)).abs().max().item() < 1e-10
+    exact = attention_ref(q, k, v, causal=causal)[0]
+    ratio = out.norm(dim=-1) / exact.norm(dim=-1)  # (1, 2, n)
+    assert ratio.min().item() > 0.05, f"a row shrunk to {ratio.min().item():.3g} of the exact row's norm"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_performer_unit_variance_error_falls_with_features(causal):
+    """Relative error ||out - exact|| / ||exact|| at d = 64, unit variance, mean over 6 seeds: falls from
+    m = 64 to 256 to 1024 (with the old absolute floor the causal error stalled near 0.9)."""
+    means = []
+    for m in (64, 256, 1024):
+        errs = []
+        for seed in range(6):
+            q, k, v = unit_variance(256, seed)
+            exact = attention_ref(q, k, v, causal=causal)[0]
+            proj = orthogonal_random_features(m, 64, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+            out = performer_attention(q, k, v, features=proj, causal=causal)
+            errs.append(((out - exact).norm() / exact.norm()).item())
+        means.append(sum(errs) / len(errs))
+    assert means[0] > means[1] > means[2], means
 
 
 def test_orthogonal_features_are_orthogonal_within_a_block_and_redraw_differs():
@@ -128,7 +170,7 @@ def test_registered_linear_kernels_and_errors():
     with pytest.raises(MaskError, match="key-padding"):
         linear_attention(q, k, v, mask=torch.ones(7, 7, dtype=torch.bool))
     with pytest.raises(ConfigError, match="feature_map"):
-        linear_attention(q, k, v, "tanh")
+        linear_attention(q, k, v, feature_map="tanh")
 
 
 def test_linformer_with_identity_projection_is_dense_attention():

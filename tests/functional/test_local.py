@@ -42,7 +42,7 @@ def local_mask(L, S, window, dilation, glob, causal):
 def test_local_equals_dense_with_the_window_mask(L, S, window, dilation, glob):
     q, k, v = make(L, S)
     for causal, pad, block, with_lse in itertools.product([False, True], [None, padding(S)], [4, 128], [False, True]):
-        out, lse = local_attention(q, k, v, window, dilation=dilation, global_tokens=glob, causal=causal,
+        out, lse = local_attention(q, k, v, window=window, dilation=dilation, global_tokens=glob, causal=causal,
                                    mask=pad, block=block, return_lse=with_lse)
         mask = local_mask(L, S, window, dilation, glob, causal)
         mask = mask if pad is None else mask & pad
@@ -63,7 +63,7 @@ def test_local_float32_and_additive_mask():
     window = masks.window(5, 2).materialize(37, 37)
     ref, _ = attention_ref(q, k, v, mask=add.double().masked_fill(~window, float("-inf")))
     for with_lse in (False, True):
-        out, _ = local_attention(q, k, v, (5, 2), mask=add, block=6, return_lse=with_lse)
+        out, _ = local_attention(q, k, v, window=(5, 2), mask=add, block=6, return_lse=with_lse)
         assert (out.double() - ref).abs().max().item() < 2e-5
 
 
@@ -72,7 +72,7 @@ def test_local_bfloat16_rule():
     mask = masks.window(6, 0).materialize(37, 37)
     ref, _ = attention_ref(q, k, v, mask=mask)
     qb, kb, vb = (t.bfloat16() for t in (q, k, v))
-    out, _ = local_attention(qb, kb, vb, (6, 0), block=5)
+    out, _ = local_attention(qb, kb, vb, window=(6, 0), block=5)
     base = (plain_attention(qb, kb, vb, mask=mask).double() - ref).abs().max().item()
     assert out.dtype == torch.bfloat16
     assert (out.double() - ref).abs().max().item() <= 2 * base + 1e-6
@@ -84,7 +84,7 @@ def test_local_gradcheck_with_an_empty_row(glob):
     pad = torch.ones(1, 1, 9, 9, dtype=torch.bool)
     pad[..., 2, :] = False  # a query with no key: zeros, and zero gradient, in the fused path too
     torch.autograd.gradcheck(
-        lambda q, k, v: local_attention(q, k, v, (2, 1), dilation=2, global_tokens=glob, causal=True, block=4,
+        lambda q, k, v: local_attention(q, k, v, window=(2, 1), dilation=2, global_tokens=glob, causal=True, block=4,
                                         mask=pad if glob is None else None)[0], (q, k, v))
 
 
@@ -93,7 +93,7 @@ def test_local_gradcheck_with_an_empty_row(glob):
 def test_bigbird_equals_dense_with_its_mask(L, S, block):
     q, k, v = make(L, S)
     for window, gb, rb, causal in itertools.product([0, 1], [0, 1], [0, 2], [False, True]):
-        out, _ = bigbird_attention(q, k, v, block, window=window, global_blocks=gb, random_blocks=rb, seed=3,
+        out, _ = bigbird_attention(q, k, v, block=block, window=window, global_blocks=gb, random_blocks=rb, seed=3,
                                    causal=causal, mask=padding(S))
         mask = masks.bigbird(block, window, gb, rb, seed=3).materialize(L, S) & padding(S)
         ref, _ = attention_ref(q, k, v, mask=mask, causal=causal)
@@ -114,11 +114,11 @@ def test_registered_local_kernel_and_errors():
     with pytest.raises(ConfigError, match="never builds"):
         get_kernel("local")(q, k, v, return_weights=True)
     with pytest.raises(ConfigError, match="window"):
-        local_attention(q, k, v, -1)
+        local_attention(q, k, v, window=-1)
     with pytest.raises(ConfigError, match="predicate"):
-        local_attention(q, k, v, 2, mask=masks.causal())
+        local_attention(q, k, v, window=2, mask=masks.causal())
     with pytest.raises(ConfigError, match="dilation"):
-        local_attention(q, k, v, 2, dilation=0)
+        local_attention(q, k, v, window=2, dilation=0)
 
 
 @given(st.integers(1, 25), st.integers(1, 25), st.integers(0, 6), st.integers(0, 6), st.integers(1, 3),
@@ -126,7 +126,7 @@ def test_registered_local_kernel_and_errors():
 def test_property_local_equals_dense(L, S, before, after, dilation, block, causal, seed):
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(1, 2, n, 3, generator=g, dtype=torch.float64) for n in (L, S, S))
-    out, _ = local_attention(q, k, v, (before, after), dilation=dilation, causal=causal, block=block)
+    out, _ = local_attention(q, k, v, window=(before, after), dilation=dilation, causal=causal, block=block)
     mask = masks.window(before, 0 if causal else after, dilation=dilation).materialize(L, S)
     ref, _ = attention_ref(q, k, v, mask=mask, causal=causal)
     assert (out - ref).abs().max().item() < 1e-10

@@ -120,7 +120,7 @@ def test_dense_temperature_option():
 @pytest.mark.parametrize("kernel,options,words", [
     ("local", {"windw": 3}, ["'local'", "'windw'", "it takes window"]),
     ("linear", {"feature": "relu"}, ["'feature'", "feature_map"]),
-    ("memory_efficient", {"window": 3}, ["'window'", "it takes none"]),
+    ("efficient", {"window": 3}, ["'window'", "it takes none"]),
     ("dense", {"mask": None}, ["may not set 'mask'", "forward()"]),
     ("dense", {"dropout": 0.1}, ["may not set 'dropout'", "on the layer"]),
     ("local", {"window": -1}, ["refuses", "window must be an int w >= 0", "-1"]),

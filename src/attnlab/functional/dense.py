@@ -8,6 +8,7 @@ Kernels take ``(..., L, E)`` queries, ``(..., S, E)`` keys and ``(..., S, Ev)`` 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -15,11 +16,13 @@ from torch import Tensor
 
 from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
+from ._kernel import reject_options
 
 __all__ = [
     "attention",
     "causal_mask",
     "finite_or_zero",
+    "keyless_output",
     "log_normaliser",
     "masked_softmax",
     "merge_masks",
@@ -37,6 +40,13 @@ def finite_or_zero(row_max: Tensor) -> Tensor:
     """A softmax shift that is safe on rows with no allowed key: the row maximum, or 0 where it is
     ``-inf`` (then ``exp(-inf - 0) = 0`` instead of ``exp(-inf + inf) = NaN``)."""
     return torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+
+
+def keyless_output(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """Zeros ``(..., L, Ev)``, the output of queries that see no key, in the dtype of ``q``.  Built as
+    ``(q k[:0]^T) v[:0]`` (no work) so that it stays in the autograd graph of ``q, k, v``: a loss on an
+    empty or keyless output back-propagates zeros instead of failing."""
+    return torch.matmul(torch.matmul(q, k[..., :0, :].transpose(-2, -1)), v[..., :0, :])  # (..., L, 0) @ (..., 0, Ev)
 
 
 def log_normaliser(shift: Tensor, total: Tensor) -> tuple[Tensor, Tensor]:
@@ -57,6 +67,8 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     and the normaliser by 1 where it is 0.
     """
     s = scores.to(work_dtype(scores.dtype))
+    if s.shape[-1] == 0:  # no key at all: amax has nothing to reduce
+        return s.new_zeros(s.shape)
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.to(s.dtype)
     row_max = finite_or_zero(s.amax(dim=-1, keepdim=True).detach())  # (..., L, 1); cancels in the gradient
@@ -85,12 +97,14 @@ def attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
+    *,
     mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     temperature: float = 1.0,
     dropout: float = 0.0,
     return_weights: bool = True,
+    **options: Any,
 ) -> tuple[Tensor, Tensor | None]:
     r"""Exact scaled dot-product attention, :math:`\mathrm{softmax}(QK^\top \cdot s / \tau + M)\,V`.
 
@@ -110,6 +124,10 @@ def attention(
         return_weights: also return the weights ``(..., L, S)``.  When False the call goes to
             :func:`torch.nn.functional.scaled_dot_product_attention` (fused, no ``L x S`` matrix kept
             for the caller).
+        options: this function is the registered kernel ``"dense"`` (a :class:`attnlab.functional.Kernel`),
+            whose only option is ``temperature``; any other keyword raises :class:`~attnlab.errors.ConfigError`.
+
+    Everything after ``v`` is keyword-only, as in :func:`torch.nn.functional.scaled_dot_product_attention`.
 
     Returns:
         ``(output, weights)``: output ``(..., L, Ev)`` in the input dtype; weights in the input dtype
@@ -119,6 +137,7 @@ def attention(
     Half-precision inputs are upcast for the scores and the softmax, whose statistics accumulate in
     float32.
     """
+    reject_options("dense", options, ("temperature",))
     check_qkv(q, k, v)
     check_options(scale, temperature, dropout)
     m = resolve_mask(mask, q, k)

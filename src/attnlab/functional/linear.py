@@ -11,13 +11,18 @@ feature maps ``phi(q).phi(k)``, so the sum over keys can be taken first:
 which costs ``O((L + S) F Ev)`` instead of ``O(L S E)``.  The causal form needs the sums over the
 keys up to each query only: chunks of ``C`` queries use the running sum of the earlier chunks plus a
 ``C x C`` triangular product inside the chunk, so memory stays ``O(C^2 + F Ev)`` per head.  Sums are
-kept in float32 (float64 for float64 inputs) and the denominator is guarded by ``eps``.
+kept in float32 (float64 for float64 inputs).  With non-negative features the denominator is a sum of
+non-negative terms, zero only when the row has no weight at all (every key masked, no key, or ReLU
+features that miss every key): such a row gives zeros.  Any positive denominator is used as it is,
+however small: Performer's stabilisers scale numerator and denominator alike by an arbitrary factor, so
+an absolute floor would shrink rows (see docs/efficient.md).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -27,9 +32,9 @@ from .. import _validate as check
 from ..errors import ConfigError, MaskError
 from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
-from ._kernel import refuse
+from ._kernel import refuse, reject_options
 from ._tiles import check_block
-from .dense import masked_softmax, work_dtype
+from .dense import keyless_output, masked_softmax, work_dtype
 
 __all__ = [
     "FEATURE_MAPS",
@@ -38,17 +43,18 @@ __all__ = [
     "favor_features",
     "linear_attention",
     "linear_kernel",
+    "linear_relu_kernel",
     "orthogonal_random_features",
     "performer_attention",
     "performer_kernel",
 ]
 
-EPS = 1e-6
+FEATURE_EPS = 1e-6  # added to every FAVOR+ feature (part of the features, not a guard on the denominator)
 _GROUP = 1024  # causal form: positions handled per step (vectorised over their chunks); bounds the memory
 
 FEATURE_MAPS: dict[str, Callable[[Tensor], Tensor]] = {
     "elu": lambda x: F.elu(x).add_(1.0),  # Katharopoulos et al. 2020: positive, smooth
-    "relu": F.relu,  # may give a zero denominator: the guard returns zeros then
+    "relu": F.relu,  # may give a zero denominator: that row gives zeros
 }
 
 
@@ -71,15 +77,28 @@ def _key_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor, what: str) -> Te
     return m.transpose(-2, -1).to(work_dtype(q.dtype))  # (..., S, 1)
 
 
-def _kernelized(
-    fq: Tensor, fk: Tensor, v: Tensor, causal: bool, chunk: int, eps: float
-) -> Tensor:
-    """``out_i = sum_j (fq_i . fk_j) v_j / max(sum_j fq_i . fk_j, eps)`` over all keys, or over
-    ``j <= i + S - L`` when causal (chunked prefix sums).  fq (..., L, F), fk (..., S, F), v (..., S, Ev)."""
+def _ratio(num: Tensor, den: Tensor) -> Tensor:
+    """``num / den`` where ``den > 0``, zeros elsewhere (rows with no weight), with a finite gradient."""
+    has = den > 0
+    return torch.where(has, num / torch.where(has, den, torch.ones_like(den)), torch.zeros_like(num))
+
+
+def _exclusive_cumsum(x: Tensor, dim: int) -> Tensor:
+    """Sums of the entries strictly before each one along ``dim``.  Not ``cumsum - x``: when a late
+    entry dwarfs the earlier ones (Performer's key features span orders of magnitude), that subtraction
+    rounds the earlier ones away."""
+    c = x.cumsum(dim=dim).narrow(dim, 0, x.shape[dim] - 1)
+    return torch.cat([torch.zeros_like(x.narrow(dim, 0, 1)), c], dim=dim)
+
+
+def _kernelized(fq: Tensor, fk: Tensor, v: Tensor, causal: bool, chunk: int) -> Tensor:
+    """``out_i = sum_j (fq_i . fk_j) v_j / sum_j fq_i . fk_j`` over all keys, or over ``j <= i + S - L``
+    when causal (chunked prefix sums); zeros where the denominator is 0.  fq (..., L, F), fk (..., S, F),
+    v (..., S, Ev), features non-negative."""
     if not causal:
         kv = torch.matmul(fk.transpose(-2, -1), v)  # (..., F, Ev)
         z = fk.sum(dim=-2).unsqueeze(-1)  # (..., F, 1)
-        return torch.matmul(fq, kv).div_(torch.matmul(fq, z).clamp_min(eps))  # (..., L, Ev)
+        return _ratio(torch.matmul(fq, kv), torch.matmul(fq, z))  # (..., L, Ev)
     L, S = fq.shape[-2], fk.shape[-2]
     off = S - L
     lead, Ev = fq.shape[:-2], v.shape[-1]
@@ -101,15 +120,15 @@ def _kernelized(
         fqg, fkg, vg = (_chunks(x[..., t0:t1, :], pad, g, c) for x in (fq, fk, v))  # (..., G, C, *)
         kvc = torch.matmul(fkg.transpose(-2, -1), vg)  # (..., G, F, Ev): each chunk's own sums
         zc = fkg.sum(dim=-2).unsqueeze(-1)  # (..., G, F, 1)
-        kv_before = kv.unsqueeze(-3) + kvc.cumsum(dim=-3) - kvc  # (..., G, F, Ev): sums of the earlier chunks
-        z_before = z.unsqueeze(-3) + zc.cumsum(dim=-3) - zc  # (..., G, F, 1)
+        kv_before = kv.unsqueeze(-3) + _exclusive_cumsum(kvc, -3)  # (..., G, F, Ev): sums of the earlier chunks
+        z_before = z.unsqueeze(-3) + _exclusive_cumsum(zc, -3)  # (..., G, F, 1)
         a = torch.matmul(fqg, fkg.transpose(-2, -1)) * tri  # (..., G, C, C): inside the chunk, causal
         num = torch.matmul(fqg, kv_before) + torch.matmul(a, vg)  # (..., G, C, Ev)
         den = torch.matmul(fqg, z_before) + a.sum(dim=-1, keepdim=True)  # (..., G, C, 1)
-        outs.append((num / den.clamp_min(eps)).view(*lead, g * c, Ev)[..., : t1 - t0, :])
+        outs.append(_ratio(num, den).view(*lead, g * c, Ev)[..., : t1 - t0, :])
         kv = kv + kvc.sum(dim=-3)
         z = z + zc.sum(dim=-3)
-    return torch.cat(outs, dim=-2) if skip or len(outs) > 2 else outs[1]  # (..., L, Ev)
+    return outs[1] if len(outs) == 2 and not skip else torch.cat(outs, dim=-2)  # (..., L, Ev)
 
 
 def _chunks(x: Tensor, pad: int, g: int, c: int) -> Tensor:
@@ -119,11 +138,10 @@ def _chunks(x: Tensor, pad: int, g: int, c: int) -> Tensor:
 
 
 def _prepare(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Mask | None, chunk: int, eps: float, what: str
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Mask | None, chunk: int, what: str
 ) -> tuple[Tensor | None, torch.dtype]:
     check_qkv(q, k, v)
     check_block("chunk", chunk)
-    check.positive_float("eps", eps, fix="it guards the denominator; e.g. eps=1e-6")
     return _key_mask(mask, q, k, what), work_dtype(q.dtype)
 
 
@@ -131,33 +149,35 @@ def linear_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    feature_map: str | Callable[[Tensor], Tensor] = "elu",
     *,
-    mask: Tensor | None = None,
+    feature_map: str | Callable[[Tensor], Tensor] = "elu",
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     chunk: int = 128,
-    eps: float = EPS,
 ) -> Tensor:
     r"""Kernel attention :math:`\phi(Q)(\phi(K)^\top V) / \phi(Q)\,\phi(K)^\top 1` (Katharopoulos et al. 2020).
 
     Args:
-        feature_map: ``"elu"`` (``elu(x) + 1``), ``"relu"``, or a callable applied to the last dim.
+        feature_map: ``"elu"`` (``elu(x) + 1``), ``"relu"``, or a callable applied to the last dim that
+            gives non-negative features.
         mask: boolean key padding ``(..., 1, S)`` (True = real key); per-query masks are refused.
         causal: query ``i`` sums keys ``j <= i + S - L`` (bottom-right), via chunked prefix sums.
         chunk: queries per chunk in the causal form (memory ``O(chunk^2 + F Ev)`` per head).
-        eps: the denominator is ``max(den, eps)``; a row with no positive weight gives zeros.
 
-    Equals its own ``O(L S)`` form ``(phi(Q) phi(K)^T [masked]) V / rowsum``.  Returns the output
+    Equals its own ``O(L S)`` form ``(phi(Q) phi(K)^T [masked]) V / rowsum``; a row whose sum is 0 (no
+    weight on any key) gives zeros.  Everything after ``v`` is keyword-only.  Returns the output
     ``(..., L, Ev)`` in the input dtype; sums run in float32 (float64 for float64 inputs).
     """
-    km, work = _prepare(q, k, v, mask, chunk, eps, "linear_attention")
+    km, work = _prepare(q, k, v, mask, chunk, "linear_attention")
     phi = feature_map if callable(feature_map) else FEATURE_MAPS[
         check.one_of("feature_map", feature_map, sorted(FEATURE_MAPS), fix="or pass a callable")
     ]
+    if q.shape[-2] == 0 or k.shape[-2] == 0:  # no query, or no key to see: zeros
+        return keyless_output(q, k, v)
     fq, fk = phi(q.to(work)), phi(k.to(work))  # (..., L, F), (..., S, F)
     if km is not None:
         fk = fk * km
-    return _kernelized(fq, fk, v.to(work), causal, chunk, eps).to(q.dtype)
+    return _kernelized(fq, fk, v.to(work), causal, chunk).to(q.dtype)
 
 
 def orthogonal_random_features(
@@ -180,38 +200,40 @@ def orthogonal_random_features(
 
 
 def favor_features(x: Tensor, projection: Tensor, *, is_query: bool) -> Tensor:
-    r"""Positive random features :math:`\phi(x) = \exp(Wx - \|x\|^2/2 - c) / \sqrt m` (FAVOR+), whose products
-    estimate ``exp(q . k)`` without bias.  ``c`` is a stabiliser that cancels in the attention ratio: the
-    row maximum for queries, the maximum over all keys of a head for keys.  ``x`` (..., n, E), projection
-    ``(m, E)``; returns ``(..., n, m)``."""
+    r"""Positive random features :math:`\phi(x) = \exp(Wx - \|x\|^2/2 - c) / \sqrt m + \epsilon` (FAVOR+), whose
+    products estimate ``exp(q . k)`` (without bias but for the small ``epsilon = FEATURE_EPS``, which keeps
+    every feature positive, as in the reference implementation).  ``c`` is a stabiliser that cancels in the
+    attention ratio: the row maximum for queries, the maximum over all keys of a head for keys.  ``x``
+    (..., n, E), projection ``(m, E)``; returns ``(..., n, m)``."""
     wx = torch.matmul(x, projection.to(x.dtype).T)  # (..., n, m)
+    if wx.numel() == 0:  # no position (or no feature): nothing to stabilise
+        return wx
     sq = (x * x).sum(dim=-1, keepdim=True) / 2  # (..., n, 1)
     c = wx.amax(dim=-1, keepdim=True) if is_query else wx.amax(dim=(-2, -1), keepdim=True)
-    return torch.exp(wx - sq - c.detach()) / math.sqrt(projection.shape[0]) + EPS
+    return torch.exp(wx - sq - c.detach()) / math.sqrt(projection.shape[0]) + FEATURE_EPS
 
 
 def performer_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    features: int | Tensor = 256,
     *,
+    features: int | Tensor = 256,
     generator: torch.Generator | None = None,
-    mask: Tensor | None = None,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     chunk: int = 128,
-    eps: float = EPS,
 ) -> Tensor:
     """Performer (FAVOR+, Choromanski et al. 2021): an unbiased random-feature estimate of softmax attention
     ``softmax(q k^T * scale) v`` in ``O((L + S) m Ev)``.
 
     ``features`` is a projection from :func:`orthogonal_random_features` (fixed features), or a number
     ``m`` of features to draw afresh from ``generator`` on this call (a redraw per call).  The error against
-    exact softmax attention falls as ``m`` grows (about ``1 / sqrt(m)``).  ``mask``, ``causal``, ``chunk``,
-    ``eps`` as in :func:`linear_attention`.
+    exact softmax attention falls as ``m`` grows (about ``1 / sqrt(m)``).  ``mask``, ``causal``, ``chunk``
+    as in :func:`linear_attention`; everything after ``v`` is keyword-only.
     """
-    km, work = _prepare(q, k, v, mask, chunk, eps, "performer_attention")
+    km, work = _prepare(q, k, v, mask, chunk, "performer_attention")
     check_options(scale, 1.0, 0.0)
     proj = (
         orthogonal_random_features(features, q.shape[-1], generator=generator, dtype=work)
@@ -222,6 +244,8 @@ def performer_attention(
             f"features must be an int (how many to draw) or a (m, {q.shape[-1]}) projection from "
             f"orthogonal_random_features, got {getattr(proj, 'shape', proj)!r}"
         )
+    if q.shape[-2] == 0 or k.shape[-2] == 0:  # no query, or no key to see: zeros
+        return keyless_output(q, k, v)
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     r = math.sqrt(s)  # exp(q.k * s) = exp((r q).(r k))
     proj = proj.to(device=q.device, dtype=work)
@@ -229,10 +253,10 @@ def performer_attention(
     fk = favor_features(k.to(work) * r, proj, is_query=False)  # (..., S, m)
     if km is not None:
         fk = fk * km
-    return _kernelized(fq, fk, v.to(work), causal, chunk, eps).to(q.dtype)
+    return _kernelized(fq, fk, v.to(work), causal, chunk).to(q.dtype)
 
 
-def efficient_attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None) -> Tensor:
+def efficient_attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | Mask | None = None) -> Tensor:
     r"""Efficient attention (Shen et al. 2021): :math:`\mathrm{softmax}_{feat}(Q)\,(\mathrm{softmax}_{pos}(K)^\top V)`.
 
     The keys are normalised over positions (each of the ``E`` key features becomes a distribution over
@@ -252,46 +276,105 @@ def efficient_attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None 
     return torch.matmul(rq, context).to(q.dtype)  # (..., L, Ev)
 
 
-# The registered kernels: (q, k, v, mask, causal, scale, dropout, return_weights) -> (out, None).
-# None of them builds the weights (ConfigError if asked) or takes dropout; masks must be key padding.
+# The registered kernels (see attnlab.functional.Kernel): (q, k, v, *, mask, causal, scale, dropout,
+# return_weights, **options) -> (out, None).  None of them builds the weights (ConfigError if asked) or
+# takes dropout; masks must be key padding.
 
 
 def linear_kernel(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False, scale: float | None = None,
-    dropout: float = 0.0, return_weights: bool = False, *, feature_map: str = "elu",
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | Mask | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    dropout: float = 0.0,
+    return_weights: bool = False,
+    feature_map: str | Callable[[Tensor], Tensor] = "elu",
+    chunk: int = 128,
+    **options: Any,
 ) -> tuple[Tensor, None]:
-    """Kernels ``"linear"`` (elu + 1) and ``"linear_relu"``; ``scale`` (if given) multiplies the queries."""
+    """Kernels ``"linear"`` (elu + 1) and ``"linear_relu"``, with the options ``feature_map`` and ``chunk``
+    of :func:`linear_attention`; ``scale`` (if given) multiplies the queries."""
+    reject_options("linear", options, ("feature_map", "chunk"))
     refuse(f"linear ({feature_map})", return_weights, dropout)
     check_options(scale, 1.0, 0.0)
     qs = q if scale is None else q * scale
-    return linear_attention(qs, k, v, feature_map, mask=mask, causal=causal), None
+    return linear_attention(qs, k, v, feature_map=feature_map, mask=mask, causal=causal, chunk=chunk), None
+
+
+def linear_relu_kernel(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | Mask | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    dropout: float = 0.0,
+    return_weights: bool = False,
+    chunk: int = 128,
+    **options: Any,
+) -> tuple[Tensor, None]:
+    """Kernel ``"linear_relu"``: :func:`linear_kernel` with ``feature_map="relu"``; option ``chunk``."""
+    reject_options("linear_relu", options, ("chunk",))
+    return linear_kernel(
+        q, k, v, mask=mask, causal=causal, scale=scale, dropout=dropout, return_weights=return_weights,
+        feature_map="relu", chunk=chunk,
+    )
 
 
 _PROJECTIONS: dict[tuple[int, int, int], Tensor] = {}
 
 
 def performer_kernel(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False, scale: float | None = None,
-    dropout: float = 0.0, return_weights: bool = False, *, features: int = 256, seed: int = 0,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | Mask | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    dropout: float = 0.0,
+    return_weights: bool = False,
+    features: int = 256,
+    seed: int = 0,
+    chunk: int = 128,
+    **options: Any,
 ) -> tuple[Tensor, None]:
     """Kernel ``"performer"``: FAVOR+ with ``features`` fixed orthogonal random features drawn once per
-    ``(features, dim, seed)`` (deterministic; redraw by calling :func:`performer_attention` with a fresh
-    projection, or register ``functools.partial(performer_kernel, seed=step)``)."""
+    ``(features, dim, seed)`` (deterministic).  The options ``features``, ``seed`` and ``chunk`` go per
+    layer: ``MultiHeadAttention(..., kernel="performer", kernel_options={"features": 512, "seed": 1})``;
+    redraw by changing ``seed``, or call :func:`performer_attention` with a fresh projection."""
+    reject_options("performer", options, ("features", "seed", "chunk"))
     refuse("performer", return_weights, dropout)
     key = (features, q.shape[-1], seed)
     if key not in _PROJECTIONS:
         _PROJECTIONS[key] = orthogonal_random_features(
             features, q.shape[-1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64
         )
-    return performer_attention(q, k, v, _PROJECTIONS[key], mask=mask, causal=causal, scale=scale), None
+    out = performer_attention(
+        q, k, v, features=_PROJECTIONS[key], mask=mask, causal=causal, scale=scale, chunk=chunk
+    )
+    return out, None
 
 
 def efficient_kernel(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False, scale: float | None = None,
-    dropout: float = 0.0, return_weights: bool = False,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | Mask | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    dropout: float = 0.0,
+    return_weights: bool = False,
+    **options: Any,
 ) -> tuple[Tensor, None]:
-    """Kernel ``"efficient"`` (Shen et al.): non-causal only; ``scale`` is not used (both softmaxes are
-    over raw features), so a scale other than None is refused."""
+    """Kernel ``"efficient"`` (Shen et al.): non-causal only, no options; ``scale`` is not used (both
+    softmaxes are over raw features), so a scale other than None is refused."""
+    reject_options("efficient", options, ())
     refuse("efficient", return_weights, dropout)
     if causal:
         raise ConfigError(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -28,9 +29,9 @@ from .. import _validate as check
 from ..errors import ConfigError
 from ..masks import Mask, bigbird_random_blocks
 from ._checks import check_options, check_qkv, resolve_mask
-from ._kernel import refuse
+from ._kernel import refuse, reject_options
 from ._tiles import check_block
-from .dense import attention, finite_or_zero, log_normaliser, merge_masks, work_dtype
+from .dense import attention, finite_or_zero, keyless_output, log_normaliser, merge_masks, work_dtype
 
 __all__ = ["bigbird_attention", "local_attention", "local_kernel"]
 
@@ -135,11 +136,11 @@ def local_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    window: int | tuple[int, int],
     *,
+    window: int | tuple[int, int],
     dilation: int = 1,
     global_tokens: Sequence[int] | Tensor | None = None,
-    mask: Tensor | None = None,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     block: int = 256,
@@ -176,8 +177,11 @@ def local_attention(
     before, after = _as_window(window, causal)
     m = _check_mask(mask, q, k, "local_attention")
     work = work_dtype(q.dtype)
-    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     L, S = q.shape[-2], k.shape[-2]
+    if L == 0 or S == 0:  # no query, or no key to see: zeros, lse -inf
+        lse0 = q.new_full((*q.shape[:-2], L), float("-inf"), dtype=work)
+        return keyless_output(q, k, v), (lse0 if return_lse else None)
+    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     off, d = S - L, dilation
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     g = _global_index(global_tokens, L, S, q.device)
@@ -227,13 +231,13 @@ def bigbird_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    block: int = 64,
     *,
+    block: int = 64,
     window: int = 1,
     global_blocks: int = 1,
     random_blocks: int = 1,
     seed: int = 0,
-    mask: Tensor | None = None,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
@@ -248,8 +252,10 @@ def bigbird_attention(
     check_block("block", block)
     m = _check_mask(mask, q, k, "bigbird_attention")
     work = work_dtype(q.dtype)
-    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     L, S = q.shape[-2], k.shape[-2]
+    if L == 0 or S == 0:  # no query, or no key to see: zeros, lse -inf
+        return keyless_output(q, k, v), q.new_full((*q.shape[:-2], L), float("-inf"), dtype=work)
+    qw, kw, vw = q.to(work), k.to(work), v.to(work)
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     off = S - L
     nq, nk = -(-L // block), -(-S // block)
@@ -272,8 +278,6 @@ def bigbird_attention(
         o, l = _softmax_part(sc, keep, _sub(m, slice(t0, t1), slice(None) if dense else idx), vb)
         outs.append(o)
         lses.append(l)
-    if not outs:
-        return q.new_zeros(*q.shape[:-2], 0, v.shape[-1]), q.new_zeros(*q.shape[:-2], 0, dtype=work)
     return torch.cat(outs, dim=-2).to(q.dtype), torch.cat(lses, dim=-2).squeeze(-1)
 
 
@@ -281,17 +285,24 @@ def local_kernel(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    mask: Tensor | None = None,
+    *,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     dropout: float = 0.0,
     return_weights: bool = False,
-    *,
     window: int | tuple[int, int] = DEFAULT_WINDOW,
+    dilation: int = 1,
+    global_tokens: Sequence[int] | Tensor | None = None,
+    **options: Any,
 ) -> tuple[Tensor, None]:
     """The registered kernel ``"local"``: :func:`local_attention` with ``window`` keys on each side (before
-    the query only when causal).  Register another window with
-    ``KERNELS["local64"] = functools.partial(local_kernel, window=64)``.  Never returns weights
-    (ConfigError if asked); no dropout."""
+    the query only when causal), ``dilation`` and ``global_tokens`` as there.  A layer passes them per
+    instance: ``MultiHeadAttention(..., kernel="local", kernel_options={"window": 64})``.  Never returns
+    weights (ConfigError if asked); no dropout."""
+    reject_options("local", options, ("window", "dilation", "global_tokens"))
     refuse("local", return_weights, dropout)
-    return local_attention(q, k, v, window, mask=mask, causal=causal, scale=scale)[0], None
+    out, _ = local_attention(
+        q, k, v, window=window, dilation=dilation, global_tokens=global_tokens, mask=mask, causal=causal, scale=scale
+    )
+    return out, None

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -55,9 +56,9 @@ from torch import Tensor
 from ..errors import ConfigError, MaskError, ShapeError
 from ..masks import Mask
 from ._checks import check_options, check_qkv, resolve_mask
-from ._kernel import refuse
+from ._kernel import refuse, reject_options
 from ._tiles import check_block
-from .dense import finite_or_zero, log_normaliser, work_dtype
+from .dense import finite_or_zero, keyless_output, log_normaliser, work_dtype
 
 __all__ = ["LSHPlan", "lsh_attention", "lsh_kernel", "lsh_plan", "random_rotations"]
 
@@ -251,7 +252,7 @@ def lsh_attention(
     seed: int = 0,
     shared_qk: bool = True,
     dedup: bool = False,
-    mask: Tensor | None = None,
+    mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
 ) -> Tensor:
@@ -296,7 +297,7 @@ def lsh_attention(
     key_ok = _key_padding(mask, q, k)
     lead, Ev, work = q.shape[:-2], v.shape[-1], work_dtype(q.dtype)
     if L == 0:
-        return q.new_zeros(*lead, 0, Ev)
+        return keyless_output(q, k, v)  # (..., 0, Ev), in the autograd graph
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
 
     qw = q.to(work).reshape(-1, L, q.shape[-1])  # (N, L, E)
@@ -329,15 +330,16 @@ def _combine(outs: Tensor, lses: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def lsh_kernel(
-    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None = None, causal: bool = False,
+    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | Mask | None = None, causal: bool = False,
     scale: float | None = None, dropout: float = 0.0, return_weights: bool = False,
     n_buckets: int | None = None, n_hashes: int = 4, chunk: int = 64, seed: int = 0, shared_qk: bool = True,
-    dedup: bool = False,
+    dedup: bool = False, **options: Any,
 ) -> tuple[Tensor, None]:
     """The registered kernel ``"lsh"``: :func:`lsh_attention` with shared query-key (the layer's key
     projection is then unused: the keys are the normalised queries), 4 rounds, chunks of 64.  Other settings
-    register with ``functools.partial(lsh_kernel, n_hashes=8)``.  Never returns weights (ConfigError if
-    asked); no dropout."""
+    go per layer: ``MultiHeadAttention(..., kernel="lsh", kernel_options={"n_hashes": 8})``.  Never returns
+    weights (ConfigError if asked); no dropout."""
+    reject_options("lsh", options, ("n_buckets", "n_hashes", "chunk", "seed", "shared_qk", "dedup"))
     refuse("lsh", return_weights, dropout)
     out = lsh_attention(q, k, v, n_buckets=n_buckets, n_hashes=n_hashes, chunk=chunk, seed=seed,
                         shared_qk=shared_qk, dedup=dedup, mask=mask, causal=causal, scale=scale)

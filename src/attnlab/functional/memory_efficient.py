@@ -21,7 +21,7 @@ from torch import Tensor
 
 from ..masks import Mask
 from ._checks import check_options, check_qkv
-from ._kernel import refuse
+from ._kernel import refuse, reject_options
 from ._tiles import Tile, TileMask, check_block, spans
 from .dense import finite_or_zero, log_normaliser, work_dtype
 
@@ -147,11 +147,11 @@ def memory_efficient_attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
+    *,
     mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     dropout: float = 0.0,
-    *,
     block_q: int = BLOCK_Q,
     block_k: int = BLOCK_K,
     seed: int | None = None,
@@ -196,16 +196,25 @@ def memory_efficient_kernel(
     q: Tensor,
     k: Tensor,
     v: Tensor,
+    *,
     mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
     dropout: float = 0.0,
     return_weights: bool = False,
+    block_q: int = BLOCK_Q,
+    block_k: int = BLOCK_K,
+    **options: Any,
 ) -> tuple[Tensor, None]:
     """The registered kernel ``"memory_efficient"``: :func:`memory_efficient_attention` in the
-    ``(out, weights_or_None)`` form.  It never builds the weights, so ``return_weights=True`` raises
-    :class:`~attnlab.errors.ConfigError` (capture with ``kernel="dense"``, or use
-    :func:`attnlab.functional.attention_stats` for per-row statistics of long inputs)."""
+    ``(out, weights_or_None)`` form, with the options ``block_q`` and ``block_k`` (e.g.
+    ``MultiHeadAttention(..., kernel="memory_efficient", kernel_options={"block_k": 1024})``).  It never
+    builds the weights, so ``return_weights=True`` raises :class:`~attnlab.errors.ConfigError` (capture
+    with ``kernel="dense"``, or use :func:`attnlab.functional.attention_stats` for per-row statistics of
+    long inputs)."""
+    reject_options("memory_efficient", options, ("block_q", "block_k"))
     refuse("memory_efficient", return_weights, dropout, dropout_ok=True)
-    out, _ = memory_efficient_attention(q, k, v, mask=mask, causal=causal, scale=scale, dropout=dropout)
+    out, _ = memory_efficient_attention(
+        q, k, v, mask=mask, causal=causal, scale=scale, dropout=dropout, block_q=block_q, block_k=block_k
+    )
     return out, None

@@ -50,10 +50,10 @@ class AttentionStats:
 def attention_stats(
     q: Tensor,
     k: Tensor,
+    *,
     mask: Tensor | Mask | None = None,
     causal: bool = False,
     scale: float | None = None,
-    *,
     top_k: int = 8,
     block_q: int = 512,
     block_k: int = 1024,
