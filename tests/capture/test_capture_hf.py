@@ -62,7 +62,10 @@ def test_family_parity_with_output_attentions(family: str) -> None:
     model = FAMILIES[family]().eval()
     assert model.config._attn_implementation == "sdpa"
     eager = copy.deepcopy(model)
-    eager.set_attn_implementation("eager")
+    # every sub-model too: before transformers 5.20, T5Model.set_attn_implementation did not reach its stacks
+    for sub in eager.modules():
+        if isinstance(sub, transformers.PreTrainedModel):
+            sub.set_attn_implementation("eager")
     inputs = _inputs(family)
     with torch.no_grad():
         ref = eager(**inputs, output_attentions=True)
