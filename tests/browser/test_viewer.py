@@ -174,11 +174,16 @@ def test_hovering_a_token_changes_what_is_highlighted(open_viewer: Callable[...,
 
 def test_head_buttons_toggle_heads_and_the_mean(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     v = open_viewer(write(mixed_trace(), tmp_path))
+    assert v.js("[...attnlab.state.heads]") == [0] and v.js("attnlab.state.mean") is False  # one head, not a tangle
+    one_head = fingerprint(v)
+    v.page.get_by_role("button", name="all", exact=True).click()
+    assert sorted(v.js("[...attnlab.state.heads]")) == [0, 1, 2]
     all_heads = fingerprint(v)
+    assert all_heads != one_head
     v.page.click("button.head[data-head='1']")
     assert sorted(v.js("[...attnlab.state.heads]")) == [0, 2]
     assert v.page.get_attribute("button.head[data-head='1']", "aria-pressed") == "false"
-    assert fingerprint(v) != all_heads
+    assert fingerprint(v) not in (all_heads, one_head)
     v.page.dblclick("button.head[data-head='2']")
     assert v.js("[...attnlab.state.heads]") == [2]
     v.page.click("button.head[data-head='-1']")
@@ -327,11 +332,12 @@ def test_512_tokens_of_the_bundled_model_fit_in_8_mb(open_viewer: Callable[..., 
 
 def test_every_view_supplies_every_member_of_the_view_type(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     members = view_type()
-    assert {"draw", "hover", "leave", "click", "key", "status", "heads", "help", "caption", "spot"} <= set(members)
+    assert {"draw", "hover", "leave", "click", "key", "status", "heads", "help", "caption", "spot", "file", "seek",
+            "available"} <= set(members)
     v = open_viewer(write(mixed_trace(), tmp_path))
     views = v.js("""() => Object.fromEntries(Object.entries(attnlab.views).map(
         ([name, view]) => [name, Object.fromEntries(Object.entries(view).map(([k, x]) => [k, typeof x]))]))""")
-    assert list(views) == ["head", "model", "matrix"]
+    assert list(views) == ["head", "model", "matrix", "neuron"]
     assert v.js("[...document.querySelectorAll('button[data-view]')].map(b => b.dataset.view)") == list(views)
     for name, got in views.items():
         assert got == members, f"the {name} view supplies {got}; the View type of viewer.js says {members}"
@@ -344,7 +350,7 @@ def test_an_unknown_view_is_an_error_not_another_views_behaviour(open_viewer: Ca
     v = open_viewer(write(mixed_trace(), tmp_path))
     before = fingerprint(v)
     for name in ("bogus", "toString", "__proto__", ""):
-        with pytest.raises(PageError, match=f'unknown view "{name}"; the views are head, model, matrix'):
+        with pytest.raises(PageError, match=f'unknown view "{name}"; the views are head, model, matrix, neuron'):
             v.js("n => attnlab.set({view: n, head: 2})", name)
         assert v.js("[attnlab.state.view, attnlab.state.head]") == ["head", 0]  # refused before anything changed
     assert fingerprint(v) == before
