@@ -40,6 +40,7 @@ __all__ = ["IFRAME_HEIGHT", "compare_html", "repr_html", "save_html", "to_html"]
 
 IFRAME_HEIGHT = 760  # pixels of the Jupyter iframe; the page scrolls inside it
 _PAYLOAD_VERSION = 1
+_META_MAX = 20_000  # characters of one metadata value: a 450-word text is about 3,000
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
@@ -221,7 +222,7 @@ def _tokens(tokens: list[str] | None, n: int) -> list[str]:
 
 def _meta_text(value: str | float | bool) -> str:
     text = str(value)
-    return text if len(text) <= 2000 else text[:2000] + "…"
+    return text if len(text) <= _META_MAX else text[:_META_MAX] + "…"
 
 
 def _json_for_script(obj: Any) -> str:

@@ -114,7 +114,7 @@
    * @property {(ri: number, h: number) => Float32Array} matrixOf
    * @property {Readonly<Record<string, View>>} views
    * @property {(patch: Omit<Partial<State>, "heads"> & {heads?: number[]}) => number} set
-   * @property {(target: Target) => {x: number, y: number}} where
+   * @property {(target: Target) => {x: number, y: number}} where  page coordinates of a target, scrolled into view
    * @property {() => Promise<unknown>} idle
    * @property {() => Placed[]} placed  the token labels of the last drawing on screen
    * @property {() => string} fileName  the name of an export, without its extension
@@ -1451,15 +1451,21 @@
       render();
     });
     const searchInput = el("input", { type: "search", "aria-label": "find token", placeholder: "find token", size: "12", spellcheck: "false" });
-    searchInput.addEventListener("input", () => { state.search = searchInput.value; render(); });
+    let lastSeek = -1; // the match the search's Enter went to last
+    searchInput.addEventListener("input", () => {
+      state.search = searchInput.value;
+      lastSeek = -1;
+      render();
+      if (state.search.trim()) statusLine.textContent = searchStatus(); // while typing, the status answers the search
+    });
     searchInput.addEventListener("keydown", (e) => {
       if (e.key !== "Enter") return;
       e.preventDefault();
       const r = RECORDS[state.rec], sp = span(state.rec), found = matches(r.query_tokens).filter((i) => i >= sp.q0 && i < sp.q1);
       if (!found.length) { render(); return; }
-      const now = state.focus && state.focus.side === "q" ? state.focus.i : state.cell ? state.cell.i : -1;
-      const next = found.find((i) => i > now);
-      if (currentView().seek(next === undefined ? found[0] : next)) render();
+      const next = found.find((i) => i > lastSeek);
+      lastSeek = next === undefined ? found[0] : next;
+      if (currentView().seek(lastSeek)) render();
     });
     const zoomLabel = labelled("cell", zoomSelect), pairLabel = labelled("pair", pairSelect);
     const headBar = el("div", { class: "heads", role: "group", "aria-label": "heads" });
@@ -1708,9 +1714,19 @@
         if (Array.isArray(patch.heads)) state.heads = new Set(patch.heads);
         return render();
       },
-      where(target) {
-        const box = stage.getBoundingClientRect(), [x, y] = currentView().spot(target);
-        return { x: box.left + stage.clientLeft + x - stage.scrollLeft, y: box.top + stage.clientTop + y - stage.scrollTop };
+      where(target) { // scrolls the target into view first: the stage, then the window
+        const [x, y] = currentView().spot(target);
+        reveal(x, y);
+        const at = () => {
+          const box = stage.getBoundingClientRect();
+          return { x: box.left + stage.clientLeft + x - stage.scrollLeft, y: box.top + stage.clientTop + y - stage.scrollTop };
+        };
+        const p = at();
+        if (p.y < 0 || p.y > window.innerHeight - ROW || p.x < 0 || p.x > window.innerWidth) {
+          window.scrollBy(p.x < 0 || p.x > window.innerWidth ? p.x - window.innerWidth / 2 : 0, p.y - window.innerHeight / 2);
+          return at();
+        }
+        return p;
       },
       idle: () => drawn.then(() => Promise.all(RECORDS.map((_, i) => load(i)))),
       placed: () => lastPlaced,
