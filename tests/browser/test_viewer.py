@@ -4,6 +4,7 @@ a PNG and a valid SVG, hostile tokens stay text, and nothing touches the network
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 import warnings
@@ -393,12 +394,14 @@ def qk_trace(d: int = 8) -> tuple[AttentionTrace, torch.Tensor, torch.Tensor]:
     records, qs, ks = [], [], []
     for layer in range(2):
         q, k = torch.randn(1, 2, 7, d), torch.randn(1, 2, 7, d)
-        rec = AttentionRecord(f"encoder.layer.{layer}", "self", layer, (q @ k.transpose(-1, -2) / d**0.5).softmax(-1), src, src)
+        weights = (q @ k.transpose(-1, -2) / d**0.5).softmax(-1)
+        rec = AttentionRecord(f"encoder.layer.{layer}", "self", layer, weights, src, src)
         rec.q, rec.k = q, k  # the optional fields of capture(model, qk=True), set here as the capture sets them
         records.append(rec)
         qs.append(q)
         ks.append(k)
-    return AttentionTrace(records, {"model": "tiny-test-model", "text": " ".join(src)}), torch.stack(qs), torch.stack(ks)
+    trace = AttentionTrace(records, {"model": "tiny-test-model", "text": " ".join(src)})
+    return trace, torch.stack(qs), torch.stack(ks)
 
 
 def download_of(v: Any, label: str) -> tuple[str, bytes]:
@@ -479,7 +482,7 @@ def test_512_tokens_labels_do_not_overlap_and_a_450_word_caption_wraps(open_view
         for axis in ("q", "k"):
             at = sorted(p["at"] for p in labels if p["axis"] == axis)
             assert len(at) > 5
-            assert min(b - a for a, b in zip(at, at[1:], strict=False)) >= 13 - 1e-6, f"{axis} labels overlap"
+            assert min(b - a for a, b in itertools.pairwise(at)) >= 13 - 1e-6, f"{axis} labels overlap"
             assert any(p["bold"] and p["i"] == cell["i" if axis == "q" else "j"] for p in labels if p["axis"] == axis)
     v.shot("issue9-512-matrix-hover-labels")
     words = [f"word{i}" for i in range(450)]
@@ -620,7 +623,7 @@ def test_neuron_view_shows_the_q_k_terms_behind_a_weight(open_viewer: Callable[.
 def test_two_traces_side_by_side_with_linked_controls(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     a, b = mixed_trace(), mixed_trace(["A", "dog", "ran", "to", "the", "red", "door"])
     b.meta["model"] = "other-model"
-    path = al.viz.html.compare_html(a, b, tmp_path / "compare.html")
+    path = al.viz.compare_html(a, b, tmp_path / "compare.html")
     assert path.read_text(encoding="utf-8") == al.viz.to_html([a, b])
     v = open_viewer(path)
     assert v.js("attnlab.panes.length") == 2

@@ -133,6 +133,7 @@
   const ROW = 18, LINE_H = 17, PAD = 12, GAP = 240, LABEL_MAX = 150, THUMB = 64, LABEL_PX = 13;
   const LINE_MIN_CODE = 4; // head-view lines below 4/255 (1.6 %) are too faint to see and are not drawn
   const LOG_DECADES = 3; // the log colour scale spans the largest weight down to 1/1000 of it
+  const CAPTION_MAX = 960; // pixels: captions wrap at this width at most
   const MAX_CANVAS = 16384, MAX_PIXELS = 120e6; // what browsers can encode as one PNG
   const SEPARATORS = new Set(["[SEP]", "</s>", "<sep>", "<|endoftext|>"]); // where sentence A of a pair ends
   /** @type {Record<Kind, string>} */
@@ -581,7 +582,8 @@
     /** @param {number} w  the caption's lines at drawing width w: whole, wrapped, never cut */
     function captionLines(w) {
       const [what, source] = describe();
-      return cached(`c${w}\u0000${what}\u0000${source}`, () => ({ what: wrap(what, w - 2 * PAD, BOLD), source: source ? wrap(source, w - 2 * PAD) : [] }));
+      const width = Math.min(w, CAPTION_MAX) - 2 * PAD; // a wide drawing keeps its caption readable without scrolling
+      return cached(`c${width}\u0000${what}\u0000${source}`, () => ({ what: wrap(what, width, BOLD), source: source ? wrap(source, width) : [] }));
     }
     /** @param {number} w  the height of the caption block at drawing width w */
     const titleHeight = (w) => { const c = captionLines(w); return 8 + (c.what.length + c.source.length) * LINE_H + 10; };
@@ -1167,8 +1169,8 @@
     const neuronHead = () => Math.max(0, state.head);
     function neuronGeometry() {
       const r = RECORDS[state.rec], lab = labels(state.rec), sp = span(state.rec), d = r.qk ? r.qk.d : 0;
-      const cw = Math.max(2, Math.min(8, Math.floor(256 / Math.max(1, d)))), vw = d * cw;
-      const xq = PAD + lab.width, xk = xq + 40 + lab.width, xv = xk + 10, xp = xv + vw + 20, xs = xp + vw + 20, xw = xs + 70;
+      const cw = Math.max(2, Math.min(8, Math.floor(256 / Math.max(1, d)))), vw = d * cw, col = Math.max(vw, 140);
+      const lw = Math.max(lab.width, 56), xq = PAD + lw, xk = xq + 40 + lw, xv = xk + 10, xp = xv + col + 20, xs = xp + col + 20, xw = xs + 70;
       const w = Math.max(xw + 150, 720), top = titleHeight(w), rows = Math.max(sp.q1 - sp.q0, sp.k1 - sp.k0);
       return { r, lab, sp, d, cw, vw, xq, xk, xv, xp, xs, xw, w, top, body: top + 3 * ROW, h: top + 3 * ROW + rows * ROW + PAD };
     }
