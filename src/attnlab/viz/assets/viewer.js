@@ -133,6 +133,7 @@
   const ROW = 18, LINE_H = 17, PAD = 12, GAP = 240, LABEL_MAX = 150, THUMB = 64, LABEL_PX = 13;
   const LINE_MIN_CODE = 4; // head-view lines below 4/255 (1.6 %) are too faint to see and are not drawn
   const LOG_DECADES = 3; // the log colour scale spans the largest weight down to 1/1000 of it
+  const MIN_W = 600; // pixels: the narrowest drawing, so that a small matrix still has a readable caption
   const CAPTION_MAX = 960; // pixels: captions wrap at this width at most
   const MAX_CANVAS = 16384, MAX_PIXELS = 120e6; // what browsers can encode as one PNG
   const SEPARATORS = new Set(["[SEP]", "</s>", "<sep>", "<|endoftext|>"]); // where sentence A of a pair ends
@@ -862,7 +863,7 @@
     function matrixGeometry() {
       const r = RECORDS[state.rec], lab = labels(state.rec), sp = span(state.rec), n = Math.max(sp.q1 - sp.q0, sp.k1 - sp.k0);
       const cell = Math.min(state.zoom, Math.floor(8192 / n)) || Math.max(1, Math.min(28, Math.floor(640 / n))); // at most 8192 px
-      const left = PAD + lab.width + 6, w = left + (sp.k1 - sp.k0) * cell + 110, top = titleHeight(w) + lab.width + 6;
+      const left = PAD + lab.width + 6, w = Math.max(left + (sp.k1 - sp.k0) * cell + 110, MIN_W), top = titleHeight(w) + lab.width + 6;
       return { r, lab, sp, cell, left, top, w, h: top + (sp.q1 - sp.q0) * cell + PAD };
     }
     /**
@@ -1032,7 +1033,7 @@
     function modelGeometry() {
       const recs = recordsOf(state.kind), heads = Math.max(...recs.map((i) => RECORDS[i].heads));
       const noted = recs.some((ri) => notes(ri, 0)), pitch = THUMB + 8 + (noted ? LINE_H : 0);
-      const w = PAD + 40 + heads * (THUMB + 8) + PAD, left = PAD + 40, top = titleHeight(w) + 18;
+      const w = Math.max(PAD + 40 + heads * (THUMB + 8) + PAD, MIN_W), left = PAD + 40, top = titleHeight(w) + 18;
       return { recs, heads, left, top, pitch, noted, w, h: top + recs.length * pitch + PAD };
     }
     /**
