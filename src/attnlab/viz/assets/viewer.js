@@ -521,6 +521,8 @@
     const spanKey = (s) => `${s.q0}-${s.q1}-${s.k0}-${s.k1}`;
     /** @param {Focus | null} f @param {Span} s  whether the token is shown */
     const inSpan = (f, s) => !!f && (f.side === "q" ? f.i >= s.q0 && f.i < s.q1 : f.i >= s.k0 && f.i < s.k1);
+    /** @type {WeakMap<string[], {q: string, at: number[]}>} */
+    const found = new WeakMap(); // the last search's matches, per token list
     /**
      * The indices of the tokens that contain the search text (case-insensitive).
      * @param {string[]} tokens
@@ -529,8 +531,11 @@
     function matches(tokens) {
       const q = state.search.trim().toLowerCase();
       if (!q) return [];
-      return cached(`s${q}\u0000${tokens.length}\u0000${tokens[0]}\u0000${tokens[tokens.length - 1]}`,
-        () => tokens.flatMap((t, i) => (visible(t).toLowerCase().includes(q) ? [i] : [])));
+      const hit = found.get(tokens);
+      if (hit && hit.q === q) return hit.at;
+      const at = tokens.flatMap((t, i) => (visible(t).toLowerCase().includes(q) ? [i] : []));
+      found.set(tokens, { q, at });
+      return at;
     }
     /**
      * Head notes of attnlab.analysis (trace.meta["heads"]) for head h of record ri, when the trace has them.
