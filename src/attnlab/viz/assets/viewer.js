@@ -869,7 +869,8 @@
       const r = RECORDS[state.rec], lab = labels(state.rec), sp = span(state.rec), n = Math.max(sp.q1 - sp.q0, sp.k1 - sp.k0);
       const cell = Math.min(state.zoom, Math.floor(8192 / n)) || Math.max(1, Math.min(28, Math.floor(640 / n))); // at most 8192 px
       const left = PAD + lab.width + 6, w = Math.max(left + (sp.k1 - sp.k0) * cell + 110, MIN_W), top = titleHeight(w) + lab.width + 6;
-      return { r, lab, sp, cell, left, top, w, h: top + (sp.q1 - sp.q0) * cell + PAD };
+      const bar = Math.min(200, Math.max(60, (sp.q1 - sp.q0) * cell)); // the colour bar's height; its scale's name goes under it
+      return { r, lab, sp, cell, left, top, w, bar, h: top + Math.max((sp.q1 - sp.q0) * cell, bar + 22) + PAD };
     }
     /**
      * A (k x q) canvas of viridis colours of the shown tokens, on the colour scale, 0 to their largest weight.
@@ -953,7 +954,7 @@
           ctx.strokeRect(g.left + (hov.j - sp.k0) * cell - 1 - d, g.top + (hov.i - sp.q0) * cell - 1 - d, cell + 2 + 2 * d, cell + 2 + 2 * d);
         }
       }
-      const bx = g.left + nk * cell + 16, bh = Math.min(200, Math.max(60, nq * cell)); // colour bar
+      const bx = g.left + nk * cell + 16, bh = g.bar; // colour bar
       for (let y = 0; y < bh; y++) {
         const c = VIRIDIS[Math.round((255 * (bh - 1 - y)) / (bh - 1))];
         ctx.fillStyle = `rgb(${c[0]},${c[1]},${c[2]})`;
