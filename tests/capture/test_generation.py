@@ -141,7 +141,7 @@ def test_tokens_attach_from_the_final_sequence() -> None:
     gpt, ids = _generate(_gpt2(), PROMPT[:1])
     toks = [str(i) for i in ids[0].tolist()]
     assert attach_tokens(gpt, toks).tokens == toks[:-1]
-    step = [r for r in attach_tokens(gpt, toks).records if r.step == 3][0]
+    step = next(r for r in attach_tokens(gpt, toks).records if r.step == 3)
     assert step.query_tokens == [toks[5 + 2]] and step.key_tokens == toks[:5 + 3]
 
 
