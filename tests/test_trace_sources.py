@@ -65,6 +65,8 @@ def test_from_hf_outputs_kind_of_plain_attentions() -> None:
         AttentionTrace.from_hf_outputs((torch.ones(2, 4, 4),))
     with pytest.raises(InputError, match="from_hf_outputs got no attention"):
         AttentionTrace.from_hf_outputs(None)
+    with pytest.raises(InputError, match=r"attentions is empty: .* load it with attn_implementation='eager'"):
+        AttentionTrace.from_hf_outputs(())
 
 
 def test_a_trace_without_tokens_says_none_and_every_consumer_labels_positions(tmp_path: Path) -> None:

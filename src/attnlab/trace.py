@@ -456,6 +456,14 @@ class AttentionTrace:
             attentions = out.get("decoder_attentions") or out.get("attentions")
             cross_attentions = cross_attentions if cross_attentions is not None else out.get("cross_attentions")
             encoder_attentions = encoder_attentions if encoder_attentions is not None else out.get("encoder_attentions")
+        for label, given in (("attentions", attentions), ("cross_attentions", cross_attentions),
+                             ("encoder_attentions", encoder_attentions)):
+            if given is not None and len(given) == 0:
+                raise InputError(
+                    f"{label} is empty: the model returned no attention weights (a transformers model running "
+                    f"SDPA or flash attention returns none); load it with attn_implementation='eager', or use "
+                    f"attnlab.capture(model), which needs no reload"
+                )
         records: list[AttentionRecord] = []
         if encoder_attentions is not None:
             records += _hf_records("encoder_attentions", encoder_attentions, "self")
@@ -468,7 +476,7 @@ class AttentionTrace:
         if not records:
             raise InputError(
                 "from_hf_outputs got no attention: pass outputs.attentions (run the model with "
-                "output_attentions=True), or the output object itself"
+                "output_attentions=True, loaded with attn_implementation='eager'), or the output object itself"
             )
         records = _interleave_decoder(records) if decoder else records
         trace = cls(records=records, meta=dict(meta or {}))
