@@ -451,11 +451,13 @@ class AttentionTrace:
                 generation steps given, or every matrix lower triangular with a zero upper part), else ``"self"``.
             meta: the trace's ``meta``.
         """
-        if isinstance(attentions, Mapping):
+        if isinstance(attentions, Mapping):  # an output object: its empty fields are fields the model lacks
             out = attentions
-            attentions = out.get("decoder_attentions") or out.get("attentions")
-            cross_attentions = cross_attentions if cross_attentions is not None else out.get("cross_attentions")
-            encoder_attentions = encoder_attentions if encoder_attentions is not None else out.get("encoder_attentions")
+            attentions = out.get("decoder_attentions") or out.get("attentions") or None
+            cross_attentions = cross_attentions if cross_attentions is not None else out.get("cross_attentions") or None
+            encoder_attentions = (
+                encoder_attentions if encoder_attentions is not None else out.get("encoder_attentions") or None
+            )
         for label, given in (("attentions", attentions), ("cross_attentions", cross_attentions),
                              ("encoder_attentions", encoder_attentions)):
             if given is not None and len(given) == 0:
