@@ -181,6 +181,18 @@ def test_hf_generate_outputs_give_the_same_trace() -> None:
                                trace.stack("causal"), atol=TOL, rtol=0)
 
 
+def test_hf_encoder_decoder_generate_outputs_give_the_same_trace() -> None:
+    model = _bart()
+    trace, _ = _generate(model, SOURCE)
+    with torch.no_grad():
+        gen = _eager(model).generate(SOURCE, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False, num_beams=1,
+                                     output_attentions=True, return_dict_in_generate=True)
+    built = AttentionTrace.from_hf_outputs(gen)  # encoder, decoder (per step) and cross (per step) attentions
+    assert [(r.kind, r.layer, r.step) for r in built.records] == [(r.kind, r.layer, r.step) for r in trace.records]
+    for kind in ("self", "causal", "cross"):
+        torch.testing.assert_close(built.stack(kind), trace.stack(kind), atol=TOL, rtol=0)  # type: ignore[arg-type]
+
+
 def test_steps_out_of_order_are_refused() -> None:
     w = torch.full((1, 1, 1, 2), 0.5)
     records = [AttentionRecord("m", "causal", 0, torch.ones(1, 1, 1, 1), step=0),
