@@ -280,8 +280,10 @@ def _interleave_decoder(records: list[AttentionRecord]) -> list[AttentionRecord]
 class AttentionTrace:
     """Every attention call of one forward pass (or several), in call order.
 
-    ``trace.records`` holds the calls; ``trace.weights`` stacks the main self-attention stack of a
-    single input as ``(layers, heads, q_len, k_len)``; ``trace.tokens`` are its tokens.
+    ``trace.records`` holds the calls (a generation's decoding steps one by one, with their ``step``);
+    the views read :attr:`assembled`, one record per module and forward: ``trace.weights`` stacks the main
+    self-attention stack of a single input as ``(layers, heads, q_len, k_len)``; ``trace.tokens`` are its
+    tokens, or None when none are attached.
     ``trace.meta`` is a JSON-serialisable dict (``model``, ``text``, ...).
     """
 

@@ -15,6 +15,7 @@ from typing import Protocol
 import torch
 from torch import Tensor, nn
 
+from ..errors import ShapeError
 from ..trace import KINDS, AttentionRecord, AttentionTrace, Kind
 
 __all__ = ["Adapter", "Recorder", "module_label"]
@@ -85,6 +86,10 @@ class Recorder:
         k: Tensor | None = None,
         scale: float | None = None,
     ) -> None:
+        if weights.ndim != 4:
+            raise ShapeError(
+                f"{name}: attention weights must be (batch, heads, q_len, k_len), got shape {tuple(weights.shape)}"
+            )
         b, h, lq, lk = (int(n) for n in weights.shape)
         prev = self._last.get(name)
         step = self._step_of(kind, (b, h, lq, lk), prev)
