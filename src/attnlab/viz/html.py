@@ -121,7 +121,7 @@ def _payload(trace: AttentionTrace, batch: int) -> dict[str, Any]:
     if not trace.records:
         raise InputError("the trace is empty: nothing was captured, so there is nothing to show")
     records = []
-    for r in trace.records:
+    for r in trace.assembled:  # a generation's decoding steps joined: one matrix per layer
         nb, heads, q_len, k_len = r.weights.shape
         if not 0 <= batch < nb:
             raise InputError(f"batch index {batch} is out of range: record {r.name!r} holds {nb} input(s)")
