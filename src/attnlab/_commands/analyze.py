@@ -145,11 +145,20 @@ def _capture(args: argparse.Namespace, text: str) -> Any:
         options["model"] = args.model
     if args.max_length is not None:
         options["max_length"] = args.max_length
+    no_attention = InputError(f"the model {args.model or 'minilm'!r} ran but recorded no attention: it has no "
+                              f"attention layers attnlab can capture, so there are no heads to analyse")
     try:
-        return trace_text(text, **options)
+        trace = trace_text(text, **options)
     except TooLongError as exc:
         raise InputError(f"the input is {exc.n_tokens} tokens long but the model takes at most {exc.limit}; "
                          f"shorten the text") from None
+    except InputError as exc:
+        if "nothing was captured" in str(exc):  # trace_text found no attention call to attach tokens to
+            raise no_attention from None
+        raise
+    if not trace.records:
+        raise no_attention
+    return trace
 
 
 def _causal_scores(args: argparse.Namespace) -> Any:

@@ -89,7 +89,7 @@ def metric_heatmaps(report: Report) -> Figure:
         image = ax.imshow(m, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
         for (layer, h), v in np.ndenumerate(m):
             if np.isfinite(v):
-                ax.text(h, layer, f"{v:.1f}" if name == "distance" else f"{v:.2f}"[1:] if v < 1 else "1",
+                ax.text(h, layer, _short(v, name == "distance"),
                         ha="center", va="center", fontsize=5.5, color="white" if v < 0.55 * vmax else "black")
         ax.set_title(titles.get(name, name), fontsize=9)
         ax.set_xticks(range(n_h))
@@ -99,6 +99,14 @@ def metric_heatmaps(report: Report) -> Figure:
         ax.set_ylabel("layer", fontsize=7)
         fig.colorbar(image, ax=ax, shrink=0.9)
     return fig
+
+
+def _short(v: float, distance: bool) -> str:
+    """A cell's number in few characters: ``4.2`` tokens, ``.37`` for a share (``1.0`` for one)."""
+    if distance:
+        return f"{v:.1f}"
+    text = f"{v:.2f}"
+    return text[1:] if text.startswith("0.") else f"{v:.1f}"
 
 
 def mds_figure(report: Report) -> Figure:
@@ -126,6 +134,7 @@ def mds_figure(report: Report) -> Figure:
     handles += [Line2D([], [], marker="o", ls="", color=cmap(layer / max(n_l - 1, 1)), label=f"layer {layer}")
                 for layer in range(n_l)]
     ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.8)
+    ax.set_aspect("equal", adjustable="datalim")  # distances read the same along both axes
     ax.set_title("heads by Jensen-Shannon distance (classical MDS); label: layer-head")
     ax.set_xlabel("MDS 1")
     ax.set_ylabel("MDS 2")
@@ -136,8 +145,9 @@ def rollout_figure(report: Report) -> Figure:
     from ..viz import heatmap
 
     n = len(report.tokens)
-    return heatmap(report.rollout, tokens=report.tokens, annotate=n <= 20,
-                   title="attention rollout after the last layer (0.5 A + 0.5 I, renormalised)")
+    fig = heatmap(report.rollout, tokens=report.tokens, annotate=n <= 20,
+                  title="attention rollout after the last layer (0.5 A + 0.5 I, renormalised)")
+    return _relabel(fig, "share of the output drawn from the input")
 
 
 def flow_figure(report: Report) -> Figure:
@@ -145,5 +155,15 @@ def flow_figure(report: Report) -> Figure:
 
     assert report.flow is not None
     n = len(report.tokens)
-    return heatmap(report.flow, x_tokens=report.tokens, y_tokens=[report.tokens[t] for t in report.flow_targets],
-                   annotate=n <= 20, title="attention flow: max-flow from each input token (x) to each output (y)")
+    fig = heatmap(report.flow, x_tokens=report.tokens, y_tokens=[report.tokens[t] for t in report.flow_targets],
+                  annotate=n <= 20, title="attention flow: max-flow from each input token (x) to each output (y)")
+    return _relabel(fig, "max-flow value (at most 1)")
+
+
+def _relabel(fig: Figure, value: str) -> Figure:
+    """Axis names for a token-to-token map that is not one head's attention."""
+    ax, bar = fig.axes[0], fig.axes[-1]
+    ax.set_xlabel("input token (layer 0)")
+    ax.set_ylabel("output position (after the last layer)")
+    bar.set_ylabel(value)
+    return fig

@@ -14,7 +14,7 @@ Clark et al.
 
 Scoring (:func:`dependency_counts`), for each relation and head, in both directions: ``dep->head``
 counts a hit when the dependent's most-attended word (among the words of its sentence, itself
-excluded) is its syntactic head; ``head->dep`` when the head's most-attended word is the dependent.
+excluded; none when it gives them no weight at all) is its syntactic head; ``head->dep`` when the head's most-attended word is the dependent.
 The baseline predicts the word at the relation's most frequent fixed offset.  Counts are sums, so a
 corpus adds up sentence by sentence.
 """
@@ -240,6 +240,8 @@ def dependency_counts(w: Any, sentences: Sequence[Sentence], pieces: Sequence[Se
         n_w = ww.shape[-1]
         masked = ww + np.where(np.eye(n_w, dtype=bool), -np.inf, 0.0)  # a word never predicts itself
         best = masked.argmax(-1) if n_w > 1 else np.zeros(ww.shape[:3], dtype=int)  # (L, H, W)
+        if n_w > 1:  # a word that gives no weight to another word of its sentence predicts nothing
+            best = np.where(masked.max(-1) > 0, best, -1)
         for d, (h, rel) in enumerate(zip(sent.heads, sent.relations, strict=True)):
             if h < 0 or rel in ("root", "punct", "_"):
                 continue
