@@ -41,7 +41,8 @@ def train_induction(vocab: int = 24, max_len: int = 20, steps: int = 400, seed: 
         ids = r.repeat(1, max_len // period + 2)[:, : max_len + 1]  # (B, max_len + 1)
         logits = model(ids[:, :-1])  # (B, max_len, V)
         target = ids[:, 1:]
-        loss = nn.functional.cross_entropy(logits[:, period - 1:].reshape(-1, vocab), target[:, period - 1:].reshape(-1))
+        loss = nn.functional.cross_entropy(logits[:, period - 1:].reshape(-1, vocab),
+                                           target[:, period - 1:].reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()

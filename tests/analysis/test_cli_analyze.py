@@ -75,7 +75,8 @@ def test_analyze_minilm_with_a_treebank(minilm_run: tuple[Path, str]) -> None:
 
 def test_a_saved_trace(minilm_run: tuple[Path, str], tmp_path: Path, capsys: Any) -> None:
     out, _ = minilm_run
-    assert main(["analyze", "--trace", str(out / "trace.attn"), "--out", str(tmp_path / "b"), "--flow-target", "0"]) == 0
+    args = ["analyze", "--trace", str(out / "trace.attn"), "--out", str(tmp_path / "b"), "--flow-target", "0"]
+    assert main(args) == 0
     first = json.loads((out / "analysis.json").read_text())
     again = json.loads((tmp_path / "b" / "analysis.json").read_text())
     assert again["flow"]["targets"] == [0] and again["syntax"] is None

@@ -69,7 +69,7 @@ def test_detector_finds_a_planted_previous_token_head() -> None:
         model.pos.weight.zero_()
         model.pos.weight[:, :n] = torch.eye(n)
         model.embed.weight[:, :n] = 0.0  # tokens stay out of the position dimensions
-        hk = d // 2  # head 0's query/key rows are 0..hk-1 (24 >= 21: one dimension per position)
+        # head 0 owns query/key rows 0..23 (d // 2 = 24 >= 21: one dimension per position)
         attn.q_proj.weight.zero_()
         attn.k_proj.weight.zero_()
         attn.q_proj.bias.zero_()

@@ -199,3 +199,10 @@ def test_agreement_with_blank_out_on_a_trained_classifier() -> None:
     assert all(-1.0 <= v <= 1.0 for v in result.values())
     with pytest.raises(ShapeError, match="one value per token"):
         spearman_agreement(w, importance[:-1])
+
+
+def test_flow_in_worker_processes_equals_one_process() -> None:
+    w = random_attention(np.random.default_rng(11), 2, 2, 5)
+    np.testing.assert_array_equal(flow(w, workers=2), flow(w))
+    with pytest.raises(InputError, match="workers"):
+        flow(w, workers=0)

@@ -85,7 +85,8 @@ class Report:
             lines.append("")
             lines.append(f"{'relation':<12}{'arcs':>6}{'best head':>11}{'accuracy':>10}{'baseline':>10}  direction")
             for row in self.syntax:
-                lines.append(f"{row['relation']:<12}{row['count']:>6}{'L' + str(row['layer']) + ' H' + str(row['head']):>11}"
+                where = f"L{row['layer']} H{row['head']}"
+                lines.append(f"{row['relation']:<12}{row['count']:>6}{where:>11}"
                              f"{row['accuracy']:>10.1%}{row['baseline']:>10.1%}  {row['direction']} "
                              f"(baseline offset {row['baseline_offset']:+d})")
         lines.extend(self.notes)

@@ -14,9 +14,9 @@ Clark et al.
 
 Scoring (:func:`dependency_counts`), for each relation and head, in both directions: ``dep->head``
 counts a hit when the dependent's most-attended word (among the words of its sentence, itself
-excluded; none when it gives them no weight at all) is its syntactic head; ``head->dep`` when the head's most-attended word is the dependent.
-The baseline predicts the word at the relation's most frequent fixed offset.  Counts are sums, so a
-corpus adds up sentence by sentence.
+excluded; none when it gives them no weight at all) is its syntactic head; ``head->dep`` when the
+head's most-attended word is the dependent.  The baseline predicts the word at the relation's most
+frequent fixed offset.  Counts are sums, so a corpus adds up sentence by sentence.
 """
 
 from __future__ import annotations
