@@ -65,12 +65,16 @@ END_TOKENS = frozenset({"[SEP]", "</s>", "<sep>", "[EOS]", "<eos>"})
 Array = np.ndarray
 
 
-def as_weights(w: Any) -> Array:
-    """``w`` (a tensor or array) as a float64 ``(layers, heads, q, k)`` array; a 3-D ``(heads, q, k)``
-    array is taken as one layer."""
+def as_weights(w: Any, *, keep_float32: bool = False) -> Array:
+    """``w`` (a tensor or array) as a float64 ``(layers, heads, q, k)`` array (float32 stays float32 with
+    ``keep_float32``, for callers that accumulate in float64 themselves); a 3-D ``(heads, q, k)`` array
+    is taken as one layer."""
     if hasattr(w, "detach"):
-        w = w.detach().to("cpu").double().numpy()
-    a = np.asarray(w, dtype=np.float64)
+        w = w.detach().to("cpu")
+        w = w.numpy() if str(w.dtype) in ("torch.float32", "torch.float64") else w.double().numpy()
+    a = np.asarray(w)
+    if not (keep_float32 and a.dtype == np.float32):
+        a = a.astype(np.float64, copy=False)
     if a.ndim == 3:
         a = a[None]
     if a.ndim != 4:

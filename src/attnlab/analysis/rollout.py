@@ -45,11 +45,13 @@ FLOW_SCALE = 2**30
 
 def residual_attention(w: Any) -> np.ndarray:
     """``(L, n, n)``: ``0.5 * mean_heads(w) + 0.5 * I``, each row renormalised to sum to one."""
-    a = as_weights(w)
+    a = as_weights(w, keep_float32=True)  # float32 weights are averaged in float64 without a float64 copy
     if a.shape[2] != a.shape[3]:
         raise ShapeError(f"rollout and flow need self-attention (q_len == k_len), got {a.shape[2]} x {a.shape[3]}")
-    mixed = 0.5 * a.mean(axis=1) + 0.5 * np.eye(a.shape[2])  # (L, n, n)
-    return mixed / mixed.sum(-1, keepdims=True)
+    mixed = 0.5 * a.mean(axis=1, dtype=np.float64)  # (L, n, n)
+    mixed[:, np.arange(a.shape[2]), np.arange(a.shape[2])] += 0.5
+    mixed /= mixed.sum(-1, keepdims=True)
+    return mixed
 
 
 def rollout(w: Any) -> np.ndarray:
@@ -57,11 +59,9 @@ def rollout(w: Any) -> np.ndarray:
     token ``i`` that comes from input token ``j``.  Rows sum to one."""
     a = residual_attention(w)
     out = np.empty_like(a)
-    acc = a[0]
-    out[0] = acc
+    out[0] = a[0]
     for layer in range(1, a.shape[0]):
-        acc = a[layer] @ acc  # (n, n)
-        out[layer] = acc
+        np.matmul(a[layer], out[layer - 1], out=out[layer])  # (n, n)
     return out
 
 

