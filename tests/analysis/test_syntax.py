@@ -127,5 +127,7 @@ def test_bad_treebank_files(tmp_path: Path) -> None:
         read_conllu(tmp_path / "missing.conllu")
     with pytest.raises(InputError, match="holds no sentences"):
         read_conllu(write(tmp_path, ""))
+    with pytest.raises(InputError, match="not a readable CoNLL-U file"):
+        read_conllu(write(tmp_path, "1\tThe\tthe\n"))
     with pytest.raises(InputError, match="has head 9"):
         read_conllu(write(tmp_path, CAT.replace("\t2\tdet", "\t9\tdet")))

@@ -164,6 +164,6 @@ def _relabel(fig: Figure, value: str) -> Figure:
     """Axis names for a token-to-token map that is not one head's attention."""
     ax, bar = fig.axes[0], fig.axes[-1]
     ax.set_xlabel("input token (layer 0)")
-    ax.set_ylabel("output position (after the last layer)")
+    ax.set_ylabel("output position")
     bar.set_ylabel(value)
     return fig

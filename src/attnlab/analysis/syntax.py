@@ -74,9 +74,17 @@ def read_conllu(path: str | os.PathLike[str]) -> list[Sentence]:
     try:
         with p.open(encoding="utf-8") as f:
             parsed = list(conllu.parse_incr(f))
-    except (UnicodeDecodeError, conllu.exceptions.ParseException, ValueError) as exc:
+    except Exception as exc:  # conllu's ParseException, a bad encoding, a malformed field: all the same to a user
         raise InputError(f"{str(p)!r} is not a readable CoNLL-U file: {exc}") from None
-    sentences = [_from_tokenlist(tl, i) for i, tl in enumerate(parsed, 1)]
+    sentences = []
+    for i, tl in enumerate(parsed, 1):
+        try:
+            sentences.append(_from_tokenlist(tl, i))
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"{str(p)!r} is not a readable CoNLL-U file: sentence {i} lacks a field ({exc}); each "
+                             f"word line needs the 10 tab-separated CoNLL-U columns") from None
     if not sentences:
         raise InputError(f"{str(p)!r} holds no sentences; a CoNLL-U file has one word per line, sentences "
                          f"separated by blank lines")
