@@ -6,8 +6,8 @@ back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
 from .induction import CAUSAL_PATTERNS, causal_scores, detect_causal_heads, repeated_tokens
-from .labels import HeadLabels, band_mass, label_heads
-from .metrics import METRICS, HeadSums, head_metrics, js_distances, js_sums, mds, per_query_metrics
+from .labels import HeadLabels, label_heads
+from .metrics import METRICS, HeadSums, band_mass, head_metrics, js_distances, js_sums, mds, per_query_metrics
 from .report import Report, analyze_trace
 from .rollout import (
     blank_out_importance,

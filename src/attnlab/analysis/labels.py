@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import offset_mass
+from .metrics import BAND_WIDTH
 from .syntax import DependencyCounts
 
 __all__ = [
@@ -43,29 +43,17 @@ __all__ = [
     "SYNTACTIC_MARGIN",
     "SYNTACTIC_MIN",
     "HeadLabels",
-    "band_mass",
     "label_heads",
 ]
 
 MOSTLY = 0.5
 BAND = 0.8
-BAND_WIDTH = 2
 BROAD = 0.8
 SYNTACTIC_MARGIN = 0.15
 SYNTACTIC_MIN = 5
 DETECT = 0.4
 
 _POSITIONAL = {"previous": "previous token", "next": "next token", "self": "self"}
-
-
-def band_mass(w: Any, width: int = BAND_WIDTH) -> np.ndarray:
-    """``(L, H, Q)``: the weight each query puts on the keys at most ``width`` positions away."""
-    total = None
-    for off in range(-width, width + 1):
-        m = np.nan_to_num(offset_mass(w, off))
-        total = m if total is None else total + m
-    assert total is not None
-    return total
 
 
 @dataclass
@@ -83,13 +71,12 @@ class HeadLabels:
 def label_heads(
     metrics: dict[str, np.ndarray],
     *,
-    band: np.ndarray | None = None,
     dependencies: DependencyCounts | None = None,
     causal_scores: dict[str, np.ndarray] | None = None,
 ) -> HeadLabels:
     """Label every head from its mean metrics (``{name: (L, H)}`` from :func:`head_metrics` or
-    :class:`HeadSums`), the band mass ``(L, H)`` (from :func:`band_mass`, head means), dependency
-    counts (from :func:`attnlab.analysis.syntax.dependency_counts`) and causal detector scores
+    :class:`HeadSums`; ``band`` among them for the band label), dependency counts (from
+    :func:`attnlab.analysis.syntax.dependency_counts`) and causal detector scores
     (``{"previous token" | "duplicate token" | "induction": (L, H)}``)."""
     n_l, n_h = metrics["entropy"].shape
     evidence: list[list[list[dict[str, Any]]]] = [[[] for _ in range(n_h)] for _ in range(n_l)]
@@ -105,8 +92,9 @@ def label_heads(
             if pos and max(pos.values()) > MOSTLY:
                 name = max(pos, key=pos.__getitem__)
                 add(layer, head, _POSITIONAL[name], "positional", share=pos[name], threshold=MOSTLY)
-            elif band is not None and band[layer, head] >= BAND:
-                add(layer, head, f"band ±{BAND_WIDTH}", "positional", share=band[layer, head], threshold=BAND)
+            elif "band" in metrics and metrics["band"][layer, head] >= BAND:
+                add(layer, head, f"band ±{BAND_WIDTH}", "positional", share=metrics["band"][layer, head],
+                    threshold=BAND)
             for name, label in (("cls", "[CLS] sink"), ("sep", "[SEP] sink")):
                 if name in metrics and metrics[name][layer, head] > MOSTLY:
                     add(layer, head, label, "sink", share=metrics[name][layer, head], threshold=MOSTLY)

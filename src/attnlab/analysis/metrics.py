@@ -18,7 +18,8 @@ The metrics (``METRICS``):
 * ``cls``, ``sep``: the mass on start tokens ([CLS], <s>, BOS) and on end tokens ([SEP], </s>);
 * ``punct``: the mass on punctuation tokens (every character in a Unicode P* category);
 * ``self``, ``previous``, ``next``: the mass on the query's own position, the one before, the one after;
-* ``distance``: the mean distance ``sum_j w_ij |i - j|`` in tokens.
+* ``distance``: the mean distance ``sum_j w_ij |i - j|`` in tokens;
+* ``band``: the mass on the keys at most ``BAND_WIDTH`` (2) positions from the query, itself included.
 
 Jensen-Shannon distances between heads (:func:`js_distances`) and a 2-D embedding of the heads
 (:func:`mds`, classical MDS) follow Clark et al.'s head-clustering figure.
@@ -38,10 +39,12 @@ from ..errors import InputError, ShapeError
 __all__ = [
     "END_TOKENS",
     "METRICS",
+    "BAND_WIDTH",
     "START_TOKENS",
     "TOKEN_METRICS",
     "HeadSums",
     "as_weights",
+    "band_mass",
     "cls_mass",
     "distance",
     "entropy",
@@ -144,6 +147,17 @@ def distance(w: Array) -> Array:
     return (w * d).sum(-1)
 
 
+BAND_WIDTH = 2  # the half-width of the diagonal band of the ``band`` metric (see attnlab.analysis.labels)
+
+
+def band_mass(w: Array, width: int = BAND_WIDTH) -> Array:
+    """``(L, H, Q)``: the weight each query puts on the keys at most ``width`` positions away."""
+    w = as_weights(w)
+    q, k = w.shape[2], w.shape[3]
+    near = np.abs(_positions(q, k)[:, None] - np.arange(k)[None, :]) <= width  # (Q, K)
+    return (w * near).sum(-1)
+
+
 def _key_mass(w: Array, keys: Sequence[bool]) -> Array:
     w = as_weights(w)
     sel = np.asarray(keys, dtype=bool)
@@ -194,6 +208,7 @@ METRICS: dict[str, Callable[[Array, Sequence[str] | None, bool], Array]] = {
     "previous": lambda w, t, c: previous_mass(w),
     "next": lambda w, t, c: next_mass(w),
     "distance": lambda w, t, c: distance(w),
+    "band": lambda w, t, c: band_mass(w),
 }
 TOKEN_METRICS = ("cls", "sep", "punct")  # the metrics that need the key tokens
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..trace import AttentionTrace, Kind
-from .labels import HeadLabels, band_mass, label_heads
+from .labels import HeadLabels, label_heads
 from .metrics import TOKEN_METRICS, HeadSums, js_distances, mds, per_query_metrics
 from .rollout import flow, flow_error_bound, rollout
 from .syntax import Sentence, dependency_counts, relation_scores, word_pieces
@@ -130,13 +130,12 @@ def analyze_trace(
         )
     causal = kind == "causal"
     metrics = HeadSums().add(per_query_metrics(w, tokens, causal=causal)).means()
-    band = np.nanmean(band_mass(w), axis=-1)
     deps, syntax = None, None
     if sentences is not None:
         pieces = word_pieces(sentences, tokens)
         deps = dependency_counts(w, sentences, pieces)
         syntax = relation_scores(deps)
-    labels = label_heads(metrics, band=band, dependencies=deps, causal_scores=causal_scores)
+    labels = label_heads(metrics, dependencies=deps, causal_scores=causal_scores)
     js = js_distances(w)
     n = w.shape[-1]
     square = w.shape[-2] == n
