@@ -37,9 +37,9 @@ import numpy as np
 from ..errors import InputError, ShapeError
 
 __all__ = [
+    "BAND_WIDTH",
     "END_TOKENS",
     "METRICS",
-    "BAND_WIDTH",
     "START_TOKENS",
     "TOKEN_METRICS",
     "HeadSums",
