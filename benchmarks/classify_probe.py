@@ -58,6 +58,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "bi-2l": {},
     "bi-2l-ema": {"ema": 0.999},
     "bi-2l-reg": {"dropout": 0.2, "emb_dropout": 0.3, "head_dropout": 0.3, "weight_decay": 0.05, "ema": 0.999},
+    "bi-1l-reg": {"layers": 1, "dropout": 0.2, "emb_dropout": 0.3, "head_dropout": 0.3, "weight_decay": 0.05,
+                  "ema": 0.999},
+    # the chosen recipe: bi-2l as run (epochs 3, EMA, max_len 128)
+    "recipe": {"epochs": 3, "ema": 0.999, "max_len": 128},
     "bi-2l-local": {"kernel": "local", "kernel_options": {"window": 4}, "ema": 0.999},
     "bi-1l-wide": {"layers": 1, "d": 192, "heads": 6, "d_ff": 384, "ema": 0.999},
     "bi-2l-small": {"d": 64, "heads": 4, "d_ff": 128, "ema": 0.999},
