@@ -33,6 +33,8 @@ IMPLEMENTATION = "attnlab_capture"
 # One entry per running capture of a transformers model: (module id -> path, model, recorder).
 _SESSIONS: list[tuple[dict[int, str], nn.Module, Recorder]] = []
 _registered = False
+# Head gates (capture/_gates.py): each takes (module, output (B, L, H, D)) and returns the gated output.
+GATES: list[Callable[[nn.Module, Tensor], Tensor]] = []
 
 
 def module_kind(module: nn.Module) -> Kind:
@@ -62,6 +64,8 @@ def _attention(
         path = paths.get(id(module))
         if path is not None:
             recorder.add(module_label(path, root), module_kind(module), weights)
+    for gate in GATES:
+        out = gate(module, out)
     return out, weights
 
 
