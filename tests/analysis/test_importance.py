@@ -102,14 +102,14 @@ def test_gates_at_one_change_nothing_and_masking_equals_zeroed_columns() -> None
 
 
 def _central_difference(model: nn.Module, batch: Batch, find: Callable[[nn.Module], nn.Linear], head: int,
-                        n_heads: int, eps: float = 1e-6) -> Tensor:
+                        n_heads: int, loss: Callable[[nn.Module, Batch], Tensor] = _loss, eps: float = 1e-6) -> Tensor:
     """Per-example dL/dg_h, the gate emulated by scaling the output projection's columns of head h."""
     diffs = []
     for sign in (1.0, -1.0):
         m = copy.deepcopy(model)
         _scale_head_columns(find(m), head, n_heads, 1.0 + sign * eps)
         with torch.no_grad():
-            diffs.append(_loss(m, batch))
+            diffs.append(loss(m, batch))
     return (diffs[0] - diffs[1]) / (2 * eps)  # (B,)
 
 
@@ -201,7 +201,7 @@ def test_bert_gates_mask_and_differentiate_like_the_output_columns() -> None:
     imp = head_importance(model, [_bert_batch()], _bert_loss)
     for layer in range(2):
         for h in range(3):
-            fd = _central_difference(model, _bert_batch(), lambda m, i=layer: _bert_dense(m, i), h, 3)
+            fd = _central_difference(model, _bert_batch(), lambda m, i=layer: _bert_dense(m, i), h, 3, _bert_loss)
             torch.testing.assert_close(imp.scores[layer, h], fd.abs().mean(), rtol=1e-5, atol=1e-9)
 
 
