@@ -173,8 +173,6 @@ def cases(cfg: Config) -> list[Case]:
              lambda x, n: lambda: memory_efficient_attention(x["q"], x["k"], x["v"])),
         Case("stats", f"streaming stats (entropy, distance, top-{TOP_K})", 16384, lambda n: _dense_flops(n) / 2,
              lambda x, n: lambda: attention_stats(x["q"], x["k"], top_k=TOP_K)),
-        Case("stats_compiled", f"streaming stats, compiled update (top-{TOP_K})", 16384, lambda n: _dense_flops(n) / 2,
-             lambda x, n: lambda: attention_stats(x["q"], x["k"], top_k=TOP_K, compile=True)),
         Case("sdpa_window_mask", f"SDPA + dense mask, window {WINDOW}", 16384, _dense_flops,
              lambda x, n: (lambda m: lambda: F.scaled_dot_product_attention(x["q"], x["k"], x["v"], attn_mask=m))(
                  _window_mask(n))),
@@ -195,6 +193,10 @@ def cases(cfg: Config) -> list[Case]:
         Case("sdpa_backward", "SDPA, fwd+bwd", 8192, lambda n: 2.5 * _dense_flops(n),
              lambda x, n: _backward(F.scaled_dot_product_attention, x), backward=True),
     ]
+    if not cfg.quick:  # its first call compiles (tens of seconds): not in the quick run
+        out.insert(4, Case("stats_compiled", f"streaming stats, compiled update (top-{TOP_K})", 16384,
+                           lambda n: _dense_flops(n) / 2,
+                           lambda x, n: lambda: attention_stats(x["q"], x["k"], top_k=TOP_K, compile=True)))
     return out
 
 
