@@ -32,8 +32,11 @@ from attnlab.capture.text import load_model
 
 GOAL = 1.3
 TOKENS = 128
-WORDS = ("the cat sat on mat while a dog of the house looked at birds in trees and people walked by "
-         "with their children talking about weather news music books rivers mountains cities").split()
+WORDS = (
+    "the", "cat", "sat", "on", "mat", "while", "a", "dog", "of", "the", "house", "looked", "at", "birds", "in",
+    "trees", "and", "people", "walked", "by", "with", "their", "children", "talking", "about", "weather",
+    "news", "music", "books", "rivers", "mountains", "cities",
+)
 
 
 def _corpus(path: Path, n: int, seed: int = 0) -> None:

@@ -78,7 +78,7 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     transformers.BertModel(cfg).eval().save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     corpus = folder / "corpus.txt"
-    corpus.write_text("\n".join(TEXTS[:3] + ["   "] + TEXTS[3:]), encoding="utf-8")
+    corpus.write_text("\n".join([*TEXTS[:3], "   ", *TEXTS[3:]]), encoding="utf-8")
     return folder, corpus
 
 
@@ -87,7 +87,9 @@ def _load(folder: Path) -> tuple[transformers.PreTrainedModel, transformers.PreT
     return model, transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 
-def test_corpus_sums_equal_texts_run_one_by_one(tiny_bert: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_corpus_sums_equal_texts_run_one_by_one(
+    tiny_bert: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     folder, corpus = tiny_bert
     model, tokenizer = _load(folder)
     got = corpus_metrics(model, tokenizer, corpus, batch_size=3)

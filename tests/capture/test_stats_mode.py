@@ -47,7 +47,9 @@ def _pair(kernel: str, options: dict[str, Any]) -> tuple[TransformerEncoder, Tra
     return fast, dense
 
 
-def _dense_weights(model: TransformerEncoder, x: Tensor, kpm: Tensor, causal: bool, mask: Tensor | None) -> list[Tensor]:
+def _dense_weights(
+    model: TransformerEncoder, x: Tensor, kpm: Tensor, causal: bool, mask: Tensor | None
+) -> list[Tensor]:
     """The float64 weights each layer's attention hook receives (capture() would round them to float32)."""
     got: list[Tensor] = []
     hooks = []

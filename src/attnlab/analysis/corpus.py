@@ -124,7 +124,9 @@ def corpus_metrics(
 
 def _count_texts(path: Path) -> int:
     if not path.is_file():
-        raise InputError(f"corpus file {str(path)!r} does not exist or is not a file; give a text file, one text a line")
+        raise InputError(
+            f"corpus file {str(path)!r} does not exist or is not a file; give a text file, one text a line"
+        )
     n = sum(1 for _ in _texts(path))
     if not n:
         raise InputError(f"corpus file {str(path)!r} is empty (no non-blank line); give a file with one text a line")

@@ -30,8 +30,8 @@ from torch import Tensor, nn
 
 from ..errors import CaptureError, InputError
 from ..layers import MultiHeadAttention
-from . import _hf
 from ..trace import AttentionTrace
+from . import _hf
 from ._recorder import Recorder, module_label
 
 __all__ = ["HeadGates", "head_gates"]

@@ -106,7 +106,8 @@ class _Watch:
 
     def __init__(self, name: str, layer: MultiHeadAttention, top_k: int, kinds: frozenset[Kind] | None,
                  names: tuple[str, ...] | None, record: Any) -> None:
-        self.name, self.layer, self.top_k, self.kinds, self.names, self.record = name, layer, top_k, kinds, names, record
+        self.name, self.layer, self.top_k, self.record = name, layer, top_k, record
+        self.kinds, self.names = kinds, names
         self.call: dict[str, Any] = {}
         self.q: Tensor | None = None
         self.k: Tensor | None = None
@@ -134,7 +135,8 @@ class _Watch:
         call, layer = self.call, self.layer
         causal = bool(call.get("causal", False))
         kind: Kind = "cross" if call["cross"] else "causal" if causal else "self"
-        if not ((self.kinds is None or kind in self.kinds) and (self.names is None or any(s in self.name for s in self.names))):
+        wanted_kind = self.kinds is None or kind in self.kinds
+        if not wanted_kind or (self.names is not None and not any(s in self.name for s in self.names)):
             return
         if layer.kernel not in STATS_KERNELS:
             raise CaptureError(

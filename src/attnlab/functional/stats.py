@@ -94,8 +94,10 @@ def attention_stats(
         qb = q[..., q0:q1, :].to(work)  # (..., Bq, E)
         m = torch.full((*lead, q1 - q0, 1), -inf, dtype=work, device=dev)  # (..., Bq, 1)
         l, a, d = torch.zeros_like(m), torch.zeros_like(m), torch.zeros_like(m)
-        tv = torch.full((*lead, q1 - q0, 0), -inf, dtype=work, device=dev)  # (..., Bq, <=K) best scores
-        ti = torch.zeros((*lead, q1 - q0, 0), dtype=torch.long, device=dev)
+        # each tile's top-k, merged once per query block: one concatenation and one top-k of (tiles x K)
+        # candidates instead of a merge per tile (a last-dim cat of K columns is slow in ATen on CPU)
+        cand_v: list[Tensor] = [torch.full((*lead, q1 - q0, 0), -inf, dtype=work, device=dev)]  # (..., Bq, 0)
+        cand_i: list[Tensor] = [torch.zeros((*lead, q1 - q0, 0), dtype=torch.long, device=dev)]
         for k0, k1 in spans(S, block_k):
             tile = tiles.tile(q0, q1, k0, k1)
             if tile is None:
@@ -103,16 +105,18 @@ def attention_stats(
             s = torch.matmul(qb, k[..., k0:k1, :].to(work).transpose(-2, -1)).mul_(s_)  # (..., Bq, Bk)
             s = tiles.apply(s, tile)
             kk = min(top_k, k1 - k0)
-            v_new, i_new = s.topk(kk, dim=-1, sorted=False)
-            cand_v, cand_i = torch.cat([tv, v_new], dim=-1), torch.cat([ti, i_new + k0], dim=-1)
-            tv, sel = cand_v.topk(min(top_k, cand_v.shape[-1]), dim=-1)
-            ti = cand_i.gather(-1, sel)
+            v_new, i_new = s.topk(kk, dim=-1, sorted=False)  # (..., Bq, kk)
+            cand_v.append(v_new)
+            cand_i.append(i_new.add_(k0))
             masked = tile.keep is not None or tile.add is not None
             a0 = q0 + tiles.offset
             if compile and _compiled() is not None:
                 m, l, a, d = _fused(s, m, l, a, d, a0, q1 + tiles.offset, k0, k1)
             else:
                 m, l, a, d = _update(s, m, l, a, d, a0, q1 + tiles.offset, k0, k1, masked)
+        all_v, all_i = torch.cat(cand_v, dim=-1), torch.cat(cand_i, dim=-1)  # (..., Bq, tiles x K)
+        tv, sel = all_v.topk(min(top_k, all_v.shape[-1]), dim=-1)  # (..., Bq, <=K) best scores, strongest first
+        ti = all_i.gather(-1, sel)
         has = l > 0
         row_lse, l1 = log_normaliser(finite_or_zero(m), l)  # (..., Bq, 1): -inf where no key is allowed
         ent[..., q0:q1] = torch.where(has, row_lse - a / l1, torch.zeros_like(l)).squeeze(-1).clamp_min(0)
@@ -175,7 +179,7 @@ def _fused(
     j = torch.arange(k0, k1, device=s.device, dtype=s.dtype).view(1, -1)  # (1, Bk)
     try:
         return fn(s, m, l, a, d, i, j)
-    except Exception as exc:  # noqa: BLE001 (inductor raises many types: no compiler, codegen, lowering)
+    except Exception as exc:  # inductor raises many types: no compiler, codegen, lowering
         _COMPILED["update"] = None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         warnings.warn(
