@@ -4,6 +4,8 @@ A corpus of ``--texts`` sentences, each at least 128 tokens long and truncated t
 ``batch x 128`` with no padding), is written to a temporary file.  Timed, taking turns in every repeat:
 
 * ``forward``: the model as loaded (SDPA) on the already tokenised batches, under ``torch.no_grad``;
+* ``capture``: the same batches inside ``attnlab.capture`` (the eager attention that gives the weights), no
+  reductions: the part of the cost that is getting the weights at all;
 * ``metrics``: :func:`attnlab.analysis.corpus_metrics` on the file, same batch size: reading, tokenising,
   the captured (eager) forward and the per-head reductions.
 
@@ -28,6 +30,7 @@ import torch
 
 from attnlab._io import atomic_write_text
 from attnlab.analysis import corpus_metrics
+from attnlab.capture import capture
 from attnlab.capture.text import load_model
 
 GOAL = 1.3
@@ -81,11 +84,17 @@ def main() -> None:
                 for b in batches:
                     model(input_ids=b["input_ids"], attention_mask=b["attention_mask"])
 
+        def captured() -> None:
+            with torch.no_grad():
+                for b in batches:
+                    with capture(model):
+                        model(input_ids=b["input_ids"], attention_mask=b["attention_mask"])
+
         def metrics() -> None:
             corpus_metrics(model, tokenizer, path, batch_size=args.batch, max_length=TOKENS, progress=False)
 
         load_before = os.getloadavg()
-        best = _fastest({"forward": forward, "metrics": metrics}, args.repeats)
+        best = _fastest({"forward": forward, "capture": captured, "metrics": metrics}, args.repeats)
         load_after = os.getloadavg()
     ratio = best["metrics"] / best["forward"]
     doc = {
@@ -94,7 +103,8 @@ def main() -> None:
         "met": ratio <= GOAL, "loadavg_before": load_before, "loadavg_after": load_after,
     }
     print(f"{args.texts} texts x {TOKENS} tokens, batch {args.batch}, {torch.get_num_threads()} threads: "
-          f"forward {best['forward']:.3f} s, metrics {best['metrics']:.3f} s, ratio {ratio:.2f} (goal <= {GOAL}); "
+          f"forward {best['forward']:.3f} s, capture {best['capture']:.3f} s, metrics {best['metrics']:.3f} s, "
+          f"ratio {ratio:.2f} (goal <= {GOAL}); "
           f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     if args.out:
         atomic_write_text(args.out, json.dumps(doc, indent=2) + "\n")
