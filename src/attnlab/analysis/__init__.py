@@ -1,10 +1,14 @@
 """What every head does, measured: per-head metrics, pattern labels with their evidence, syntactic
-agreement with dependency parses, causal-model detectors, attention rollout and flow.
+agreement with dependency parses, causal-model detectors, attention rollout and flow, head importance
+(Michel et al.'s gates) and corpus-scale metrics streamed as per-head sums.
 
 Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.weights``); metrics come
 back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
+from .corpus import METRICS as CORPUS_METRICS
+from .corpus import CorpusMetrics, corpus_metrics, head_sums
+from .importance import HeadImportance, PruningCurve, head_gates, head_importance, pruning_curve, pruning_figure
 from .induction import CAUSAL_PATTERNS, causal_scores, detect_causal_heads, repeated_tokens
 from .labels import HeadLabels, label_heads
 from .metrics import METRICS, HeadSums, band_mass, head_metrics, js_distances, js_sums, mds, per_query_metrics
@@ -22,27 +26,37 @@ from .syntax import DependencyCounts, Sentence, dependency_counts, parse_text, r
 
 __all__ = [
     "CAUSAL_PATTERNS",
+    "CORPUS_METRICS",
     "METRICS",
+    "CorpusMetrics",
     "DependencyCounts",
+    "HeadImportance",
     "HeadLabels",
     "HeadSums",
+    "PruningCurve",
     "Report",
     "Sentence",
     "analyze_trace",
     "band_mass",
     "blank_out_importance",
     "causal_scores",
+    "corpus_metrics",
     "dependency_counts",
     "detect_causal_heads",
     "flow",
     "flow_error_bound",
+    "head_gates",
+    "head_importance",
     "head_metrics",
+    "head_sums",
     "js_distances",
     "js_sums",
     "label_heads",
     "mds",
     "parse_text",
     "per_query_metrics",
+    "pruning_curve",
+    "pruning_figure",
     "read_conllu",
     "relation_scores",
     "repeated_tokens",

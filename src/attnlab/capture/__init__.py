@@ -2,7 +2,19 @@
 
 from ..trace import KINDS, AttentionRecord, AttentionTrace
 from ._core import capture
+from ._stats import StatsRecord, StatsTrace, capture_stats
 from .text import trace_text
 from .tokens import attach_tokens, merge_words
 
-__all__ = ["KINDS", "AttentionRecord", "AttentionTrace", "attach_tokens", "capture", "merge_words", "trace_text"]
+__all__ = [
+    "KINDS",
+    "AttentionRecord",
+    "AttentionTrace",
+    "StatsRecord",
+    "StatsTrace",
+    "attach_tokens",
+    "capture",
+    "capture_stats",
+    "merge_words",
+    "trace_text",
+]

@@ -33,6 +33,8 @@ IMPLEMENTATION = "attnlab_capture"
 # One entry per running capture of a transformers model: (module id -> path, model, recorder).
 _SESSIONS: list[tuple[dict[int, str], nn.Module, Recorder]] = []
 _registered = False
+# Head gates (capture/_gates.py): each takes (module, output (B, L, H, D)) and returns the gated output.
+GATES: list[Callable[[nn.Module, Tensor], Tensor]] = []
 
 
 def module_kind(module: nn.Module) -> Kind:
@@ -63,6 +65,8 @@ def _attention(
         if path is not None:
             q, k, scale = _qk(module, query, key, kwargs) if recorder.qk else (None, None, None)
             recorder.add(module_label(path, root), module_kind(module), weights, q, k, scale)
+    for gate in GATES:
+        out = gate(module, out)
     return out, weights
 
 
