@@ -20,6 +20,7 @@ from .show import _check_out, _parse_int, _run_name, _staging
 
 DEFAULT_OUT = "attnlab-analyze"
 JSON_FILE = "analysis.json"
+CORPUS_FILE = "corpus.json"
 TRACE_FILE = "trace.attn"
 VIEWER_FILE = "viewer.html"
 FIGURES = ("labels", "metrics", "mds", "rollout", "flow")
@@ -38,6 +39,11 @@ examples:
   attnlab analyze --treebank ud-sample.conllu                         # the treebank's own sentences
   attnlab analyze "some text" --model ./my-gpt2-folder                # causal: induction heads too
   attnlab analyze --trace out/{TRACE_FILE}                              # a saved trace
+  attnlab analyze --corpus sentences.txt --batch-size 32              # per-head means over a corpus
+  torchrun --nproc_per_node 2 -m attnlab.cli analyze --corpus sentences.txt   # the same, two processes
+With --corpus (one text per line) the model runs batch by batch and each batch is reduced to per-head
+sums at once (no attention matrix is kept); {CORPUS_FILE} holds the per-head means, the table their
+per-layer average.  Under torchrun the ranks share the lines and all-reduce the sums; rank 0 writes.
 """
 
 
@@ -61,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     source = p.add_argument_group("input")
     source.add_argument("text", nargs="?", metavar="TEXT", help="the text to run the model on (quote it)")
     source.add_argument("--trace", metavar="FILE", type=Path, help=f"analyse a saved trace (a {TRACE_FILE} file)")
+    source.add_argument("--corpus", metavar="FILE", type=Path,
+                        help="per-head metrics over a corpus, one text per line, streamed in batches")
+    source.add_argument("--batch-size", type=int, default=32, metavar="N", help="texts per batch with --corpus")
     source.add_argument("--model", metavar="NAME_OR_FOLDER",
                         help="'minilm' (the bundled all-MiniLM-L6-v2, the default) or a local Hugging Face folder")
     source.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's)")
@@ -83,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from ..viz import save
     from ..viz.html import save_html
 
+    if args.corpus is not None:
+        return _run_corpus(args)
     _check_args(args)
     targets = None if not args.flow_target else [_parse_int(t, "--flow-target") for t in args.flow_target]
     sentences = analysis.read_conllu(args.treebank) if args.treebank is not None else None
@@ -117,6 +128,41 @@ def run(args: argparse.Namespace) -> int:
             os.replace(stage / name, out / name)
     print(report.table())
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
+    return 0
+
+
+def _run_corpus(args: argparse.Namespace) -> int:
+    """``--corpus``: per-head means over every real query token of the corpus; rank 0 writes and prints."""
+    from ..analysis import corpus_metrics
+    from ..capture.text import load_model
+
+    given = [o for o, v in (("TEXT", args.text), ("--trace", args.trace), ("--treebank", args.treebank),
+                            ("--parse", args.parse), ("--flow-target", args.flow_target)) if v]
+    if given:
+        raise InputError(f"--corpus measures a corpus on its own; give no {', '.join(given)} with it")
+    if not args.corpus.is_file():
+        raise InputError(f"no corpus file at {str(args.corpus)!r}; give a text file with one text per line")
+    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / f"corpus-{args.corpus.stem}"
+    out, base = _check_out(out_arg)
+    model, tokenizer, name = load_model(args.model or "minilm")
+    result = corpus_metrics(model, tokenizer, args.corpus, batch_size=args.batch_size, max_length=args.max_length)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0
+    means = result.means()
+    doc = {"model": name, "corpus": str(args.corpus), "texts": result.texts, "processes": result.processes,
+           "modules": list(result.names), "query_tokens": result.rows.tolist(),
+           "means": {m: v.tolist() for m, v in means.items()}}
+    with _staging(out, base) as stage:
+        (stage / CORPUS_FILE).write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+        out.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / CORPUS_FILE, out / CORPUS_FILE)
+    metrics = list(means)
+    print(f"{name} over {result.texts} texts ({int(result.rows.sum())} query tokens, {result.processes} "
+          f"process{'es' if result.processes > 1 else ''}): per-layer mean over heads")
+    print("layer  " + "  ".join(f"{m:>14}" for m in metrics))
+    for i in range(len(result.names)):
+        print(f"{i:>5}  " + "  ".join(f"{float(means[m][i].mean()):14.4f}" for m in metrics))
+    print(f"\nwrote {out_arg}{os.sep}{CORPUS_FILE} (per-head means)")
     return 0
 
 
