@@ -150,6 +150,16 @@ def test_bad_long_input_options(tmp_path, trace_file, capsys, extra, words):
     check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(tmp_path / "out"), *extra], *words)
 
 
+def test_tokens_beyond_the_model_limit_are_refused_before_it_loads(tmp_path, capsys, monkeypatch):
+    from attnlab.capture import text
+
+    monkeypatch.setattr(text, "_load", lambda folder: pytest.fail("the model must not load"))
+    check_refused(tmp_path, capsys, ["The cat sat.", "--tokens", "500:600", "--out", str(tmp_path / "o")],
+                  "--tokens 500:600", "at most 512 tokens")
+    check_refused(tmp_path, capsys, ["The cat sat.", "--max-length", "64", "--tokens", ":65",
+                                     "--out", str(tmp_path / "o")], "at most 64 tokens")
+
+
 def test_kind_option_on_a_trace_without_that_kind(tmp_path, trace_file, capsys):
     check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--kind", "cross", "--out", str(tmp_path / "o")],
                   "no cross attention", "only self")

@@ -129,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
     if trace is None:  # check what the model's config.json can tell before the slow load
         _check_against_config(args.model or "minilm", args.kind, layer, head)
+        _check_span_against_limit(args, span)
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
     out, base = _check_out(out_arg)
 
@@ -258,6 +259,18 @@ def _check_span(option: str | None, span: tuple[int | None, int | None] | None, 
         raise InputError(f"--tokens {option} does not fit: the input has {n_q} tokens (positions 0..{n_q - 1}); "
                          f"e.g. --tokens {max(0, n_q - 60)}:{n_q}")
     return stop - start if n_q == n_k else max(stop - start, n_k)
+
+
+def _check_span_against_limit(args: argparse.Namespace, span: tuple[int | None, int | None] | None) -> None:
+    """A --tokens STOP beyond the most tokens the model takes can be refused before the model loads."""
+    from ..capture.text import model_config
+
+    if span is None or span[1] is None:
+        return
+    limit = args.max_length or model_config(args.model or "minilm").get("max_position_embeddings")
+    if isinstance(limit, int) and span[1] > limit:
+        raise InputError(f"--tokens {args.tokens} does not fit: the model takes at most {limit} tokens "
+                         f"(positions 0..{limit - 1})")
 
 
 def _check_gamma(gamma: float | None, scale: str) -> float:
