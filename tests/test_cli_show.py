@@ -114,6 +114,52 @@ def test_default_output_is_a_folder_of_its_own_per_input(tmp_path, trace_file, m
     assert "wrote 5 files to attnlab-out/another-text-entirely-" in capsys.readouterr().out
 
 
+def test_long_input_options(tmp_path, trace_file):
+    """--tokens draws a range, --scale a colour scale, --compact stores trace.attn in float16."""
+    out = tmp_path / "out"
+    args = ["show", "--trace", str(trace_file), "--out", str(out), "--format", "svg", "--no-viewer"]
+    assert main([*args, "--tokens", "1:4", "--scale", "log", "--compact"]) == 0
+    heatmap, heads, model = ((out / f"{f}.svg").read_text() for f in FIGURES)
+    assert "layer 1, mean of 3 heads, positions 1-3 of 5" in heatmap and "(log scale)" in heatmap
+    assert "positions 1-3 of 5" in heads and "positions 1-3 of 5" in model
+    back = al.AttentionTrace.load(out / "trace.attn")
+    original = al.AttentionTrace.load(trace_file)
+    assert back.meta["stored_dtype"] == "float16" and back.weights.dtype == torch.float32
+    assert float((back.weights - original.weights).abs().max()) <= 2**-12
+    saved = trace_file.stat().st_size - (out / "trace.attn").stat().st_size
+    assert saved >= 2 * original.weights.numel() - 64, "two bytes a weight instead of four"
+    assert main([*args, "--tokens", "3:", "--scale", "power", "--gamma", "0.3"]) == 0
+    assert "positions 3-4 of 5" in (out / "heatmap.svg").read_text()
+    assert "power scale, gamma 0.3" in (out / "heatmap.svg").read_text()
+    assert "stored_dtype" not in al.AttentionTrace.load(out / "trace.attn").meta, "without --compact: exact"
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--tokens", "2:9"], ["--tokens 2:9", "5 tokens", "0..4"]),
+        (["--tokens", "3:3"], ["START must be less than STOP"]),
+        (["--tokens", "five"], ["START:STOP", "'five'"]),
+        (["--tokens", "4"], ["START:STOP"]),
+        (["--gamma", "0.3"], ["--gamma applies to --scale power"]),
+        (["--scale", "power", "--gamma", "0"], ["--gamma must be a number > 0"]),
+        (["--scale", "power", "--gamma", "nan"], ["--gamma must be a number > 0"]),
+    ],
+)
+def test_bad_long_input_options(tmp_path, trace_file, capsys, extra, words):
+    check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(tmp_path / "out"), *extra], *words)
+
+
+def test_tokens_beyond_the_model_limit_are_refused_before_it_loads(tmp_path, capsys, monkeypatch):
+    from attnlab.capture import text
+
+    monkeypatch.setattr(text, "_load", lambda folder: pytest.fail("the model must not load"))
+    check_refused(tmp_path, capsys, ["The cat sat.", "--tokens", "500:600", "--out", str(tmp_path / "o")],
+                  "--tokens 500:600", "at most 512 tokens")
+    check_refused(tmp_path, capsys, ["The cat sat.", "--max-length", "64", "--tokens", ":65",
+                                     "--out", str(tmp_path / "o")], "at most 64 tokens")
+
+
 def test_kind_option_on_a_trace_without_that_kind(tmp_path, trace_file, capsys):
     check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--kind", "cross", "--out", str(tmp_path / "o")],
                   "no cross attention", "only self")
@@ -152,7 +198,7 @@ def test_help_explains_every_option(capsys):
     assert info.value.code == 0
     text = capsys.readouterr().out
     for option in ("--out", "--layer", "--head", "--format", "--model", "--pair", "--merge", "--trace",
-                   "--max-length", "--truncate", "--no-viewer"):
+                   "--max-length", "--truncate", "--no-viewer", "--tokens", "--scale", "--gamma", "--compact"):
         assert option in text
     assert "examples:" in text and 'attnlab show "The cat sat on the mat' in text
 

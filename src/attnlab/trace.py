@@ -27,10 +27,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from . import _validate
 from ._io import atomic_write
 from .errors import InputError, ShapeError, TraceFileError
 
-__all__ = ["KINDS", "AttentionRecord", "AttentionTrace", "Kind", "as_kind"]
+__all__ = ["KINDS", "STORED_DTYPES", "AttentionRecord", "AttentionTrace", "Kind", "StoredDtype", "as_kind"]
 
 # What an attention call attends to: its own sequence, its own past (causal mask), or another sequence.
 Kind = Literal["self", "causal", "cross"]
@@ -44,6 +45,12 @@ def as_kind(value: object) -> Kind:
     return value
 _FORMAT = "attnlab.trace"
 _VERSION = 1
+
+# How save() may store weights: exact, half precision, or 8-bit codes round(255 * w) (within 1/510, as the viewer)
+StoredDtype = Literal["float32", "float16", "uint8"]
+STORED_DTYPES: tuple[StoredDtype, ...] = get_args(StoredDtype)
+_LEVELS = 255
+_TOLERANCE = 1e-3  # weights this far outside [0, 1] are float noise (clamped); further out, uint8 refuses them
 
 
 @dataclass
@@ -496,18 +503,23 @@ class AttentionTrace:
         return repr_html(self)
 
     # ----- files -------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the trace to ``path`` (safetensors with a JSON header), atomically."""
+    def save(self, path: str | os.PathLike[str], *, dtype: StoredDtype = "float32") -> Path:
+        """Write the trace to ``path`` (safetensors with a JSON header), atomically.
+
+        ``dtype`` is how the weights are stored: ``"float32"`` (the default) is exact; ``"float16"`` takes
+        half the space, each weight within 2**-11 of its value relatively (and within 2**-12 absolutely for
+        weights in [0, 1]); ``"uint8"`` a quarter, each weight in [0, 1] stored as ``round(255 * w)``, within
+        1/510 of its value (the viewer's own 8-bit codes).  :meth:`load` gives float32 back either way."""
         from safetensors.torch import save_file
 
+        _validate.one_of("dtype", dtype, STORED_DTYPES, 'use "float32" (exact) or "float16" (half the size)')
         path = Path(path)
-        tensors = {
-            f"r{i}": r.weights.detach().to("cpu", torch.float32).contiguous() for i, r in enumerate(self.records)
-        }
+        tensors = {f"r{i}": _stored(r, dtype) for i, r in enumerate(self.records)}
         tensors.update(_qk_tensors(self.records))
         header = {
             "format": _FORMAT,
             "version": str(_VERSION),
+            "dtype": dtype,
             "records": json.dumps(
                 [
                     {"name": r.name, "kind": r.kind, "layer": r.layer, "query_tokens": r.query_tokens,
@@ -523,8 +535,9 @@ class AttentionTrace:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> AttentionTrace:
-        """Read a trace written by :meth:`save`.  A missing, truncated, corrupt or foreign file raises
-        :class:`attnlab.errors.TraceFileError`."""
+        """Read a trace written by :meth:`save`, its weights as float32.  A trace stored compact says so:
+        ``trace.meta["stored_dtype"]`` is ``"float16"`` or ``"uint8"`` (an exact file adds nothing).
+        A missing, truncated, corrupt or foreign file raises :class:`attnlab.errors.TraceFileError`."""
         from safetensors import safe_open
 
         path = Path(path)
@@ -542,12 +555,16 @@ class AttentionTrace:
                         f"{str(path)!r} is trace format version {header.get('version')!r}; "
                         f"this attnlab reads version {_VERSION}"
                     )
+                dtype = header.get("dtype", "float32")
+                if dtype not in STORED_DTYPES:
+                    raise TraceFileError(f"{str(path)!r} stores its weights as {dtype!r}; this attnlab reads "
+                                         f"{', '.join(STORED_DTYPES)}")
                 entries = json.loads(header["records"])
                 meta = json.loads(header.get("meta", "{}"))
                 records = [
                     AttentionRecord(
                         name=str(e["name"]), kind=as_kind(e["kind"]), layer=int(e["layer"]),
-                        weights=f.get_tensor(f"r{i}"), query_tokens=e.get("query_tokens"),
+                        weights=_loaded(f.get_tensor(f"r{i}"), dtype, path), query_tokens=e.get("query_tokens"),
                         key_tokens=e.get("key_tokens"), **_read_optional(e, i, f),
                     )
                     for i, e in enumerate(entries)
@@ -559,6 +576,8 @@ class AttentionTrace:
                 f"cannot read {str(path)!r} as an attnlab trace: {type(exc).__name__}: {exc}; "
                 f"the file is truncated, corrupt or of another format"
             ) from None
+        if dtype != "float32":
+            meta["stored_dtype"] = dtype
         return cls(records=records, meta=meta)
 
 
@@ -586,3 +605,34 @@ def _read_optional(entry: dict[str, Any], i: int, f: Any) -> dict[str, Any]:
         "q": f.get_tensor(f"q{i}") if f"q{i}" in names else None,
         "k": f.get_tensor(f"k{i}") if f"k{i}" in names else None,
     }
+
+
+def _stored(record: AttentionRecord, dtype: StoredDtype) -> Tensor:
+    """``record``'s weights as ``save`` stores them in ``dtype``; a value that dtype cannot hold is refused."""
+    w = record.weights.detach().to("cpu", torch.float32).contiguous()
+    if dtype == "float32":
+        return w
+    if not bool(torch.isfinite(w).all()):
+        raise InputError(f"{record.name}: weights with NaN or inf cannot be stored as {dtype}; save with "
+                         f'dtype="float32"')
+    if dtype == "float16":
+        half = w.to(torch.float16)
+        if not bool(torch.isfinite(half).all()):
+            raise InputError(f"{record.name}: weights up to {float(w.abs().max()):.4g} overflow float16 (65504); "
+                             f'save with dtype="float32"')
+        return half
+    low, high = (float(w.min()), float(w.max())) if w.numel() else (0.0, 0.0)
+    if low < -_TOLERANCE or high > 1.0 + _TOLERANCE:
+        raise InputError(f"{record.name}: 8-bit codes hold weights in [0, 1], these run from {low:.4g} to {high:.4g}; "
+                         f'save with dtype="float16" or "float32"')
+    return torch.round(w.clamp(0.0, 1.0) * _LEVELS).to(torch.uint8)
+
+
+def _loaded(stored: Tensor, dtype: str, path: Path) -> Tensor:
+    """The float32 weights of a stored tensor (8-bit codes read back as ``code / 255``)."""
+    if dtype == "uint8":
+        if stored.dtype != torch.uint8:
+            raise TraceFileError(f"{str(path)!r} says its weights are uint8 codes but holds {stored.dtype}; "
+                                 f"the file is corrupt")
+        return stored.to(torch.float32) / _LEVELS
+    return stored.to(torch.float32)

@@ -154,8 +154,10 @@ def test_figures_summary_and_viewer_draw_a_generation(tmp_path: Path) -> None:
     assert "2 layers x 3 heads, 10 tokens" in text
     lines = text.splitlines()
     assert [line.split()[0] for line in lines[4:]] == ["0", "1"]
-    fig = al.viz.model_grid(trace)
-    assert len(fig.axes) == 2 * 3 + 1  # 2 layers x 3 heads and the colour bar
+    fig = al.viz.model_grid(trace)  # one mosaic image: a row per layer, a column per head
+    (image,) = fig.axes[0].get_images()
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()], [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == (["layer 0", "layer 1"], ["head 0", "head 1", "head 2"]) and image.get_array().shape[0] >= 2 * 10
     al.viz.heatmap(trace, layer=1, head="mean")
     payload = _payload(trace, 0)
     assert [(r["layer"], r["q"], r["k"]) for r in payload["records"]] == [(0, 10, 10), (1, 10, 10)]

@@ -191,36 +191,216 @@ def test_draws_into_given_axes():
 
 
 # ----- heads and model grid ------------------------------------------------------------------------
+def runs(blank: np.ndarray) -> list[slice]:
+    """The runs of False in ``blank``: where the panels lie along one axis of a mosaic."""
+    edges = np.flatnonzero(np.diff(np.r_[True, blank, True].astype(int)))
+    return [slice(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def panel(fig: Figure, row: int, col: int) -> np.ndarray:
+    """The cells of panel (row, col) of a heads/model_grid mosaic (blank gaps between panels are NaN)."""
+    (im,) = images(fig)
+    grid = np.ma.filled(im.get_array().astype(float), np.nan)
+    blank = np.isnan(grid)
+    rows, cols = runs(blank.all(axis=1)), runs(blank.all(axis=0))
+    return grid[rows[row], cols[col]]
+
+
 def test_heads_grid_one_panel_per_head_on_one_scale():
     trace = synthetic_trace()
     fig = al.viz.heads(trace, layer=1)
-    ims = images(fig)
-    assert len(ims) == 5
-    for h, im in enumerate(ims):
-        np.testing.assert_allclose(im.get_array(), trace.weights[1, h].numpy(), atol=1e-7)
-        assert im.axes.get_title() == f"head {h}"
-        assert im.norm is ims[0].norm
-    assert ims[0].norm.vmax == pytest.approx(float(trace.weights[1].max()))
-    # 5 heads in 4 columns: queries labelled on the left column, keys on the lowest panel of each column
-    assert ticklabels(ims[0].axes, "y") == TOKENS and ticklabels(ims[1].axes, "y") == []
-    assert ticklabels(ims[0].axes, "x") == [] and ticklabels(ims[4].axes, "x") == TOKENS
-    assert ticklabels(ims[3].axes, "x") == TOKENS
+    (im,) = images(fig)
+    for h in range(5):
+        r, c = divmod(h, 4)
+        np.testing.assert_allclose(panel(fig, r, c), trace.weights[1, h].numpy(), atol=1e-7)
+    assert np.isnan(panel(fig, 1, 1)).all(), "5 heads in 4 columns: the empty slots stay blank"
+    assert im.norm.vmin == 0.0 and im.norm.vmax == pytest.approx(float(trace.weights[1].max()))
+    assert [t.get_text() for t in im.axes.texts] == [f"head {h}" for h in range(5)]
+    # queries labelled down the left of each row of panels, keys along the bottom of each column
+    assert ticklabels(im.axes, "y") == TOKENS * 2 and ticklabels(im.axes, "x") == TOKENS * 4
     assert "layer 1: all 5 heads" in fig.get_suptitle()
     assert any(ax.get_ylabel() == "attention weight" for ax in fig.axes)
 
 
-def test_model_grid_layers_by_heads_without_tick_labels():
+def test_heads_labels_sit_on_their_cells():
+    """Tick k of panel column c is at the x of key k in that column, wherever the panels lie."""
+    trace = synthetic_trace()
+    fig = al.viz.heads(trace, layer=0)
+    (im,) = images(fig)
+    n = len(TOKENS)
+    xs = im.axes.get_xticks()
+    for c in range(4):
+        left = round(float(xs[c * n]))
+        np.testing.assert_allclose(im.get_array()[: n, left : left + n], trace.weights[0, c].numpy(), atol=1e-7)
+
+
+def test_model_grid_layers_by_heads():
     trace = synthetic_trace()
     fig = al.viz.model_grid(trace)
-    ims = images(fig)
-    assert len(ims) == 3 * 5
-    for i, im in enumerate(ims):
-        layer, head = divmod(i, 5)
-        np.testing.assert_allclose(im.get_array(), trace.weights[layer, head].numpy(), atol=1e-7)
-        assert not im.axes.get_xticks().size and not im.axes.get_yticks().size
-        assert im.axes.get_ylabel() == (f"layer {layer}" if head == 0 else "")
-        assert im.axes.get_title() == (f"head {head}" if layer == 0 else "")
-    assert len({id(im.norm) for im in ims}) == 1
+    (im,) = images(fig)
+    for layer in range(3):
+        for head in range(5):
+            np.testing.assert_allclose(panel(fig, layer, head), trace.weights[layer, head].numpy(), atol=1e-7)
+    assert ticklabels(im.axes, "x") == [f"head {h}" for h in range(5)]
+    assert ticklabels(im.axes, "y") == [f"layer {i}" for i in range(3)]
+    assert "mean of" not in fig.get_suptitle(), "a short input is drawn cell by cell"
+
+
+# ----- long inputs ---------------------------------------------------------------------------------
+def long_trace(n: int, layers: int = 1, heads: int = 12) -> al.AttentionTrace:
+    """Sharp rows (each query mostly on the previous token) over ``n`` tokens, like a real long input."""
+    g = torch.Generator().manual_seed(1)
+    scores = torch.randn(1, heads, n, n, generator=g) + 12 * torch.eye(n).roll(-1, dims=1)
+    toks = [f"w{i}" for i in range(n)]
+    return al.AttentionTrace([al.AttentionRecord(f"l.{i}", "self", i, scores.softmax(-1), toks, toks)
+                              for i in range(layers)])
+
+
+def png_size(path) -> tuple[int, int]:
+    import struct
+
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", header[16:24])
+
+
+def test_long_input_figures_stay_under_the_pixel_cap(tmp_path):
+    trace = long_trace(520, heads=4)
+    for name, fig in {"heatmap": al.viz.heatmap(trace, head="mean"), "heads": al.viz.heads(trace, 0),
+                      "model": al.viz.model_grid(trace)}.items():
+        width, height = png_size(al.viz.save(fig, tmp_path / f"{name}.png"))
+        assert max(width, height) <= static.MAX_PIXELS, (name, width, height)
+        assert min(width, height) >= 400, (name, width, height)  # and not shrunk to nothing
+
+
+def test_save_caps_any_figure_and_can_be_told_not_to(tmp_path):
+    fig = Figure(figsize=(60, 10))
+    fig.add_subplot().plot([0, 1])
+    assert max(png_size(al.viz.save(fig, tmp_path / "capped.png"))) <= 4000
+    assert png_size(al.viz.save(fig, tmp_path / "small.png", max_pixels=1200)) == (1200, 200)
+    assert png_size(al.viz.save(fig, tmp_path / "full.png", dpi=100, max_pixels=None)) == (6000, 1000)
+    with pytest.raises(al.errors.ConfigError, match="max_pixels"):
+        al.viz.save(fig, tmp_path / "x.png", max_pixels=0)
+
+
+def test_more_cells_than_pixels_are_drawn_as_block_means():
+    trace = long_trace(700, heads=2)
+    fig = al.viz.model_grid(trace)
+    (im,) = images(fig)
+    factor = static._pool_factor(1.0 / 700)  # thumbnails of at most an inch
+    assert factor > 1 and f"mean of {factor} x {factor} weights" in fig.get_suptitle()
+    w = trace.weights[0, 1].double().numpy()
+    blocks = -(-700 // factor)
+    expected = np.array([[w[i * factor:(i + 1) * factor, j * factor:(j + 1) * factor].mean() for j in range(blocks)]
+                         for i in range(blocks)])
+    np.testing.assert_allclose(panel(fig, 0, 1), expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(("n", "factor"), [(6, 2), (7, 3), (5, 1)])
+def test_pool_is_the_mean_of_each_block(n, factor):
+    m = np.arange(n * (n + 1), dtype=np.float64).reshape(n, n + 1)
+    pooled = static._pool(m, factor)
+    for i in range(pooled.shape[0]):
+        for j in range(pooled.shape[1]):
+            block = m[i * factor : (i + 1) * factor, j * factor : (j + 1) * factor]
+            assert pooled[i, j] == pytest.approx(block.mean())  # the last blocks average only the cells they have
+
+
+def test_span_draws_a_range_of_positions():
+    trace = synthetic_trace()
+    fig = al.viz.heatmap(trace, layer=1, head=2, span=(2, 6))
+    (im,) = images(fig)
+    np.testing.assert_allclose(im.get_array(), trace.weights[1, 2, 2:6, 2:6].numpy(), atol=1e-7)
+    assert ticklabels(im.axes, "x") == TOKENS[2:6] == ticklabels(im.axes, "y")
+    assert im.axes.get_title() == "layer 1, head 2, positions 2-5 of 8"
+    for same in (slice(2, 6), range(2, 6), [2, 6]):
+        (other,) = images(al.viz.heatmap(trace, layer=1, head=2, span=same))
+        np.testing.assert_array_equal(other.get_array(), im.get_array())
+    (tail,) = images(al.viz.heatmap(trace, head="mean", span=(5, None)))
+    assert tail.get_array().shape == (3, 3)
+    (im,) = images(al.viz.heatmap(torch.rand(20, 20), span=(10, 13)))
+    assert ticklabels(im.axes, "x") == ["10", "11", "12"], "without tokens the labels are the positions"
+
+
+def test_span_of_cross_attention_cuts_the_queries_only():
+    rec = cross_record()
+    (im,) = images(al.viz.heatmap(rec, head=0, span=(1, 3)))
+    np.testing.assert_allclose(im.get_array(), rec.weights[0, 0, 1:3].numpy(), atol=1e-7)
+    assert ticklabels(im.axes, "y") == ["q1", "q2"] and ticklabels(im.axes, "x") == rec.key_tokens
+    assert im.axes.get_title().endswith("queries 1-2 of 3")
+
+
+def test_span_in_heads_and_model_grid():
+    trace = synthetic_trace()
+    for fig in (al.viz.heads(trace, 0, span=(1, 4)), al.viz.model_grid(trace, span=(1, 4))):
+        np.testing.assert_allclose(panel(fig, 0, 1), trace.weights[0, 1, 1:4, 1:4].numpy(), atol=1e-7)
+        assert "positions 1-3 of 8" in fig.get_suptitle()
+
+
+@pytest.mark.parametrize(
+    ("span", "words"),
+    [((3, 3), ["(3, 3)", "start < stop"]), ((0, 9), ["8 query positions"]), ((-2, None), ["span", "-2"]),
+     ((True, 4), ["bool"]), (slice(0, 6, 2), ["step 2"]), ("2:5", ["(start, stop)"]), ((1, 2, 3), ["(start, stop)"])],
+)
+def test_bad_spans_are_refused(span, words):
+    with pytest.raises(al.errors.AttnLabError) as info:
+        al.viz.heatmap(synthetic_trace(), span=span)
+    for word in words:
+        assert word in str(info.value), str(info.value)
+
+
+# ----- colour scales -------------------------------------------------------------------------------
+def test_colour_scales():
+    from matplotlib.colors import LogNorm, PowerNorm
+
+    short = synthetic_trace()
+    (im,) = images(al.viz.heatmap(short))
+    assert type(im.norm).__name__ == "Normalize", "auto is linear for a short input"
+    fig = al.viz.heatmap(short, scale="power", gamma=0.3)
+    (im,) = images(fig)
+    assert isinstance(im.norm, PowerNorm) and im.norm.gamma == 0.3 and im.norm.vmin == 0.0
+    assert "power scale, gamma 0.3" in fig.axes[1].get_ylabel()
+    fig = al.viz.heatmap(short, scale="log")
+    (im,) = images(fig)
+    top = float(short.weights[0, 0].max())
+    assert isinstance(im.norm, LogNorm) and fig.axes[1].get_ylabel() == "attention weight (log scale)"
+    assert im.norm.vmin == pytest.approx(min(top, 1 / 8) / 10) and im.norm.vmax == pytest.approx(top)
+    assert im.norm(0.0) == 0.0, "a zero weight takes the lowest colour, not the 'bad' one"
+
+    long = long_trace(static.AUTO_LINEAR_UP_TO + 1, heads=2)
+    for fig in (al.viz.heatmap(long), al.viz.heads(long, 0), al.viz.model_grid(long)):
+        (im,) = images(fig)
+        assert isinstance(im.norm, LogNorm), "auto is log past AUTO_LINEAR_UP_TO tokens"
+    (im,) = images(al.viz.heatmap(long, scale="linear"))
+    assert type(im.norm).__name__ == "Normalize"
+
+
+def test_a_log_scale_shows_what_a_linear_one_hides():
+    """On a 512-token head, the weights between 1/(10 n) and 10/n (most of what is not the peak) span most
+    colours in log and almost none in linear: the uniform dark field of the issue."""
+    g = torch.Generator().manual_seed(2)
+    w = (1.5 * torch.randn(1, 1, 512, 512, generator=g)).softmax(-1)  # no peak: every weight near 1/512
+    trace = al.AttentionTrace([al.AttentionRecord("l.0", "self", 0, w)])
+    w = w[0, 0].numpy()
+    mid = w[(w > 1 / 5120) & (w < 10 / 512)]
+    assert mid.size > 0.5 * w.size
+    norms = {scale: images(al.viz.heatmap(trace, scale=scale))[0].norm for scale in ("linear", "log")}
+    spread = {scale: float(np.ptp(norm(mid))) for scale, norm in norms.items()}
+    assert spread["log"] > 0.5 and spread["linear"] < 0.1, spread
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [({"scale": "sqrt"}, al.errors.ConfigError, ["scale", "'sqrt'", "log"]),
+     ({"gamma": 0}, al.errors.ConfigError, ["gamma", "> 0"]),
+     ({"scale": "log", "vmin": 0.0}, InputError, ["vmin > 0"]),
+     ({"vmax": float("nan")}, InputError, ["vmax", "finite"])],
+)
+def test_bad_scales_are_refused(kwargs, error, words):
+    with pytest.raises(error) as info:
+        al.viz.heatmap(torch.rand(3, 3), **kwargs)
+    for word in words:
+        assert word in str(info.value), str(info.value)
 
 
 # ----- fonts ---------------------------------------------------------------------------------------

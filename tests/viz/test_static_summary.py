@@ -98,3 +98,29 @@ def test_columns_align_with_wide_characters():
 def test_summarize_empty_trace():
     with pytest.raises(InputError, match="empty"):
         al.viz.summarize(al.AttentionTrace())
+
+
+def test_long_input_shares_keep_enough_digits_to_rank():
+    """At 300 tokens every key gets well under 1% of the attention: whole percents would print 0% for all."""
+    n = 300
+    g = torch.Generator().manual_seed(0)
+    bias = torch.zeros(n)
+    bias[[30, 20, 10]] = torch.tensor([0.6, 0.4, 0.2])  # three keys a little above the rest, in this order
+    w = (0.1 * torch.randn(1, 4, n, n, generator=g) + bias).softmax(-1)
+    toks = [f"t{i}" for i in range(n)]
+    trace = al.AttentionTrace([al.AttentionRecord("layer.0", "self", 0, w, toks, toks)])
+    (summary,) = layer_summaries(trace)
+    row = al.viz.summarize(trace).splitlines()[4].split()
+    shares = [float(x.rstrip("%")) for x in row[2:8:2]]
+    assert [row[1], row[3], row[5]] == [toks[j] for j, _ in summary.top] == ["t30", "t20", "t10"]
+    assert all(0 < s < 1 for s in shares) and shares == sorted(shares, reverse=True) and len(set(shares)) == 3, row
+    for shown, (_, share) in zip(shares, summary.top, strict=True):
+        assert shown == pytest.approx(100 * share, rel=0.0125), "two significant digits (half a unit of 10)"
+
+
+@pytest.mark.parametrize(("share", "shown"), [(0.57, "57%"), (0.1, "10%"), (0.05, "5.0%"), (0.0534, "5.3%"),
+                                              (0.0041, "0.41%"), (0.0, "0.0%")])
+def test_percent_has_two_significant_digits(share, shown):
+    from attnlab.viz.summary import _percent
+
+    assert _percent(share) == shown

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, TooLongError
 
 if TYPE_CHECKING:
-    from ..trace import AttentionTrace, Kind
+    pass
 
 DEFAULT_OUT = "attnlab-out"
 TRACE_FILE = "trace.attn"
@@ -34,7 +34,9 @@ KINDS = ("self", "causal", "cross")
 # Every file show writes into --out: a run replaces them all and removes the ones it does not write
 # (another --format, --no-viewer), so a folder never mixes two runs.
 OWNED = (TRACE_FILE, VIEWER_FILE, *(f"{f}.{ext}" for f in FIGURES for ext in FORMATS))
-ANNOTATE_UP_TO = 20  # write the weights into the heatmap's cells when the input has at most this many tokens
+ANNOTATE_UP_TO = 20  # write the weights into the heatmap's cells when it shows at most this many tokens
+SCALES = ("auto", "linear", "power", "log")  # attnlab.viz.static.SCALES, without importing matplotlib here
+AUTO_LINEAR_UP_TO = 64  # attnlab.viz.static.AUTO_LINEAR_UP_TO
 
 EXAMPLES = f"""\
 The heatmap shows --layer/--head (default: the last layer, mean of its heads); heads.FMT shows every
@@ -47,6 +49,10 @@ A run replaces these files and removes the ones of an earlier run that it does n
 The printed summary gives, per layer, the key tokens that receive the largest share of attention (mean
 over heads and queries; a repeated token shows its position, the@1) and the heads that put more than
 half of their weight on [CLS], [SEP], the previous token, the next token, or themselves (self).
+Long inputs: a figure is at most 4000 pixels a side (each cell the mean of a block of weights when there
+are more cells than pixels), every k-th token is labelled, and beyond 64 tokens the colour scale is log
+(a linear one shows one dark field when each weight is about 1/length); --tokens draws a range of
+positions, --scale chooses the colour scale, and --compact halves the size of {TRACE_FILE}.
 
 examples:
   attnlab show "The cat sat on the mat because it was tired."
@@ -57,6 +63,8 @@ examples:
   attnlab show "The cat sat." --out cat && attnlab show --trace cat/{TRACE_FILE} --layer 2 --out redraw
   attnlab show "Hello there" --model ./my-t5-folder --kind cross   # decoder -> encoder attention
   attnlab show "some text" --model ./my-bert-folder       # any local Hugging Face encoder folder
+  attnlab show "$(cat essay.txt)" --truncate --tokens 100:160 --compact   # positions 100..159 of a long text
+  attnlab show "The cat sat." --scale power --gamma 0.3   # brighten small weights on a short input
 """
 
 
@@ -91,6 +99,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--head", metavar="N|mean", default="mean",
                    help="the head of heatmap.FMT, from 0, or 'mean' for the mean of the layer's heads (default: mean)")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure file format (default: png)")
+    p.add_argument("--tokens", metavar="START:STOP", help="draw only positions START..STOP-1 (from 0; either end "
+                   "may be left out, e.g. 100: or :60) in the figures; the trace, viewer and summary keep them all")
+    p.add_argument("--scale", choices=SCALES, default="auto", help="the figures' colour scale: linear, power "
+                   f"(weight ** --gamma) or log; auto (default): linear up to {AUTO_LINEAR_UP_TO} tokens, log beyond")
+    p.add_argument("--gamma", metavar="G", type=float, help="the exponent of --scale power (default: 0.5, the "
+                   "square root; below 1 brightens small weights)")
+    p.add_argument("--compact", action="store_true", help=f"store {TRACE_FILE} in float16: half the size, each "
+                   "weight within 2**-11 of its value (relative); the figures and viewer use the exact weights")
     p.add_argument("--no-viewer", action="store_true", help=f"do not write {VIEWER_FILE}")
     p.set_defaults(run=run)
 
@@ -102,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
     layer = _parse_int(args.layer, "--layer")
     head = "mean" if args.head == "mean" else _parse_int(args.head, "--head", " or 'mean'")
+    span = _parse_span(args.tokens)
+    gamma = _check_gamma(args.gamma, args.scale)
     if args.text is None and args.trace is None:
         raise InputError("nothing to show: give a TEXT to run the model on, or --trace FILE to redraw a saved trace")
     if args.text is not None and args.trace is not None:
@@ -114,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
     if trace is None:  # check what the model's config.json can tell before the slow load
         _check_against_config(args.model or "minilm", args.kind, layer, head)
+        _check_span_against_limit(args, span)
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
     out, base = _check_out(out_arg)
 
@@ -123,14 +142,16 @@ def run(args: argparse.Namespace) -> int:
         if kind is not None and kind not in trace.kinds:
             raise InputError(f"--kind {kind}: this trace has no {kind} attention, only {', '.join(trace.kinds)}; "
                              f"choose one of those")
+        shown = _check_span(args.tokens, span, trace, kind)
+        style: dict[str, Any] = {"kind": kind, "span": span, "scale": args.scale, "gamma": gamma}
         figures = {
-            "heatmap": viz.heatmap(trace, layer, head, kind=kind, annotate=_n_positions(trace, kind) <= ANNOTATE_UP_TO),
-            "heads": viz.heads(trace, layer, kind=kind),
-            "model": viz.model_grid(trace, kind=kind),
+            "heatmap": viz.heatmap(trace, layer, head, annotate=shown <= ANNOTATE_UP_TO, **style),
+            "heads": viz.heads(trace, layer, **style),
+            "model": viz.model_grid(trace, **style),
         }
         summary = viz.summarize(trace, kind=kind)
         written = [TRACE_FILE]
-        trace.save(stage / TRACE_FILE)
+        trace.save(stage / TRACE_FILE, dtype="float16" if args.compact else "float32")
         for name, fig in figures.items():
             viz.save(fig, stage / f"{name}.{args.format}")
             written.append(f"{name}.{args.format}")
@@ -213,6 +234,58 @@ def _check_against_config(model: str, kind: str | None, layer: int, head: int | 
                              f"negative from the end)")
 
 
+def _parse_span(value: str | None) -> tuple[int | None, int | None] | None:
+    """``--tokens START:STOP`` as ``(start, stop)``; either end may be left out."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\d*)\s*:\s*(\d*)\s*", value)
+    if match is None:
+        raise InputError(f"--tokens takes START:STOP, positions from 0 with STOP excluded (e.g. 100:160, 100: or "
+                         f":60), got {value!r}")
+    start, stop = (int(g) if g else None for g in match.groups())
+    if start is not None and stop is not None and start >= stop:
+        raise InputError(f"--tokens {value}: START must be less than STOP (STOP is excluded), e.g. "
+                         f"{start}:{start + 60}")
+    return start, stop
+
+
+def _check_span(option: str | None, span: tuple[int | None, int | None] | None, trace: Any, kind: str | None) -> int:
+    """How many tokens the heatmap shows on its longer axis; a --tokens range the input does not have is refused.
+
+    As in attnlab.viz: a square stack (self-attention) is cut on both axes, any other on its queries."""
+    rec = trace.select(kind=kind or trace.main_kind)[0]
+    n_q, n_k = int(rec.weights.shape[2]), int(rec.weights.shape[3])
+    if span is None:
+        return max(n_q, n_k)
+    start, stop = span[0] or 0, n_q if span[1] is None else span[1]
+    if stop > n_q or start >= stop:
+        raise InputError(f"--tokens {option} does not fit: the input has {n_q} tokens (positions 0..{n_q - 1}); "
+                         f"e.g. --tokens {max(0, n_q - 60)}:{n_q}")
+    return stop - start if n_q == n_k else max(stop - start, n_k)
+
+
+def _check_span_against_limit(args: argparse.Namespace, span: tuple[int | None, int | None] | None) -> None:
+    """A --tokens STOP beyond the most tokens the model takes can be refused before the model loads."""
+    from ..capture.text import model_config
+
+    if span is None or span[1] is None:
+        return
+    limit = args.max_length or model_config(args.model or "minilm").get("max_position_embeddings")
+    if isinstance(limit, int) and span[1] > limit:
+        raise InputError(f"--tokens {args.tokens} does not fit: the model takes at most {limit} tokens "
+                         f"(positions 0..{limit - 1})")
+
+
+def _check_gamma(gamma: float | None, scale: str) -> float:
+    if gamma is None:
+        return 0.5
+    if scale != "power":
+        raise InputError(f"--gamma applies to --scale power, not to --scale {scale}; add --scale power or drop --gamma")
+    if not 0 < gamma < float("inf"):
+        raise InputError(f"--gamma must be a number > 0, got {gamma}; e.g. --gamma 0.5 (square root)")
+    return gamma
+
+
 def _parse_int(value: str, option: str, alternative: str = "") -> int:
     try:
         return int(value)
@@ -259,8 +332,3 @@ def _publish(stage: Path, out: Path, names: list[str]) -> None:
         os.replace(stage / name, out / name)
     for stale in set(OWNED) - set(names):  # an earlier run's files that this run does not replace
         (out / stale).unlink(missing_ok=True)
-
-
-def _n_positions(trace: AttentionTrace, kind: Kind | None) -> int:
-    """The longer side of the drawn matrices (a saved trace may carry no tokens to count)."""
-    return max(int(n) for n in trace.select(kind=kind or trace.main_kind)[0].weights.shape[-2:])

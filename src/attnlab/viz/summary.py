@@ -93,7 +93,7 @@ def summarize(trace: AttentionTrace, *, kind: Kind | None = None, batch: int = 0
         return keys[j] if keys.count(keys[j]) == 1 else f"{keys[j]}@{j}"
 
     cols = [
-        "  ".join(f"{name(j)} {share:.0%}" for j, share in s.top) for s in layers
+        "  ".join(f"{name(j)} {_percent(share)}" for j, share in s.top) for s in layers
     ]
     header = "most attended keys (share of all attention)"
     width = max(len(header), *(_width(c) for c in cols))
@@ -109,6 +109,13 @@ def summarize(trace: AttentionTrace, *, kind: Kind | None = None, batch: int = 0
         heads = "; ".join(f"{p} {','.join(map(str, hs))}" for p, hs in s.patterns.items()) or "-"
         lines.append(f"{s.layer:>5}  {col}{' ' * (width - _width(col))}  {heads}")
     return "\n".join(lines)
+
+
+def _percent(share: float) -> str:
+    """A share in two significant digits (57%, 5.0%, 0.41%): enough to rank the keys of a long input,
+    where every key gets well under 1% and whole percents would print 0% for all of them."""
+    percent = 100 * share
+    return f"{percent:.0f}%" if percent >= 10 else f"{percent:#.2g}%"
 
 
 def _count(n: int, noun: str) -> str:
