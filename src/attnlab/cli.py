@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
-COMMANDS = ("show", "bench", "explain")
+COMMANDS = ("show", "bench", "explain", "train", "evaluate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:
