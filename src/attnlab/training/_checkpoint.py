@@ -49,7 +49,7 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torc
 
 
 def _rng_state() -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    name, keys, pos, has_gauss, cached = np.random.get_state()  # type: ignore[misc]
+    name, keys, pos, has_gauss, cached = np.random.get_state()
     tensors = {"torch": torch.get_rng_state(), "numpy": torch.from_numpy(np.asarray(keys, dtype=np.uint32).copy())}
     if torch.cuda.is_available():
         for i, s in enumerate(torch.cuda.get_rng_state_all()):

@@ -85,7 +85,8 @@ def evaluate_model(path: str | os.PathLike[str], data: str | os.PathLike[str] | 
     source = data if data is not None else run.get("data")
     if source is None:
         raise InputError("the model does not record its training data; pass --data")
-    splits = load_data(source, text_column=run.get("text_column", "text"), label_column=run.get("label_column", "label"))
+    splits = load_data(source, text_column=run.get("text_column", "text"),
+                       label_column=run.get("label_column", "label"))
     chosen = getattr(splits, split)
     if tuple(chosen.label_names) != clf.labels:
         raise InputError(f"the data's labels {list(chosen.label_names)} are not the model's {list(clf.labels)}; "
