@@ -131,8 +131,8 @@ def ddp_worker(args: argparse.Namespace) -> None:
 
 def ddp(args: argparse.Namespace) -> dict[str, float]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    own = [sys.argv[0], "--ddp-worker", *(f"--{k}={getattr(args, k)}" for k in
-                                          ("d_model", "heads", "layers", "batch", "length", "vocab", "steps", "rounds"))]
+    shared = ("d_model", "heads", "layers", "batch", "length", "vocab", "steps", "rounds")
+    own = [sys.argv[0], "--ddp-worker", *(f"--{k}={getattr(args, k)}" for k in shared)]
     rates = {}
     for n in (1, 2):
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}", *own]

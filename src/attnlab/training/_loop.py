@@ -244,9 +244,12 @@ class _Run:
             st["bad"] += 1
             if c.patience and st["bad"] >= c.patience:
                 st["stopped"] = True
-        bar.write(f"step {st['step']}: valid loss {loss:.4f}, accuracy {acc:.4f} (n={n})"
-                  f"{'  best so far' if better else ''}{'  early stop' if st['stopped'] else ''}") if (
-            self.w.main and self.progress) else None
+        line = (f"step {st['step']}: valid loss {loss:.4f}, accuracy {acc:.4f} (n={n})"
+                f"{'  best so far' if better else ''}{'  early stop' if st['stopped'] else ''}")
+        if self.w.main and self.progress:
+            bar.write(line)
+        else:
+            self.log(line)
 
     def record(self, row: dict[str, Any]) -> None:
         if not self.w.main:
