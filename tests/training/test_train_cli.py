@@ -136,3 +136,18 @@ def test_long_texts_are_truncated_and_counted(reviews: Path, tmp_path: Path, cap
     assert "texts longer than max_length=6 tokens" in out
     n = int(out.split("truncated ")[1].split()[0])
     assert n > 100
+
+
+def test_show_on_the_tutorials_additive_model(reviews: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              one_thread: None) -> None:
+    out = tmp_path / "additive"
+    assert train(reviews, out, "--n-layers", "0", "--pooling", "attention", "--max-steps", "8") == 0
+    from attnlab import trace_text
+
+    trace = trace_text("ab好", model=out)
+    record = trace.records[0]
+    assert [r.kind for r in trace.records] == ["cross"] and record.query_tokens == ["[pool]"]
+    assert record.key_tokens == ["[CLS]", "a", "b", "好"]
+    assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--no-viewer"]) == 0
+    assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--kind", "self"]) == 2
+    assert "no self attention" in one_error_line(capsys, "show")

@@ -45,8 +45,12 @@ def _is_hf(folder: Path) -> bool:
 def classifier_config(path: Path) -> dict[str, Any]:
     """What ``attnlab show`` checks its arguments against, in the keys of a Hugging Face config."""
     config = json.loads(read_model_meta(path)["config"])
-    return {"model_type": "attnlab-classifier", "num_hidden_layers": config["n_layers"],
-            "num_attention_heads": config["n_heads"], "max_position_embeddings": config["max_length"]}
+    described: dict[str, Any] = {"model_type": "attnlab-classifier", "max_position_embeddings": config["max_length"]}
+    if config["n_layers"]:  # the encoder layers: kind "self"
+        described.update(encoder_layers=config["n_layers"], encoder_attention_heads=config["n_heads"])
+    if config["pooling"] == "attention":  # the pooling query over the tokens: one "cross" record with one head
+        described.update(is_encoder_decoder=True, decoder_layers=1, decoder_attention_heads=1)
+    return described
 
 
 def trace_classifier(text: str, path: Path, *, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
