@@ -73,7 +73,8 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--label-column", default="label", help="label column of a CSV/TSV/JSONL file (default: label)")
     c.add_argument("--max-length", type=int, help="the most tokens per text; longer ones are cut (default 256)")
     for name, (kind, text) in {**MODEL_OPTIONS, **TRAIN_OPTIONS}.items():
-        c.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, help=text)
+        metavar = {int: "N", float: "X", str: "NAME"}[kind]
+        c.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
     c.add_argument("--kernel-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the kernel, e.g. window=16 (repeatable; values are read as JSON)")
     c.add_argument("--post-norm", action="store_true", help="post-norm layers as in the paper (default: pre-norm)")
