@@ -325,3 +325,22 @@ def test_folder_that_is_not_a_model(tmp_path, capsys):
     folder.mkdir()
     (folder / "readme.txt").write_text("hello")
     check_refused(tmp_path, capsys, [SENTENCE, "--model", str(folder), "--out", str(tmp_path / "out")], "not-a-model")
+
+
+def test_library_deprecation_warnings_stay_out_of_the_cli(tmp_path, trace_file, capsys, monkeypatch):
+    """A dependency's DeprecationWarning (matplotlib 3.8 with a newer pyparsing, say) is not the user's concern;
+    a UserWarning is, once, on one line."""
+    import warnings
+
+    from attnlab import viz
+
+    draw = viz.heatmap
+
+    def noisy(*args, **kwargs):
+        warnings.warn("'parseString' deprecated - use 'parse_string'", DeprecationWarning, stacklevel=1)
+        warnings.warn("something the user should know", UserWarning, stacklevel=1)
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(viz, "heatmap", noisy)
+    assert main(["show", "--trace", str(trace_file), "--out", str(tmp_path / "out"), "--no-viewer"]) == 0
+    assert capsys.readouterr().err.splitlines() == ["attnlab show: warning: something the user should know"]

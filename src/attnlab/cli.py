@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
-COMMANDS = ("show", "bench", "explain", "train", "evaluate", "predict")
+COMMANDS = ("show", "bench", "explain", "analyze", "train", "evaluate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +58,10 @@ def _cli_behaviour(command: str) -> Iterator[None]:
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         with warnings.catch_warnings():  # restores the filters and showwarning afterwards
-            warnings.simplefilter("default")
+            warnings.simplefilter("default")  # what the user should know (truncation, unknown tokens), once
+            # but not libraries' notes to their own developers (a dependency's deprecated calls)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
             warnings.showwarning = show_warning
             yield
     finally:

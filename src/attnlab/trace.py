@@ -3,18 +3,28 @@
 A trace is a list of :class:`AttentionRecord`, one per attention call in call order, plus free-form
 metadata (model name, text, ...).  It saves to one safetensors file whose header carries the JSON
 metadata; loading never unpickles anything.
+
+Generation.  Decoding with a key/value cache calls each attention module once per generated token:
+a *prefill* call over the prompt, then one *step* per new token whose queries are only the new
+positions.  Such calls carry ``step`` (0 for the prefill, 1, 2, ... for the steps) and the ``layer``
+of their module, and the trace *assembles* each module's steps into one record (:attr:`AttentionTrace.assembled`):
+its rows are the rows of every step, one under the other, each padded with zeros on the right to the
+last step's keys.  For causal self-attention that is the full ``(target, target)`` matrix, lower
+triangular (bottom-right aligned); for cross-attention the ``(target, source)`` matrix.  Every view
+(``select``, ``stack``, ``weights``, ``tokens``, ``n_layers``) and every figure reads the assembled records.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from ._io import atomic_write
@@ -43,10 +53,17 @@ class AttentionRecord:
     Attributes:
         name: the module path inside the model, e.g. ``"encoder.layer.3.attention.self"``.
         kind: ``"self"``, ``"causal"`` (self-attention with a causal mask) or ``"cross"``.
-        layer: the index of this call among the trace's calls of the same kind, in call order
-            (encoder self-attention 0..5, decoder causal 0..5 and cross 0..5 in a 6+6 model).
+        layer: the index of this call's module among the trace's modules of the same kind, in call
+            order (encoder self-attention 0..5, decoder causal 0..5 and cross 0..5 in a 6+6 model); the
+            decoding steps of one module share its layer.
         weights: ``(batch, heads, q_len, k_len)`` float32 on the CPU; rows sum to one over allowed keys.
         query_tokens / key_tokens: readable tokens, or None when the capture did not know them.
+        step: None for an ordinary call; in a generation with a key/value cache, 0 for the prefill call
+            and 1, 2, ... for each decoding step of the same module (see :attr:`AttentionTrace.assembled`).
+        q / k: with ``capture(model, qk=True)``, the queries ``(batch, heads, q_len, d_k)`` and keys
+            ``(batch, heads, k_len, d_k)`` per head, float32 on the CPU, that the weights were computed
+            from: ``weights = softmax(q @ k^T * scale + mask)`` for the softmax kernels; None otherwise.
+        scale: the factor the scores ``q @ k^T`` were multiplied by (``1 / sqrt(d_k)`` mostly), when known.
     """
 
     name: str
@@ -55,6 +72,10 @@ class AttentionRecord:
     weights: Tensor
     query_tokens: list[str] | None = None
     key_tokens: list[str] | None = None
+    step: int | None = None
+    q: Tensor | None = None
+    k: Tensor | None = None
+    scale: float | None = None
 
     def __post_init__(self) -> None:
         as_kind(self.kind)
@@ -62,10 +83,19 @@ class AttentionRecord:
             raise ShapeError(
                 f"record weights must be (batch, heads, q_len, k_len), got shape {tuple(self.weights.shape)}"
             )
-        _, _, lq, lk = self.weights.shape
+        b, h, lq, lk = self.weights.shape
         for label, toks, n in (("query_tokens", self.query_tokens, lq), ("key_tokens", self.key_tokens, lk)):
             if toks is not None and len(toks) != n:
                 raise ShapeError(f"{self.name}: {label} has {len(toks)} tokens but the weights have {n}")
+        if self.step is not None and (isinstance(self.step, bool) or not isinstance(self.step, int) or self.step < 0):
+            raise InputError(f"{self.name}: step must be None or an integer >= 0, got {self.step!r}")
+        for label, t, n in (("q", self.q, lq), ("k", self.k, lk)):
+            if t is not None and (t.ndim != 4 or tuple(t.shape[:3]) != (b, h, n)):
+                raise ShapeError(
+                    f"{self.name}: {label} must be (batch, heads, {'q_len' if label == 'q' else 'k_len'}, d_k) = "
+                    f"({b}, {h}, {n}, d_k) to match the weights {tuple(self.weights.shape)}, "
+                    f"got shape {tuple(t.shape)}"
+                )
 
     @property
     def n_heads(self) -> int:
@@ -73,15 +103,187 @@ class AttentionRecord:
 
     def __repr__(self) -> str:
         shape = tuple(self.weights.shape)
-        return f"AttentionRecord(name={self.name!r}, kind={self.kind!r}, layer={self.layer}, weights={shape})"
+        step = "" if self.step is None else f", step={self.step}"
+        return f"AttentionRecord(name={self.name!r}, kind={self.kind!r}, layer={self.layer}{step}, weights={shape})"
+
+
+def _chains(records: list[AttentionRecord]) -> list[list[AttentionRecord]]:
+    """The records grouped into generations, in the order of each group's first record.
+
+    An ordinary record (``step`` None) is a group of its own.  A record with ``step`` 0 opens a group
+    for its ``(name, kind, layer)``; a record with step ``n > 0`` joins the open group of the same
+    ``(name, kind, layer)``, whose last step must be ``n - 1``.
+    """
+    groups: list[list[AttentionRecord]] = []
+    open_: dict[tuple[str, str, int], list[AttentionRecord]] = {}
+    for r in records:
+        key = (r.name, r.kind, r.layer)
+        if r.step is None or r.step == 0:
+            groups.append([r])
+            if r.step == 0:
+                open_[key] = groups[-1]
+            continue
+        chain = open_.get(key)
+        if chain is None or chain[-1].step != r.step - 1:
+            last = None if chain is None else chain[-1].step
+            raise InputError(
+                f"record {r.name!r} ({r.kind}, layer {r.layer}) is decoding step {r.step}, but the step before it "
+                f"in the trace is {last!r}; a generation's steps go 0 (the prefill), 1, 2, ... in call order"
+            )
+        chain.append(r)
+    return groups
+
+
+def _join(chain: list[AttentionRecord]) -> AttentionRecord:
+    """One record from a generation's steps: their rows one under the other, keys padded to the last step's."""
+    if len(chain) == 1:
+        return chain[0] if chain[0].step is None else replace(chain[0], step=None)
+    first, last = chain[0], chain[-1]
+    b, h = first.weights.shape[:2]
+    k_len = max(int(r.weights.shape[-1]) for r in chain)
+    for r in chain:
+        if tuple(r.weights.shape[:2]) != (b, h):
+            raise ShapeError(
+                f"the decoding steps of {first.name!r} differ in (batch, heads): {(b, h)} at step 0, "
+                f"{tuple(r.weights.shape[:2])} at step {r.step}"
+            )
+    rows = [F.pad(r.weights, (0, k_len - r.weights.shape[-1])) for r in chain]  # (B, H, L_i, S) each
+    queries = [r.query_tokens for r in chain]
+    q = [r.q for r in chain]
+    return AttentionRecord(
+        name=first.name, kind=first.kind, layer=first.layer,
+        weights=torch.cat(rows, dim=2),  # (B, H, sum L_i, S)
+        query_tokens=None if any(t is None for t in queries) else [t for ts in queries if ts for t in ts],
+        key_tokens=max(chain, key=lambda r: r.weights.shape[-1]).key_tokens,
+        q=None if any(t is None for t in q) else torch.cat([t for t in q if t is not None], dim=2),  # (B, H, ΣL, D)
+        k=last.k if last.k is not None and last.k.shape[2] == k_len else None,
+        scale=first.scale,
+    )
+
+
+_TOKENS_FIX = (
+    "pass the tokens the model ran on (for an encoder-decoder model, tokens= the encoder's and target_tokens= the "
+    "decoder's; for a generation, the final generated sequence)"
+)
+
+
+def _side(r: AttentionRecord, source: list[str], target: list[str]) -> tuple[list[str], list[str]]:
+    """(query side, key side) tokens of a record of ``r.kind``."""
+    keys = target if r.kind == "causal" else source
+    queries = source if r.kind == "self" else target
+    return queries, keys
+
+
+def _attach_one(r: AttentionRecord, source: list[str], target: list[str]) -> AttentionRecord:
+    queries, keys = _side(r, source, target)
+    _, _, lq, lk = r.weights.shape
+    if len(keys) != lk or len(queries) < lq:
+        raise ShapeError(
+            f"record {r.name!r} ({r.kind}) attends from {lq} queries to {lk} keys, but got {len(queries)} query "
+            f"and {len(keys)} key tokens for it; {_TOKENS_FIX}"
+        )
+    return replace(r, query_tokens=queries[len(queries) - lq:], key_tokens=list(keys))
+
+
+def _attach_chain(chain: list[AttentionRecord], source: list[str], target: list[str]) -> list[AttentionRecord]:
+    """Tokens for a generation's steps: self-like steps are bottom-right aligned with their keys (a step
+    over keys ``0..S-1`` with ``L`` queries attends from positions ``S-L..S-1``); cross-attention steps
+    attend from the next ``L`` target positions, counted from 0, to every source token."""
+    first = chain[0]
+    queries, keys = _side(first, source, target)
+    if first.kind == "cross":
+        rows = sum(int(r.weights.shape[2]) for r in chain)
+        if len(keys) != first.weights.shape[-1] or len(queries) < rows:
+            raise ShapeError(
+                f"the generation of {first.name!r} (cross) attends from {rows} target positions to "
+                f"{first.weights.shape[-1]} source positions, but got {len(queries)} target and {len(keys)} source "
+                f"tokens; {_TOKENS_FIX}"
+            )
+        out, start = [], 0
+        for r in chain:
+            n = int(r.weights.shape[2])
+            out.append(replace(r, query_tokens=queries[start:start + n], key_tokens=list(keys)))
+            start += n
+        return out
+    k_len = max(int(r.weights.shape[-1]) for r in chain)
+    if len(keys) < k_len:
+        raise ShapeError(
+            f"the generation of {first.name!r} ({first.kind}) reaches {k_len} positions, but got {len(keys)} "
+            f"tokens; {_TOKENS_FIX}"
+        )
+    out = []
+    for r in chain:
+        _, _, lq, lk = r.weights.shape
+        out.append(replace(r, query_tokens=keys[lk - lq:lk], key_tokens=keys[:lk]))
+    return out
+
+
+def _is_steps(attentions: Sequence[Any]) -> bool:
+    """Whether HF attentions are per generated token (a tuple of per-layer tuples)."""
+    return len(attentions) > 0 and isinstance(attentions[0], (tuple, list))
+
+
+def _lower_triangular(attentions: Sequence[Any]) -> bool:
+    """Whether every matrix of the first layer puts zero weight above its (bottom-right) diagonal."""
+    w = attentions[0]
+    if not isinstance(w, Tensor) or w.ndim != 4 or w.shape[-2] < 2:
+        return False
+    lq, lk = w.shape[-2:]
+    above = torch.ones(lq, lk, dtype=torch.bool, device=w.device).triu(lk - lq + 1)  # (L, S): the future
+    return bool((w[..., above] == 0).all())
+
+
+def _hf_tensor(label: str, w: Any) -> Tensor:
+    if not isinstance(w, Tensor) or w.ndim != 4:
+        shape = tuple(w.shape) if isinstance(w, Tensor) else type(w).__name__
+        raise ShapeError(
+            f"{label} must be a (batch, heads, q_len, k_len) tensor, got {shape}; pass outputs.attentions "
+            f"of a model run with output_attentions=True"
+        )
+    return w.detach().to("cpu", torch.float32)
+
+
+def _hf_records(field_name: str, attentions: Sequence[Any], kind: Kind) -> list[AttentionRecord]:
+    """Records of one HF attention field: per layer, or per generated token and per layer."""
+    if not _is_steps(attentions):
+        return [
+            AttentionRecord(name=f"{field_name}[{i}]", kind=kind, layer=i, weights=_hf_tensor(f"{field_name}[{i}]", w))
+            for i, w in enumerate(attentions)
+        ]
+    records: list[AttentionRecord] = []
+    seen: dict[int, int] = {}  # layer -> keys covered so far
+    for step, layers in enumerate(attentions):
+        for i, w in enumerate(layers):
+            t = _hf_tensor(f"{field_name}[{step}][{i}]", w)
+            lq, lk = t.shape[-2:]
+            if kind != "cross":
+                # without a cache a step recomputes every position; keep only the rows not seen yet
+                start = max(0, seen.get(i, 0) - (lk - lq))
+                t, seen[i] = t[:, :, start:], int(lk)
+            records.append(AttentionRecord(name=f"{field_name}[{i}]", kind=kind, layer=i, weights=t, step=step))
+    if len(attentions) == 1:
+        for r in records:
+            r.step = None
+    return records
+
+
+def _interleave_decoder(records: list[AttentionRecord]) -> list[AttentionRecord]:
+    """Encoder records first, then per step and layer the decoder's self-attention before its cross-attention:
+    the order in which a model calls them."""
+    enc = [r for r in records if r.kind == "self" and r.name.startswith("encoder")]
+    rest = [r for r in records if not (r.kind == "self" and r.name.startswith("encoder"))]
+    rank = {"causal": 0, "self": 0, "cross": 1}
+    return enc + sorted(rest, key=lambda r: (r.step or 0, r.layer, rank[r.kind]))
 
 
 @dataclass
 class AttentionTrace:
     """Every attention call of one forward pass (or several), in call order.
 
-    ``trace.records`` holds the calls; ``trace.weights`` stacks the main self-attention stack of a
-    single input as ``(layers, heads, q_len, k_len)``; ``trace.tokens`` are its tokens.
+    ``trace.records`` holds the calls (a generation's decoding steps one by one, with their ``step``);
+    the views read :attr:`assembled`, one record per module and forward: ``trace.weights`` stacks the main
+    self-attention stack of a single input as ``(layers, heads, q_len, k_len)``; ``trace.tokens`` are its
+    tokens, or None when none are attached.
     ``trace.meta`` is a JSON-serialisable dict (``model``, ``text``, ...).
     """
 
@@ -101,7 +303,11 @@ class AttentionTrace:
     def __repr__(self) -> str:
         kinds = {k: sum(r.kind == k for r in self.records) for k in KINDS}
         summary = ", ".join(f"{n} {k}" for k, n in kinds.items() if n)
-        return f"AttentionTrace({len(self.records)} records: {summary or 'empty'}; meta keys {sorted(self.meta)})"
+        steps = max((r.step for r in self.records if r.step is not None), default=None)
+        gen = "" if steps is None else f"; a generation of {steps + 1} calls per module"
+        return (
+            f"AttentionTrace({len(self.records)} records: {summary or 'empty'}{gen}; meta keys {sorted(self.meta)})"
+        )
 
     @property
     def kinds(self) -> list[Kind]:
@@ -118,22 +324,38 @@ class AttentionTrace:
         kinds = self.kinds
         return "self" if "self" in kinds else kinds[0]
 
+    @property
+    def assembled(self) -> list[AttentionRecord]:
+        """The records with each generation's decoding steps joined into one record per module.
+
+        A module called once per generated token (``step`` 0, 1, 2, ...) becomes one record whose rows
+        are those of every step, in order, each padded with zeros on the right to the last step's keys
+        (``step`` None); ``q`` are joined the same way and ``k`` are the last step's.  Ordinary records
+        are passed through as they are.  Without generation this is ``trace.records``."""
+        return [_join(chain) for chain in _chains(self.records)]
+
+    @property
+    def is_generation(self) -> bool:
+        """Whether the trace holds decoding steps (records with ``step`` set)."""
+        return any(r.step is not None for r in self.records)
+
     def select(
         self, kind: Kind | None = None, layer: int | None = None, name: str | None = None
     ) -> list[AttentionRecord]:
-        """Records matching every given filter (``name`` matches as a substring)."""
+        """Assembled records (see :attr:`assembled`) matching every given filter (``name`` matches as a
+        substring).  The individual calls of a generation are in ``trace.records``."""
         if kind is not None:
             as_kind(kind)
         return [
             r
-            for r in self.records
+            for r in self.assembled
             if (kind is None or r.kind == kind)
             and (layer is None or r.layer == layer)
             and (name is None or name in r.name)
         ]
 
     def stack(self, kind: Kind | None = None, batch: int = 0) -> Tensor:
-        """``(layers, heads, q_len, k_len)``: the records of one kind for input ``batch`` of the batch."""
+        """``(layers, heads, q_len, k_len)``: the (assembled) records of one kind for input ``batch`` of the batch."""
         kind = kind or self.main_kind
         recs = self.select(kind=kind)
         if not recs:
@@ -155,10 +377,13 @@ class AttentionTrace:
         return self.stack()
 
     @property
-    def tokens(self) -> list[str]:
-        """The tokens of the main stack (its query tokens)."""
+    def tokens(self) -> list[str] | None:
+        """The tokens of the main stack (its query tokens), or None when none are attached: attach them
+        with ``trace = attnlab.capture.attach_tokens(trace, tokens)``."""
+        if not self.records:
+            return None
         rec = self.select(kind=self.main_kind)[0]
-        return list(rec.query_tokens) if rec.query_tokens is not None else [str(i) for i in range(rec.weights.shape[2])]
+        return list(rec.query_tokens) if rec.query_tokens is not None else None
 
     @property
     def n_layers(self) -> int:
@@ -171,6 +396,95 @@ class AttentionTrace:
     def head_mean(self, kind: Kind | None = None, batch: int = 0) -> Tensor:
         """``(layers, q_len, k_len)``: the mean over heads (rows still sum to one)."""
         return self.stack(kind, batch).mean(dim=1)
+
+    # ----- tokens and other sources ---------------------------------------------------------------
+    def with_tokens(self, tokens: Sequence[str], target_tokens: Sequence[str] | None = None) -> AttentionTrace:
+        """A copy whose records carry ``query_tokens`` and ``key_tokens`` (the weights are shared, not copied).
+
+        ``self`` records get ``tokens``; ``causal`` records get ``target_tokens`` (or ``tokens`` when there
+        are none); ``cross`` records attend from ``target_tokens`` to ``tokens``.  An ordinary record with
+        fewer queries than keys (one cached decoding call) gets the last tokens as queries (bottom-right).
+        In a generation pass the final sequence: a decoding step over keys ``0..S-1`` gets the first ``S``
+        tokens as keys and its new positions as queries; tokens past the last step's keys (the last token
+        generated, which no call read) are left out.  ``attnlab.capture.attach_tokens`` is this method.
+        """
+        source = [str(t) for t in tokens]
+        target = [str(t) for t in target_tokens] if target_tokens is not None else source
+        attached: dict[int, AttentionRecord] = {}  # id of a record -> its copy with tokens
+        for chain in _chains(self.records):
+            done = [_attach_one(chain[0], source, target)] if chain[0].step is None else _attach_chain(
+                chain, source, target
+            )
+            attached.update((id(r), a) for r, a in zip(chain, done, strict=True))
+        return AttentionTrace(records=[attached[id(r)] for r in self.records], meta=dict(self.meta))
+
+    @classmethod
+    def from_hf_outputs(
+        cls,
+        attentions: Any = None,
+        cross_attentions: Sequence[Any] | None = None,
+        *,
+        tokens: Sequence[str] | None = None,
+        target_tokens: Sequence[str] | None = None,
+        encoder_attentions: Sequence[Tensor] | None = None,
+        kind: Kind | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> AttentionTrace:
+        """A trace from what a Hugging Face model returned with ``output_attentions=True``.
+
+        >>> out = model(**inputs, output_attentions=True)
+        >>> trace = AttentionTrace.from_hf_outputs(out.attentions, tokens=tok.convert_ids_to_tokens(ids))
+        >>> trace = AttentionTrace.from_hf_outputs(out, tokens=...)    # the output object itself works too
+
+        Args:
+            attentions: one ``(batch, heads, q_len, k_len)`` tensor per layer: the self-attention of an
+                encoder or decoder-only model, or the decoder's self-attention of an encoder-decoder model
+                (``outputs.decoder_attentions``).  From ``generate(..., output_attentions=True,
+                return_dict_in_generate=True)``: one such tuple per generated token; the records then carry
+                their ``step`` and the trace assembles them.  Or the whole output object, whose
+                ``attentions`` / ``encoder_attentions`` / ``decoder_attentions`` / ``cross_attentions``
+                are read.
+            cross_attentions: the decoder's attention over the encoder, per layer (or per step, per layer).
+            tokens: the input's tokens (the encoder's for an encoder-decoder model; for a generation, the
+                final sequence).  Without tokens the records carry none (``trace.tokens`` is None).
+            target_tokens: the decoder's tokens of an encoder-decoder model (the final sequence when generated).
+            encoder_attentions: the encoder's self-attention of an encoder-decoder model, per layer.
+            kind: the kind of ``attentions``; by default ``"causal"`` for a decoder (cross-attention or
+                generation steps given, or every matrix lower triangular with a zero upper part), else ``"self"``.
+            meta: the trace's ``meta``.
+        """
+        if isinstance(attentions, Mapping):  # an output object: its empty fields are fields the model lacks
+            out = attentions
+            attentions = out.get("decoder_attentions") or out.get("attentions") or None
+            cross_attentions = cross_attentions if cross_attentions is not None else out.get("cross_attentions") or None
+            encoder_attentions = (
+                encoder_attentions if encoder_attentions is not None else out.get("encoder_attentions") or None
+            )
+        for label, given in (("attentions", attentions), ("cross_attentions", cross_attentions),
+                             ("encoder_attentions", encoder_attentions)):
+            if given is not None and len(given) == 0:
+                raise InputError(
+                    f"{label} is empty: the model returned no attention weights (a transformers model running "
+                    f"SDPA or flash attention returns none); load it with attn_implementation='eager', or use "
+                    f"attnlab.capture(model), which needs no reload"
+                )
+        records: list[AttentionRecord] = []
+        if encoder_attentions is not None:
+            records += _hf_records("encoder_attentions", encoder_attentions, "self")
+        decoder = encoder_attentions is not None or cross_attentions is not None
+        if attentions is not None:
+            k = kind or ("causal" if decoder or _is_steps(attentions) or _lower_triangular(attentions) else "self")
+            records += _hf_records("decoder_attentions" if decoder else "attentions", attentions, as_kind(k))
+        if cross_attentions is not None:
+            records += _hf_records("cross_attentions", cross_attentions, "cross")
+        if not records:
+            raise InputError(
+                "from_hf_outputs got no attention: pass outputs.attentions (run the model with "
+                "output_attentions=True, loaded with attn_implementation='eager'), or the output object itself"
+            )
+        records = _interleave_decoder(records) if decoder else records
+        trace = cls(records=records, meta=dict(meta or {}))
+        return trace if tokens is None else trace.with_tokens(tokens, target_tokens)
 
     # ----- Jupyter: the one lazy edge to attnlab.viz (imported on first display) ----------------
     def _repr_html_(self) -> str | None:
@@ -190,13 +504,14 @@ class AttentionTrace:
         tensors = {
             f"r{i}": r.weights.detach().to("cpu", torch.float32).contiguous() for i, r in enumerate(self.records)
         }
+        tensors.update(_qk_tensors(self.records))
         header = {
             "format": _FORMAT,
             "version": str(_VERSION),
             "records": json.dumps(
                 [
                     {"name": r.name, "kind": r.kind, "layer": r.layer, "query_tokens": r.query_tokens,
-                     "key_tokens": r.key_tokens}
+                     "key_tokens": r.key_tokens, **_optional_fields(r)}
                     for r in self.records
                 ],
                 ensure_ascii=False,
@@ -233,7 +548,7 @@ class AttentionTrace:
                     AttentionRecord(
                         name=str(e["name"]), kind=as_kind(e["kind"]), layer=int(e["layer"]),
                         weights=f.get_tensor(f"r{i}"), query_tokens=e.get("query_tokens"),
-                        key_tokens=e.get("key_tokens"),
+                        key_tokens=e.get("key_tokens"), **_read_optional(e, i, f),
                     )
                     for i, e in enumerate(entries)
                 ]
@@ -245,3 +560,29 @@ class AttentionTrace:
                 f"the file is truncated, corrupt or of another format"
             ) from None
         return cls(records=records, meta=meta)
+
+
+def _qk_tensors(records: list[AttentionRecord]) -> dict[str, Tensor]:
+    """The captured queries and keys, as tensors ``q{i}`` and ``k{i}`` of record ``i``."""
+    out = {}
+    for i, r in enumerate(records):
+        for label, t in (("q", r.q), ("k", r.k)):
+            if t is not None:
+                out[f"{label}{i}"] = t.detach().to("cpu", torch.float32).contiguous()
+    return out
+
+
+def _optional_fields(r: AttentionRecord) -> dict[str, Any]:
+    """The JSON of the fields most records leave unset (written only when set, so older readers see nothing new)."""
+    return {k: v for k, v in (("step", r.step), ("scale", r.scale)) if v is not None}
+
+
+def _read_optional(entry: dict[str, Any], i: int, f: Any) -> dict[str, Any]:
+    """``step``, ``scale``, ``q`` and ``k`` of record ``i`` from its JSON entry and the open safetensors file."""
+    names = set(f.keys())
+    return {
+        "step": None if entry.get("step") is None else int(entry["step"]),
+        "scale": None if entry.get("scale") is None else float(entry["scale"]),
+        "q": f.get_tensor(f"q{i}") if f"q{i}" in names else None,
+        "k": f.get_tensor(f"k{i}") if f"k{i}" in names else None,
+    }

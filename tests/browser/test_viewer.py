@@ -4,6 +4,7 @@ a PNG and a valid SVG, hostile tokens stay text, and nothing touches the network
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 import warnings
@@ -174,11 +175,16 @@ def test_hovering_a_token_changes_what_is_highlighted(open_viewer: Callable[...,
 
 def test_head_buttons_toggle_heads_and_the_mean(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     v = open_viewer(write(mixed_trace(), tmp_path))
+    assert v.js("[...attnlab.state.heads]") == [0] and v.js("attnlab.state.mean") is False  # one head, not a tangle
+    one_head = fingerprint(v)
+    v.page.get_by_role("button", name="all", exact=True).click()
+    assert sorted(v.js("[...attnlab.state.heads]")) == [0, 1, 2]
     all_heads = fingerprint(v)
+    assert all_heads != one_head
     v.page.click("button.head[data-head='1']")
     assert sorted(v.js("[...attnlab.state.heads]")) == [0, 2]
     assert v.page.get_attribute("button.head[data-head='1']", "aria-pressed") == "false"
-    assert fingerprint(v) != all_heads
+    assert fingerprint(v) not in (all_heads, one_head)
     v.page.dblclick("button.head[data-head='2']")
     assert v.js("[...attnlab.state.heads]") == [2]
     v.page.click("button.head[data-head='-1']")
@@ -327,11 +333,12 @@ def test_512_tokens_of_the_bundled_model_fit_in_8_mb(open_viewer: Callable[..., 
 
 def test_every_view_supplies_every_member_of_the_view_type(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     members = view_type()
-    assert {"draw", "hover", "leave", "click", "key", "status", "heads", "help", "caption", "spot"} <= set(members)
+    assert {"draw", "hover", "leave", "click", "key", "status", "heads", "help", "caption", "spot", "file", "seek",
+            "available"} <= set(members)
     v = open_viewer(write(mixed_trace(), tmp_path))
     views = v.js("""() => Object.fromEntries(Object.entries(attnlab.views).map(
         ([name, view]) => [name, Object.fromEntries(Object.entries(view).map(([k, x]) => [k, typeof x]))]))""")
-    assert list(views) == ["head", "model", "matrix"]
+    assert list(views) == ["head", "model", "matrix", "neuron"]
     assert v.js("[...document.querySelectorAll('button[data-view]')].map(b => b.dataset.view)") == list(views)
     for name, got in views.items():
         assert got == members, f"the {name} view supplies {got}; the View type of viewer.js says {members}"
@@ -344,7 +351,7 @@ def test_an_unknown_view_is_an_error_not_another_views_behaviour(open_viewer: Ca
     v = open_viewer(write(mixed_trace(), tmp_path))
     before = fingerprint(v)
     for name in ("bogus", "toString", "__proto__", ""):
-        with pytest.raises(PageError, match=f'unknown view "{name}"; the views are head, model, matrix'):
+        with pytest.raises(PageError, match=f'unknown view "{name}"; the views are head, model, matrix, neuron'):
             v.js("n => attnlab.set({view: n, head: 2})", name)
         assert v.js("[attnlab.state.view, attnlab.state.head]") == ["head", 0]  # refused before anything changed
     assert fingerprint(v) == before
@@ -363,3 +370,272 @@ def test_an_unknown_view_is_an_error_not_another_views_behaviour(open_viewer: Ca
     v.problems.clear()  # the page error above is the point of the test
     v.page.click("button[data-view=matrix]")  # the tabs still lead to real views
     assert v.js("attnlab.state.view") == "matrix" and ink(v) > 2000
+
+
+# ----- issue 9: the viewer for real use ----------------------------------------------------------------------
+def long_trace(n: int = 512, words: int = 450) -> AttentionTrace:
+    """One self layer of n tokens and 2 heads, "needle" at token 300, with a caption text of `words` words."""
+    tokens = [f"t{i}" for i in range(n)]
+    tokens[300] = "needle"
+    rec = AttentionRecord("encoder.layer.0", "self", 0, softmax(1, 2, n, n), tokens, tokens)
+    text = " ".join(f"word{i}" for i in range(words))
+    return AttentionTrace([rec], {"model": "tiny-test-model", "text": text})
+
+
+def pair_trace() -> AttentionTrace:
+    toks = ["[CLS]", "where", "is", "it", "?", "[SEP]", "on", "the", "mat", "[SEP]"]
+    rec = AttentionRecord("encoder.layer.0", "self", 0, softmax(1, 2, 10, 10), toks, toks)
+    return AttentionTrace([rec], {"model": "tiny-test-model", "text": "where is it?", "text_pair": "on the mat"})
+
+
+def qk_trace(d: int = 8) -> tuple[AttentionTrace, torch.Tensor, torch.Tensor]:
+    """Two self layers whose weights are softmax(q k^T / sqrt(d)) of the q and k vectors the record carries."""
+    src = ["The", "cat", "sat", "on", "the", "mat", "."]
+    records, qs, ks = [], [], []
+    for layer in range(2):
+        q, k = torch.randn(1, 2, 7, d), torch.randn(1, 2, 7, d)
+        weights = (q @ k.transpose(-1, -2) / d**0.5).softmax(-1)
+        rec = AttentionRecord(f"encoder.layer.{layer}", "self", layer, weights, src, src)
+        rec.q, rec.k = q, k  # the optional fields of capture(model, qk=True), set here as the capture sets them
+        records.append(rec)
+        qs.append(q)
+        ks.append(k)
+    trace = AttentionTrace(records, {"model": "tiny-test-model", "text": " ".join(src)})
+    return trace, torch.stack(qs), torch.stack(ks)
+
+
+def download_of(v: Any, label: str) -> tuple[str, bytes]:
+    with v.page.expect_download() as info:
+        v.page.get_by_role("button", name=label).click()
+    return info.value.suggested_filename, Path(info.value.path()).read_bytes()
+
+
+def svg_elements(data: bytes) -> list[ET.Element]:
+    return list(ET.fromstring(data).iter())
+
+
+def test_head_view_legend_names_the_head_colours_in_exports(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    v = open_viewer(write(mixed_trace(), tmp_path))
+    assert "head 0" in svg_texts(export(v, "Save SVG"))
+    v.page.get_by_role("button", name="all", exact=True).click()
+    texts = svg_texts(export(v, "Save SVG"))
+    assert {"head 0", "head 1", "head 2"} <= set(texts)
+    v.page.click("button.head[data-head='-1']")
+    assert "mean of heads" in svg_texts(export(v, "Save SVG"))
+    v.shot("issue9-head-legend-mean")
+
+
+def test_model_view_hover_names_the_head_with_its_label_and_metrics(open_viewer: Callable[..., Any],
+                                                                    tmp_path: Path) -> None:
+    trace = mixed_trace()
+    labels = [[f"kind-{layer}-{h}" for h in range(3)] for layer in range(2)]
+    trace.meta["heads"] = {"kind": "self", "labels": labels,
+                           "metrics": {"entropy": [[1.25 + layer + h / 10 for h in range(3)] for layer in range(2)]}}
+    v = open_viewer(write(trace, tmp_path))
+    v.page.click("button[data-view=model]")
+    v.js("attnlab.idle()")
+    before = fingerprint(v)
+    hover(v, {"row": 1, "col": 2})
+    assert v.js("attnlab.state.hover") == {"row": 1, "col": 2}
+    assert status(v).startswith("Layer 1, head 2 — “kind-1-2” · entropy 2.45: click to open it.")
+    assert fingerprint(v) != before  # the hovered thumbnail is outlined
+    v.shot("issue9-model-hover-notes")
+    v.page.mouse.move(1, 1)
+    assert status(v).startswith("Layer 0, head 0 — “kind-0-0” · entropy 1.25: selected")
+    assert fingerprint(v) == before
+    texts = svg_texts(export(v, "Save SVG"))
+    assert {"kind-0-0", "kind-1-2"} <= set(texts)  # the labels are drawn under their thumbnails
+    plain = open_viewer(write(mixed_trace(), tmp_path, "plain.html"))  # no notes: the hover still names the head
+    plain.page.click("button[data-view=model]")
+    plain.js("attnlab.idle()")
+    hover(plain, {"row": 0, "col": 1})
+    assert status(plain).startswith("Layer 0, head 1: click to open it.")
+
+
+def test_a_clicked_token_stays_focused_when_the_layer_changes(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    v = open_viewer(write(mixed_trace(), tmp_path))
+    click(v, {"side": "q", "i": 3})
+    v.page.mouse.move(1, 1)
+    v.page.select_option("select[aria-label='layer']", "1")
+    assert v.js("[attnlab.state.rec, attnlab.state.focus, attnlab.state.sticky]") == [1, {"side": "q", "i": 3}, True]
+    assert "Query 3 “on” attends most to" in status(v)
+    v.shot("issue9-focus-kept-layer1")
+    v.page.focus(".stage")
+    v.page.keyboard.press("Escape")
+    hover(v, {"side": "q", "i": 2})  # a hover focus is not kept
+    v.page.select_option("select[aria-label='layer']", "0")
+    assert v.js("attnlab.state.focus") is None
+
+
+def test_512_tokens_labels_do_not_overlap_and_a_450_word_caption_wraps(open_viewer: Callable[..., Any],
+                                                                       tmp_path: Path) -> None:
+    path = write(long_trace(), tmp_path)
+    assert path.stat().st_size < 8 * 1024 * 1024
+    v = open_viewer(path)
+    v.js("attnlab.set({view: 'matrix'})")
+    v.page.mouse.move(1, 1)
+    v.js("attnlab.set({zoom: 4})")
+    for cell in ({"i": 101, "j": 103}, {"i": 2, "j": 5}):
+        hover(v, cell)
+        assert v.js("attnlab.state.cell") == cell
+        labels = v.js("attnlab.placed()")
+        for axis in ("q", "k"):
+            at = sorted(p["at"] for p in labels if p["axis"] == axis)
+            assert len(at) > 5
+            assert min(b - a for a, b in itertools.pairwise(at)) >= 13 - 1e-6, f"{axis} labels overlap"
+            assert any(p["bold"] and p["i"] == cell["i" if axis == "q" else "j"] for p in labels if p["axis"] == axis)
+    v.shot("issue9-512-matrix-hover-labels")
+    words = [f"word{i}" for i in range(450)]
+    caption = " ".join(svg_texts(export(v, "Save SVG")))
+    shown = set(re.sub("[\u2068\u2069“”]", " ", caption).split())
+    assert [w for w in words if w not in shown] == [], "the caption is cut"
+    assert "…" not in caption
+    v.js("attnlab.set({view: 'head'})")
+    v.shot("issue9-512-head-caption")
+    assert ink(v) > 5000
+
+
+def test_exports_carry_no_transient_marks_and_have_names_and_resolutions(open_viewer: Callable[..., Any],
+                                                                          tmp_path: Path) -> None:
+    v = open_viewer(write(mixed_trace(), tmp_path))
+    v.page.click("button[data-view=matrix]")
+    hover(v, {"i": 2, "j": 5})
+    name, svg = download_of(v, "Save SVG")
+    assert name == "tiny-test-model-matrix-view-self-layer0-head0.svg"
+    els = svg_elements(svg)
+    assert not [e for e in els if e.tag == f"{SVG}rect" and e.get("stroke") == "#000"], "the hover ring is baked in"
+    bold = [e.text for e in els if e.tag == f"{SVG}text" and e.get("font-weight") == "bold"]
+    assert bold and "".join(bold).startswith("Matrix view:") and "sat" not in bold and "mat" not in bold
+    assert v.js("attnlab.state.cell") == {"i": 2, "j": 5}  # the page keeps its hover
+    v.page.select_option("select[aria-label='PNG resolution']", "1")
+    name1, png1 = download_of(v, "Save PNG")
+    v.page.select_option("select[aria-label='PNG resolution']", "4")
+    name4, png4 = download_of(v, "Save PNG")
+    assert name1 == "tiny-test-model-matrix-view-self-layer0-head0.png" and name4.endswith("head0@4x.png")
+    (w1, h1), (w4, h4) = png_size(png1), png_size(png4)
+    assert (w4, h4) == (4 * w1, 4 * h1)
+    assert "Saved" in status(v) and f"{w4} × {h4}" in status(v)
+    v.page.click("button[data-view=model]")
+    name, _ = download_of(v, "Save SVG")
+    assert name == "tiny-test-model-model-view-self-all-layers.svg"  # not "-layer0"
+    v.page.click("button[data-view=head]")
+    hover(v, {"side": "q", "i": 1})  # a hover focus is transient: not in the export
+    name, svg = download_of(v, "Save SVG")
+    assert name == "tiny-test-model-head-view-self-layer0-heads0.svg"
+    assert not [e for e in svg_elements(svg) if e.get("fill") == "#F0E442"]
+    click(v, {"side": "q", "i": 1})  # a clicked focus is a choice: kept, and the caption says so
+    _, svg = download_of(v, "Save SVG")
+    assert [e for e in svg_elements(svg) if e.get("fill") == "#F0E442"]
+    assert "lines of query 1 “cat”" in " ".join(svg_texts(svg)).replace("\u2068", "").replace("\u2069", "")
+
+
+def test_token_search_finds_and_goes_to_tokens_of_a_long_input(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    v = open_viewer(write(long_trace(), tmp_path))
+    search = "input[aria-label='find token']"
+    v.page.fill(search, "needle")
+    assert "“needle”: 1 query token(s) (300), 1 key token(s) (300)" in status(v)
+    v.page.press(search, "Enter")
+    assert v.js("[attnlab.state.focus, attnlab.state.sticky]") == [{"side": "q", "i": 300}, True]
+    assert v.js("document.querySelector('.stage').scrollTop") > 3000  # scrolled to it
+    assert any(p["i"] == 300 and p["bold"] for p in v.js("attnlab.placed()"))
+    v.shot("issue9-search-needle-head")
+    v.js("attnlab.set({view: 'matrix'})")
+    v.page.fill(search, "t12")  # t12, t120..t129: Enter walks through them
+    v.page.press(search, "Enter")
+    v.page.press(search, "Enter")
+    assert v.js("attnlab.state.cell.i") == 120
+    v.page.fill(search, "zebra")
+    assert "No shown token contains “zebra”" in status(v)
+
+
+def test_sentence_pair_filter_shows_a_to_b(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    v = open_viewer(write(pair_trace(), tmp_path))
+    assert v.page.is_visible("select[aria-label='sentence pair']")
+    v.page.select_option("select[aria-label='sentence pair']", "AB")
+    v.js("attnlab.set({view: 'matrix'})")
+    labels = v.js("attnlab.placed()")
+    assert sorted(p["i"] for p in labels if p["axis"] == "q") == [0, 1, 2, 3, 4, 5]
+    assert sorted(p["i"] for p in labels if p["axis"] == "k") == [6, 7, 8, 9]
+    assert "sentence A → B" in (v.page.get_attribute(".stage", "aria-label") or "")
+    hover(v, {"i": 1, "j": 8})
+    assert status(v).startswith("Query 1 “where” → key 8 “mat”")
+    v.shot("issue9-pair-a-to-b-matrix")
+    v.page.select_option("select[aria-label='sentence pair']", "BA")
+    labels = v.js("attnlab.placed()")
+    assert sorted(p["i"] for p in labels if p["axis"] == "q") == [6, 7, 8, 9]
+    single = open_viewer(write(mixed_trace(), tmp_path, "single.html"))
+    assert not single.page.is_visible("select[aria-label='sentence pair']")  # one sentence: no filter
+
+
+def test_token_range_and_colour_scale(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    trace = mixed_trace()
+    v = open_viewer(write(trace, tmp_path))
+    rng = "input[aria-label='token range']"
+    v.page.fill(rng, "2:5")
+    v.page.press(rng, "Enter")
+    assert v.js("attnlab.state.range") == {"from": 2, "to": 5}
+    assert sorted({p["i"] for p in v.js("attnlab.placed()")}) == [2, 3, 4]
+    v.page.click("button[data-view=matrix]")
+    hover(v, {"i": 3, "j": 4})
+    assert abs(shown_value(v) - float(trace.records[0].weights[0, 0, 3, 4])) <= _encode.MAX_ERROR + 5e-5
+    assert "query tokens 2–4, key tokens 2–4" in (v.page.get_attribute(".stage", "aria-label") or "")
+    v.shot("issue9-range-2-5-matrix")
+    linear = fingerprint(v)
+    for scale in ("power", "log"):
+        v.page.select_option("select[aria-label='colour scale']", scale)
+        assert fingerprint(v) != linear
+        assert scale in " ".join(svg_texts(export(v, "Save SVG")))
+    v.shot("issue9-range-log-matrix")
+    v.page.fill(rng, "five")
+    v.page.press(rng, "Enter")
+    assert v.page.get_attribute(rng, "aria-invalid") == "true" and "e.g. 100:160" in status(v)
+    assert v.js("attnlab.state.range") == {"from": 2, "to": 5}  # unchanged
+    v.page.fill(rng, "")
+    v.page.press(rng, "Enter")
+    assert v.js("attnlab.state.range") is None
+
+
+def test_neuron_view_shows_the_q_k_terms_behind_a_weight(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    trace, q, k = qk_trace()
+    v = open_viewer(write(trace, tmp_path))
+    v.page.click("button[data-view=neuron]")
+    v.js("attnlab.set({rec: 1, head: 1})")
+    click(v, {"side": "q", "i": 2})
+    hover(v, {"i": 2, "j": 5})
+    text = status(v)
+    qv, kv = q[1, 0, 1, 2].double(), k[1, 0, 1, 5].double()
+    dot = float(qv @ kv)
+    m = re.search(r"q·k = (-?\d+\.\d+) .*÷ √8 = (-?\d+\.\d+); softmax (\d\.\d+), captured weight (\d\.\d+)", text)
+    assert m, text
+    assert abs(float(m.group(1)) - dot) <= 2e-3 * (1 + abs(dot))  # float16 vectors
+    assert abs(float(m.group(2)) - dot / 8**0.5) <= 1e-3 * (1 + abs(dot))
+    weight = float(trace.records[1].weights[0, 1, 2, 5])
+    assert abs(float(m.group(3)) - weight) <= 5e-3 and abs(float(m.group(4)) - weight) <= _encode.MAX_ERROR + 5e-5
+    assert ink(v) > 3000
+    v.shot("issue9-neuron-view")
+    texts = svg_texts(export(v, "Save SVG"))
+    assert "q·k / √d" in texts and any("query 2" in t for t in texts)
+    plain = open_viewer(write(mixed_trace(), tmp_path, "plain.html"))  # no vectors: the tab says how to get them
+    assert plain.page.is_disabled("button[data-view=neuron]")
+    assert "qk=True" in (plain.page.get_attribute("button[data-view=neuron]", "title") or "")
+
+
+def test_two_traces_side_by_side_with_linked_controls(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    a, b = mixed_trace(), mixed_trace(["A", "dog", "ran", "to", "the", "red", "door"])
+    b.meta["model"] = "other-model"
+    path = al.viz.compare_html(a, b, tmp_path / "compare.html")
+    assert path.read_text(encoding="utf-8") == al.viz.to_html([a, b])
+    v = open_viewer(path)
+    assert v.js("attnlab.panes.length") == 2
+    assert v.page.locator(".pane h1").all_text_contents()[1].startswith("B: other-model")
+    inks = v.js("""() => [...document.querySelectorAll('.frame canvas')].map(c => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] < 235) n++; return n; })""")
+    assert len(inks) == 2 and min(inks) > 1000
+    v.page.locator(".pane").nth(0).locator("select[aria-label='layer']").select_option("1")
+    v.page.locator(".pane").nth(0).locator("button[data-view=matrix]").click()
+    assert v.js("attnlab.panes.map(p => [p.state.view, p.state.rec])") == [["matrix", 1], ["matrix", 1]]
+    v.shot("issue9-compare-matrix")
+    v.page.uncheck(".link input")
+    v.page.locator(".pane").nth(1).locator("button[data-view=head]").click()
+    assert v.js("attnlab.panes.map(p => p.state.view)") == ["matrix", "head"]

@@ -62,7 +62,10 @@ def test_family_parity_with_output_attentions(family: str) -> None:
     model = FAMILIES[family]().eval()
     assert model.config._attn_implementation == "sdpa"
     eager = copy.deepcopy(model)
-    eager.set_attn_implementation("eager")
+    # every sub-model too: before transformers 5.20, T5Model.set_attn_implementation did not reach its stacks
+    for sub in eager.modules():
+        if isinstance(sub, transformers.PreTrainedModel):
+            sub.set_attn_implementation("eager")
     inputs = _inputs(family)
     with torch.no_grad():
         ref = eager(**inputs, output_attentions=True)
@@ -138,7 +141,8 @@ def test_generation_with_cache_records_each_step() -> None:
         model.generate(IDS[:1, :5], max_new_tokens=3, do_sample=False)
     shapes = [tuple(r.weights.shape[2:]) for r in trace]
     assert shapes == [(5, 5), (5, 5), (1, 6), (1, 6), (1, 7), (1, 7)]
-    assert [r.layer for r in trace] == list(range(6))
+    assert [(r.layer, r.step) for r in trace] == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
+    assert [tuple(r.weights.shape[2:]) for r in trace.assembled] == [(7, 7), (7, 7)]
 
 
 def test_generic_eager_fallback_matches_plain_softmax_attention() -> None:

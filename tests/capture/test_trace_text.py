@@ -138,3 +138,29 @@ def test_a_text_the_model_cannot_read_warns() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnknownTokensWarning)
         al.trace_text("The cat sat on the mat.")  # no unknown token: no warning
+
+
+def test_a_loaded_model_with_its_tokenizer(minilm: tuple[Any, Any, str]) -> None:
+    """The model a notebook already holds: same trace as from the folder; train mode comes back afterwards."""
+    model, tokenizer, _ = minilm
+    expected = al.trace_text(TEXT)
+    model.train()
+    try:
+        trace = al.trace_text(TEXT, model=model, tokenizer=tokenizer)
+        assert model.training  # its mode is put back
+    finally:
+        model.eval()
+    assert torch.equal(trace.weights, expected.weights)  # run in eval mode: no dropout on the weights
+    assert trace.tokens == expected.tokens and trace.meta["n_tokens"] == expected.meta["n_tokens"]
+
+
+def test_a_loaded_model_needs_its_tokenizer(minilm: tuple[Any, Any, str]) -> None:
+    model, tokenizer, _ = minilm
+    with pytest.raises(InputError, match=r"needs its tokenizer, got none; pass tokenizer=AutoTokenizer"):
+        al.trace_text("hi", model=model)
+    with pytest.raises(InputError, match="tokenizer= goes with a loaded model"):
+        al.trace_text("hi", tokenizer=tokenizer)
+    with pytest.raises(InputError, match="not a Hugging Face transformers model"):
+        al.trace_text("hi", model=torch.nn.Linear(2, 2), tokenizer=tokenizer)
+    with pytest.raises(InputError, match="a folder path or a loaded Hugging Face model"):
+        al.trace_text("hi", model=3)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ import attnlab as al
 from attnlab.capture import AttentionRecord, AttentionTrace
 from attnlab.errors import InputError
 from attnlab.viz import _encode
-from attnlab.viz.html import repr_html, save_html, to_html
+from attnlab.viz.html import compare_html, decode_half, repr_html, save_html, to_html
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -187,3 +187,53 @@ def test_trace_methods_and_jupyter_repr() -> None:
     inner = frame.split('srcdoc="', 1)[1].split('" sandbox=', 1)[0]
     assert "<" not in inner and '"' not in inner  # the whole page is one escaped attribute
     assert AttentionTrace()._repr_html_() is None
+
+
+# ----- issue 9: head notes, q and k vectors, two traces ---------------------------------------------------
+def test_head_notes_travel_cleaned_and_bad_ones_are_refused() -> None:
+    trace = mixed_trace()
+    trace.meta["heads"] = {"kind": "self", "labels": [["prev", "<b>x</b>", "sep"], ["a", "b", "c"]],
+                           "metrics": {"entropy": [[1.5, float("nan"), 2], [0.25, 1, 3]]}}
+    notes = payload(to_html(trace))["heads"]
+    assert notes["kind"] == "self" and notes["labels"][0] == ["prev", "<b>x</b>", "sep"]
+    assert notes["metrics"]["entropy"][0] == [1.5, None, 2.0]  # NaN is no number to show
+    assert "heads" not in payload(to_html(mixed_trace()))
+    for bad, match in (("labels", "must be a dict"), ({"labels": "abc"}, "labels"), ({"metrics": [1]}, "metrics")):
+        trace.meta["heads"] = bad
+        with pytest.raises(InputError, match=match):
+            to_html(trace)
+
+
+def test_q_and_k_vectors_travel_as_float16_only_when_captured() -> None:
+    trace = mixed_trace()
+    assert all("qk" not in r for r in payload(to_html(trace))["records"])
+    q, k = torch.randn(1, 3, 7, 16) * 3, torch.randn(1, 3, 7, 16) * 3
+    trace.records[0].q, trace.records[0].k = q, k  # type: ignore[attr-defined]  # capture(model, qk=True) sets them
+    entry = payload(to_html(trace))["records"][0]
+    assert entry["qk"]["d"] == 16
+    for text, want in ((entry["qk"]["q"], q), (entry["qk"]["k"], k)):
+        back = decode_half(text, (3, 7, 16))
+        assert np.abs(back - want[0].double().numpy()).max() <= 2**-11 * float(want.abs().max()) + 1e-7
+    trace.records[0].k = torch.randn(1, 3, 6, 16)  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match=r"record.k must be \(batch, 3, 7, d_k\)"):
+        to_html(trace)
+
+
+def test_two_traces_make_one_comparison_page(tmp_path: Path) -> None:
+    a, b = mixed_trace(), mixed_trace([f"x{i}" for i in range(7)])
+    data = payload(to_html([a, b]))
+    assert data["format"] == "attnlab.viewer.compare" and len(data["panes"]) == 2
+    assert data["panes"][1]["records"][0]["query_tokens"][0] == "x0"
+    assert payload(to_html([a])) == payload(to_html(a))
+    out = compare_html(a, b, tmp_path / "c.html")
+    assert out.read_text(encoding="utf-8") == to_html([a, b])
+    with pytest.raises(InputError, match="one trace or two side by side, got a list of 3"):
+        to_html([a, b, a])
+    with pytest.raises(InputError, match="AttentionTrace, got str"):
+        to_html("trace")  # type: ignore[arg-type]
+
+
+def test_a_long_text_is_kept_whole_for_the_caption() -> None:
+    trace = mixed_trace()
+    trace.meta["text"] = " ".join(f"word{i}" for i in range(450))
+    assert payload(to_html(trace))["meta"]["text"] == trace.meta["text"]

@@ -4,6 +4,7 @@ saving by suffix, and clear errors."""
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 import warnings
@@ -158,12 +159,26 @@ def test_labels_are_literal_text():
     assert len(shown[2][0]) == 14 and shown[2][0].endswith("…")
 
 
-def test_figures_draw_with_agg_and_no_pyplot():
+def test_figures_draw_with_agg_and_no_pyplot(tmp_path):
+    """A figure is a plain Agg figure: pyplot never manages it (no window opens, none piles up in pyplot's
+    figure list), and drawing and saving never import pyplot (checked in a fresh interpreter, since another
+    test in this process may have imported it)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = al.viz.heatmap(torch.eye(3))
     assert isinstance(fig.canvas, FigureCanvasAgg)
-    assert "matplotlib.pyplot" not in sys.modules or not fig.get_label()
+    assert fig.canvas.manager is None, "the figure is registered with pyplot's figure manager"
+    code = (
+        "import sys, torch, attnlab as al\n"
+        "trace = al.AttentionTrace([al.AttentionRecord('a', 'self', 0, torch.rand(1, 2, 3, 3).softmax(-1))], {})\n"
+        "for fig in (al.viz.heatmap(torch.eye(3)), al.viz.heads(trace, layer=0), al.viz.model_grid(trace)):\n"
+        "    assert fig.canvas.manager is None, type(fig.canvas.manager)\n"
+        f"    al.viz.save(fig, {str(tmp_path / 'fig.png')!r})\n"
+        "print(sorted(m for m in sys.modules if m.startswith('matplotlib.pyplot')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n", f"drawing imported pyplot: {run.stdout}"
 
 
 def test_draws_into_given_axes():
@@ -171,6 +186,8 @@ def test_draws_into_given_axes():
     left, right = fig.subplots(1, 2)
     assert al.viz.heatmap(torch.rand(3, 3), ax=right) is fig
     assert right.get_images() and not left.get_images()
+    sub = Figure().subfigures(1, 2)[1]
+    assert al.viz.heatmap(torch.rand(3, 3), ax=sub.subplots()) is sub.figure  # the root figure, not the SubFigure
 
 
 # ----- heads and model grid ------------------------------------------------------------------------
@@ -234,7 +251,7 @@ def test_without_the_cjk_fallback_glyphs_would_be_missing():
     fig = al.viz.heatmap(torch.rand(2, 2), tokens=["我", "a"])
     for label in fig.axes[0].get_xticklabels():
         label.set_fontfamily([_fonts.BASE_FAMILY])
-    assert any("missing from font" in w for w in glyph_warnings(fig))
+    assert any(re.search(r"missing from (current )?font", w) for w in glyph_warnings(fig))
 
 
 def test_no_cjk_font_warns_once_and_still_draws(monkeypatch, tmp_path):

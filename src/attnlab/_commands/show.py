@@ -18,9 +18,12 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, TooLongError
+
+if TYPE_CHECKING:
+    from ..trace import AttentionTrace, Kind
 
 DEFAULT_OUT = "attnlab-out"
 TRACE_FILE = "trace.attn"
@@ -121,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--kind {kind}: this trace has no {kind} attention, only {', '.join(trace.kinds)}; "
                              f"choose one of those")
         figures = {
-            "heatmap": viz.heatmap(trace, layer, head, kind=kind, annotate=len(trace.tokens) <= ANNOTATE_UP_TO),
+            "heatmap": viz.heatmap(trace, layer, head, kind=kind, annotate=_n_positions(trace, kind) <= ANNOTATE_UP_TO),
             "heads": viz.heads(trace, layer, kind=kind),
             "model": viz.model_grid(trace, kind=kind),
         }
@@ -256,3 +259,8 @@ def _publish(stage: Path, out: Path, names: list[str]) -> None:
         os.replace(stage / name, out / name)
     for stale in set(OWNED) - set(names):  # an earlier run's files that this run does not replace
         (out / stale).unlink(missing_ok=True)
+
+
+def _n_positions(trace: AttentionTrace, kind: Kind | None) -> int:
+    """The longer side of the drawn matrices (a saved trace may carry no tokens to count)."""
+    return max(int(n) for n in trace.select(kind=kind or trace.main_kind)[0].weights.shape[-2:])

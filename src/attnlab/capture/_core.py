@@ -16,6 +16,7 @@ from contextlib import ExitStack, contextmanager
 
 from torch import nn
 
+from .. import _validate as check
 from ..errors import CaptureError, InputError
 from ..trace import KINDS, AttentionTrace, Kind, as_kind
 from . import _hf, _own, _torch
@@ -50,6 +51,7 @@ def capture(
     *,
     kinds: Iterable[str] | str | None = None,
     names: Iterable[str] | str | None = None,
+    qk: bool = False,
 ) -> Iterator[AttentionTrace]:
     """Record every attention computation inside ``model`` while the block runs.
 
@@ -67,6 +69,14 @@ def capture(
         model: any ``nn.Module`` that contains attention attnlab knows.
         kinds: keep only these kinds (``"self"``, ``"causal"``, ``"cross"``).
         names: keep only records whose module path contains one of these strings.
+        qk: also record each call's queries and keys per head (``record.q`` ``(batch, heads, q_len, d_k)``,
+            ``record.k`` ``(batch, heads, k_len, d_k)``, float32 on the CPU) and the score scale
+            (``record.scale``), for the viewer's neuron view; for attnlab's layers, torch's
+            ``MultiheadAttention`` and Hugging Face models.
+
+    Generation with a key/value cache (Hugging Face ``generate()``, attnlab's layers with a ``KVCache``)
+    calls each attention module once per token: those calls are recorded with their ``step`` and their
+    module's ``layer``, and the trace assembles them into one matrix per layer (see ``docs/capture.md``).
 
     Every hook is removed and every switched flag restored when the block ends, also when it
     raises. Raises :class:`attnlab.errors.CaptureError` when the model holds no attention that can
@@ -77,7 +87,8 @@ def capture(
         raise InputError(f"capture() takes a torch.nn.Module, got {type(model).__name__}")
     kind_set, name_tuple = _check_filters(kinds, names)
     trace = AttentionTrace(meta={"model": type(model).__name__})
-    recorder = Recorder(trace, kind_set, name_tuple)
+    check.boolean("qk", qk, "record queries and keys too")
+    recorder = Recorder(trace, kind_set, name_tuple, qk=qk)
     with ExitStack() as undo:
         named = list(model.named_modules())  # one walk of the module tree, shared by the adapters
         found = sum(adapter.install(model, named, recorder, undo) for adapter in ADAPTERS)

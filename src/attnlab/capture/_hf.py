@@ -61,8 +61,19 @@ def _attention(
     for paths, root, recorder in _SESSIONS:
         path = paths.get(id(module))
         if path is not None:
-            recorder.add(module_label(path, root), module_kind(module), weights)
+            q, k, scale = _qk(module, query, key, kwargs) if recorder.qk else (None, None, None)
+            recorder.add(module_label(path, root), module_kind(module), weights, q, k, scale)
     return out, weights
+
+
+def _qk(module: nn.Module, query: Tensor, key: Tensor, kwargs: dict[str, Any]) -> tuple[Tensor, Tensor, float]:
+    """Per-head queries ``(B, H, L, D)`` and keys ``(B, H, S, D)`` (grouped key heads repeated to one per
+    query head) and the score scale the eager attention used (``scaling``, default ``1 / sqrt(D)``)."""
+    groups = query.shape[1] // key.shape[1]
+    if groups > 1:
+        key = key.repeat_interleave(groups, dim=1)  # (B, H, S, D)
+    scaling = kwargs.get("scaling")
+    return query, key, float(scaling if scaling is not None else query.shape[-1] ** -0.5)
 
 
 def _eager(module: nn.Module) -> Callable[..., tuple[Tensor, Tensor]]:

@@ -1,12 +1,14 @@
 """Capture adapter for attnlab's own layers: their :class:`AttentionHook` points.
 
-A layer asks its kernel for weights when ``hook.active`` is set and calls ``hook(weights, kind)``;
-a forward hook on the hook point reads them.  The record is named after the layer that owns the
+A layer asks its kernel for weights when ``hook.active`` is set and calls ``hook(weights, kind, q, k, scale)``
+(queries, keys and scale optional: layers without a dot product pass none); a forward hook on the hook
+point reads them.  The record is named after the layer that owns the
 hook point (``"encoder.layers.0.self_attn"``, not ``"...self_attn.attn_hook"``).
 """
 
 from __future__ import annotations
 
+import inspect
 from contextlib import ExitStack
 from typing import Any
 
@@ -16,6 +18,8 @@ from ..layers._hook import AttentionHook
 from ._recorder import Recorder, module_label
 
 __all__ = ["install"]
+
+_SIGNATURE = inspect.signature(AttentionHook.forward)
 
 
 def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Recorder, undo: ExitStack) -> int:
@@ -28,9 +32,8 @@ def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Reco
         found += 1
 
         def on_call(mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, name: str = name) -> None:
-            weights = args[0] if args else kwargs["weights"]
-            kind = args[1] if len(args) > 1 else kwargs["kind"]
-            recorder.add(name, kind, weights)
+            call = _SIGNATURE.bind(mod, *args, **kwargs).arguments
+            recorder.add(name, call["kind"], call["weights"], call.get("q"), call.get("k"), call.get("scale"))
 
         module.active += 1
         undo.callback(_deactivate, module)

@@ -29,7 +29,7 @@ from ..layers._torch_mha import from_torch_masks
 from ..trace import Kind
 from ._recorder import Recorder, module_label
 
-__all__ = ["install", "mha_weights"]
+__all__ = ["install", "mha_qk_weights", "mha_weights"]
 
 _SIGNATURE = inspect.signature(nn.MultiheadAttention.forward)
 
@@ -53,12 +53,12 @@ def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Reco
             query, key = call["query"], call["key"]
             self_attn = key is query or (key.shape == query.shape and torch.equal(key, query))
             with torch.no_grad():
-                weights = mha_weights(mod, query, key, call.get("key_padding_mask"), call.get("attn_mask"))
+                q, k, weights = mha_qk_weights(mod, query, key, call.get("key_padding_mask"), call.get("attn_mask"))
             kind: Kind = "cross"
             if self_attn:
                 causal = call.get("is_causal", False) or _is_causal(call.get("attn_mask"), weights.shape[-2:])
                 kind = "causal" if causal else "self"
-            recorder.add(name, kind, weights)
+            recorder.add(name, kind, weights, q, k, q.shape[-1] ** -0.5)
 
         undo.callback(module.register_forward_hook(on_call, with_kwargs=True).remove)
     return found
@@ -77,6 +77,19 @@ def mha_weights(
     (bool True = blocked, or float added; ``add_bias_kv`` and ``add_zero_attn`` add one key each).
     Rows with no allowed key are zeros (torch gives NaN there).  Dropout is not applied.
     """
+    return mha_qk_weights(mha, query, key, key_padding_mask, attn_mask)[2]
+
+
+def mha_qk_weights(
+    mha: nn.MultiheadAttention,
+    query: Tensor,
+    key: Tensor,
+    key_padding_mask: Tensor | None = None,
+    attn_mask: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(q (B, H, L, D), k (B, H, S, D), weights (B, H, L, S))``: as :func:`mha_weights`, with the per-head
+    queries and keys (the extra keys of ``add_bias_kv`` / ``add_zero_attn`` included); the weights are
+    ``softmax(q k^T / sqrt(D) + mask)``."""
     e, h = mha.embed_dim, mha.num_heads
     d = e // h
     if query.dim() == 2:  # unbatched (L, E)
@@ -108,7 +121,8 @@ def mha_weights(
         attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, extra))
         key_padding_mask = None if key_padding_mask is None else F.pad(key_padding_mask, (0, extra))
     scores = torch.matmul(q * (1.0 / math.sqrt(d)), k.transpose(-2, -1))  # (B, H, L, S)
-    return masked_softmax(scores, from_torch_masks(attn_mask, key_padding_mask, n_heads=h)).to(scores.dtype)
+    weights = masked_softmax(scores, from_torch_masks(attn_mask, key_padding_mask, n_heads=h)).to(scores.dtype)
+    return q, k, weights
 
 
 def _is_causal(attn_mask: Tensor | None, shape: torch.Size) -> bool:

@@ -7,15 +7,18 @@ Hugging Face model folder works too.  Nothing is ever downloaded (``local_files_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import json
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
@@ -46,7 +49,10 @@ def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
     if isinstance(model, str) and model.lower() in (BUNDLED, BUNDLED_NAME.lower()):
         return bundled_model_path(), BUNDLED_NAME
     if not isinstance(model, (str, os.PathLike)):
-        raise InputError(f"model must be {BUNDLED!r} or a folder path, got {type(model).__name__}")
+        raise InputError(
+            f"model must be {BUNDLED!r}, a folder path or a loaded Hugging Face model (with tokenizer=), "
+            f"got {type(model).__name__}"
+        )
     folder = Path(model).expanduser()
     if not folder.is_dir():
         raise ModelLoadError(
@@ -145,9 +151,10 @@ def _limit(hf_model: Any, tokenizer: Any, max_length: int | None) -> int:
 
 def trace_text(
     text: str,
-    model: str | os.PathLike[str] = BUNDLED,
+    model: str | os.PathLike[str] | nn.Module = BUNDLED,
     text_pair: str | None = None,
     *,
+    tokenizer: Any = None,
     merge: str | None = None,
     max_length: int | None = None,
     truncate: bool = False,
@@ -156,8 +163,11 @@ def trace_text(
 
     Args:
         text: the input text (for an encoder-decoder model, the encoder's input).
-        model: ``"minilm"`` (bundled all-MiniLM-L6-v2), the path of a local Hugging Face model folder, or the
-            ``--out`` folder of ``attnlab train`` (its classifier; ``meta`` then also has ``label``, ``probability``).
+        model: ``"minilm"`` (bundled all-MiniLM-L6-v2), the path of a local Hugging Face model folder,
+            a Hugging Face model already loaded (then pass its ``tokenizer`` too), or the ``--out`` folder of
+            ``attnlab train`` (its classifier; ``meta`` then also has ``label`` and ``probability``); a loaded
+            model runs in eval mode, on its own device, and is put back in the mode it was in.
+        tokenizer: the tokenizer of a loaded ``model`` (a folder brings its own).
         text_pair: a second sentence (BERT's sentence pairs, with ``token_type_ids``); for an
             encoder-decoder model, the decoder's text (default: ``text``).
         merge: ``"words"`` merges sub-word pieces into words (sum over a word's key pieces, mean over
@@ -182,7 +192,7 @@ def trace_text(
         _check_text("text_pair", text_pair)
     if merge not in (None, "words"):
         raise InputError(f"merge must be None or 'words', got {merge!r}")
-    hf_model, tokenizer, name = load_model(model)
+    hf_model, tokenizer, name = _model_and_tokenizer(model, tokenizer)
     limit = _limit(hf_model, tokenizer, max_length)
     enc_dec = bool(getattr(hf_model.config, "is_encoder_decoder", False))
     first = (text,) if enc_dec else (text, text_pair)
@@ -204,8 +214,9 @@ def trace_text(
         model_inputs["decoder_input_ids"] = _decoder_ids(hf_model, tokenizer, text_pair or text, limit)
         target = tokenizer.convert_ids_to_tokens(model_inputs["decoder_input_ids"][0].tolist())
     _warn_unknown(inputs["input_ids"][0].tolist(), tokenizer, name)
-    with torch.no_grad(), capture(hf_model) as trace:
-        hf_model(**model_inputs)
+    device = next(iter(hf_model.parameters()), torch.empty(0)).device
+    with torch.no_grad(), _eval_mode(hf_model), capture(hf_model) as trace:
+        hf_model(**{k: v.to(device) for k, v in model_inputs.items()})
     tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
     style = _style(tokenizer)
     special = list(tokenizer.all_special_tokens)
@@ -221,6 +232,41 @@ def trace_text(
         "n_tokens": int(inputs["input_ids"].shape[1]), "merge": merge,
     }
     return trace
+
+
+def _model_and_tokenizer(model: Any, tokenizer: Any) -> tuple[Any, Any, str]:
+    """``(hf_model, tokenizer, name)`` for a loaded model with its tokenizer, or a name or folder (loaded)."""
+    if not isinstance(model, nn.Module):
+        if tokenizer is not None:
+            raise InputError(
+                "tokenizer= goes with a loaded model (model=<a transformers model object>); a model folder or "
+                "'minilm' brings its own tokenizer: leave tokenizer= out"
+            )
+        return load_model(model)
+    if not hasattr(model, "config"):
+        raise InputError(
+            f"model= is a {type(model).__name__}, not a Hugging Face transformers model (it has no .config); "
+            f"trace_text runs transformers models: for any other module use attnlab.capture(model)"
+        )
+    if tokenizer is None or not callable(tokenizer) or not hasattr(tokenizer, "convert_ids_to_tokens"):
+        got = "none" if tokenizer is None else f"a {type(tokenizer).__name__}"
+        raise InputError(
+            f"model= is a loaded {type(model).__name__}, so trace_text needs its tokenizer, got {got}; pass "
+            f"tokenizer=AutoTokenizer.from_pretrained(<the model's folder>)"
+        )
+    name = str(getattr(model.config, "name_or_path", "") or type(model).__name__)
+    return model, tokenizer, name
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    """Run ``model`` in eval mode (no dropout on the weights) and put its mode back afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 UNKNOWN_SHARE = 0.10  # above this share of unknown tokens the attention says more about [UNK] than about the text

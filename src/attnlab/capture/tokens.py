@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from ..errors import InputError, ShapeError
+from ..errors import InputError
 from ..trace import AttentionRecord, AttentionTrace
 
 __all__ = ["STYLES", "WORD_START", "attach_tokens", "detect_style", "merge_words", "readable_tokens", "word_groups"]
@@ -37,33 +36,23 @@ _SPECIAL = re.compile(r"^(\[[A-Za-z_]+\]|<[^<>\s]+>)$")  # [CLS], [SEP], <s>, </
 def attach_tokens(
     trace: AttentionTrace, tokens: Sequence[str], target_tokens: Sequence[str] | None = None
 ) -> AttentionTrace:
-    """A copy of ``trace`` whose records carry ``query_tokens`` and ``key_tokens``.
+    """A copy of ``trace`` whose records carry ``query_tokens`` and ``key_tokens``; ``trace`` is unchanged,
+    so write ``trace = attach_tokens(trace, tokens)``.
 
     Args:
-        tokens: the tokens of the input (the encoder's input in an encoder-decoder model).
-        target_tokens: the decoder's tokens in an encoder-decoder model; None for encoders and
-            decoder-only models.
+        tokens: the tokens of the input (the encoder's input in an encoder-decoder model; for a
+            decoder-only generation, the final generated sequence).
+        target_tokens: the decoder's tokens in an encoder-decoder model (for a generation, the final
+            decoder sequence); None for encoders and decoder-only models.
 
     ``self`` records get ``tokens``; ``causal`` records get ``target_tokens`` (or ``tokens`` when
     there are none); ``cross`` records attend from ``target_tokens`` to ``tokens``.  A record with fewer
     queries than keys (decoding with a cache) gets the last tokens as queries (bottom-right aligned).
-    The weights are shared with ``trace``, not copied.
+    The decoding steps of a generation each get their positions of the final sequence; its last token,
+    which the model produced but never read, has no row.  The weights are shared with ``trace``, not copied.
+    See :meth:`attnlab.AttentionTrace.with_tokens`.
     """
-    source = list(tokens)
-    target = list(target_tokens) if target_tokens is not None else source
-    records = []
-    for r in trace.records:
-        keys = target if r.kind == "causal" else source
-        queries = source if r.kind == "self" else target
-        _, _, lq, lk = r.weights.shape
-        if len(keys) != lk or len(queries) < lq:
-            raise ShapeError(
-                f"record {r.name!r} ({r.kind}) attends from {lq} queries to {lk} keys, but got {len(queries)} query "
-                f"and {len(keys)} key tokens for it; pass the tokens the model ran on (for an encoder-decoder "
-                f"model, tokens= the encoder's and target_tokens= the decoder's)"
-            )
-        records.append(replace(r, query_tokens=queries[len(queries) - lq:], key_tokens=list(keys)))
-    return AttentionTrace(records=records, meta=dict(trace.meta))
+    return trace.with_tokens(tokens, target_tokens)
 
 
 def detect_style(tokens: Iterable[str]) -> str | None:
@@ -126,14 +115,16 @@ def merge_words(
 
     ``style`` is one of :data:`STYLES` (default: detected from the tokens, see :func:`detect_style`).
     Weights: **sum over the key pieces of a word, mean over its query pieces**, so every row still
-    sums to one.  The tokens must still carry the tokeniser's marks (``##``, ``Ġ``, ``▁``): merge
-    before :func:`readable_tokens`; ``attnlab.trace_text(..., merge="words")`` does both in order.
+    sums to one.  A generation's decoding steps are assembled first (one record per layer; the merged
+    records carry no ``step``, ``q`` or ``k``).  The tokens must still carry the tokeniser's marks
+    (``##``, ``Ġ``, ``▁``): merge before :func:`readable_tokens`; ``attnlab.trace_text(..., merge="words")``
+    does both in order.
     """
     if style is not None and style not in STYLES:
         raise InputError(f"style must be one of {STYLES} or None, got {style!r}")
     spec = list(special) if special is not None else None
     records = []
-    for r in trace.records:
+    for r in trace.assembled:  # a word of a generation spans several decoding steps: merge assembled matrices
         if r.query_tokens is None or r.key_tokens is None:
             raise InputError(
                 f"record {r.name!r} has no tokens to merge; attach them first with "

@@ -2,9 +2,9 @@
 which sparse pattern is O(n w), O(n sqrt n) or O(n log n).
 
 Measured, with one seeded (1, heads, n, d) float32 input per n, under ``torch.inference_mode``:
-    * time: the fastest of ``repeats`` calls after one warm-up call, the kernels' calls interleaved
-      (``time.perf_counter``; on a shared machine other work only adds time, so the minimum is the estimate
-      least disturbed by it);
+    * time: the fastest of ``repeats`` calls after one warm-up call, the kernels' calls interleaved, on one
+      torch thread (``time.perf_counter``; on a shared machine other work only adds time, so the minimum is the
+      estimate least disturbed by it, and one thread is not preempted mid-matmul by a sibling thread's wait);
     * memory: the peak bytes of the tensors the call creates (:func:`._memory.peak_tensor_bytes`).
 Kernels: ``dense`` is :func:`attnlab.functional.attention` with its weights (the readable path that
 materialises the n x n matrix, as the tutorials write it), ``linear`` is :func:`linear_attention`
@@ -122,6 +122,17 @@ def cost(
 ) -> Finding:
     """Measure time and memory of the kernels over ``ns`` (default: n up to 2048 with ``quick``, 8192 without);
     see the module docstring."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _cost(quick=quick, ns=ns, d=d, heads=heads, window=window, repeats=repeats, seed=seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _cost(
+    *, quick: bool, ns: tuple[int, ...] | None, d: int, heads: int, window: int, repeats: int | None, seed: int
+) -> Finding:
     ns = tuple(ns) if ns is not None else (QUICK_NS if quick else FULL_NS)
     repeats = repeats if repeats is not None else (5 if quick else 9)
     kernels = _kernels(window)
@@ -196,7 +207,8 @@ def _lines(n: dict[str, Any]) -> tuple[str, ...]:
     return (
         "«第二章：注意力机制的数学原理» 2.2.2: attention is O(n² d) time and O(n²) memory; linear attention O(n d²).",
         f"Measured on this machine (batch 1, heads {n['heads']}, d = {n['d']}, float32; local window = "
-        f"{n['window']} each side; time: fastest of repeated calls; memory: peak bytes of the tensors a call creates):",
+        f"{n['window']} each side; time: fastest of repeated calls on one thread; memory: peak bytes of the "
+        "tensors a call creates):",
         head, *rows, *cross, lsh,
         f"  From n = {n['ns'][0]} to {n['ns'][-1]} (x{n['n_ratio']:.0f}) memory grows "
         + ", ".join(f"x{g:.1f} ({k})" for k, g in n["memory_growth"].items())

@@ -46,6 +46,7 @@ def seeing(
     trace = trace_text(text, model=model)
     w = trace.weights  # (layers, heads, q, k)
     tokens = trace.tokens
+    assert tokens is not None, "trace_text attaches the tokens"
     special = [j for j, t in enumerate(tokens) if t in SPECIAL]
     on_special = w[..., special].sum(-1).mean(dim=(1, 2))  # (layers,): share of attention on [CLS]/[SEP]
     per_head = torch.tensor([[pattern_scores(w[li, h], tokens).get("previous token", 0.0)

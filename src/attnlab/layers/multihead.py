@@ -206,10 +206,17 @@ class MultiHeadAttention(Configured, nn.Module):
         out, weights = kernel(q, k, v, mask=m, causal=causal, dropout=p, return_weights=need, **cfg.kernel_options)
         if weights is not None:
             kind: Kind = "cross" if cross else "causal" if causal else "self"
-            weights = self.attn_hook(weights, kind)
+            weights = self.attn_hook(weights, kind, q, k, self._scale(q.shape[-1]))
         b, _, l, _ = out.shape
         out = out.transpose(1, 2).reshape(b, l, self.n_heads * cfg.head_v)  # (B, L, H * Dv)
         return self.out_proj(out), (weights if return_weights else None)
+
+    def _scale(self, d_k: int) -> float:
+        """The factor the kernel puts on ``q @ k^T``: its ``scale`` option (default ``1 / sqrt(d_k)``) over
+        its ``temperature`` (for the softmax kernels; recorded with the weights by ``capture(qk=True)``)."""
+        opts = self.config.kernel_options
+        scale = opts.get("scale")
+        return float(scale if scale is not None else d_k**-0.5) / float(opts.get("temperature", 1.0))
 
     @classmethod
     def from_torch(cls, module: TorchMHA) -> MultiHeadAttention:

@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .html import compare_html as compare_html
     from .html import save_html as save_html
     from .html import to_html as to_html
     from .static import heads as heads
@@ -28,6 +29,7 @@ _LAZY = {
     "model_grid": "static",
     "save": "static",
     "save_html": "html",
+    "compare_html": "html",
     "to_html": "html",
     "summarize": "summary",
 }

@@ -16,31 +16,43 @@ A Content-Security-Policy allows the page's own script (by hash) and nothing fro
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html
 import json
+import math
 import os
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import torch
 
 from .._io import atomic_write_text
 from ..errors import InputError
 from ..trace import AttentionTrace
 from . import _encode
 
-__all__ = ["IFRAME_HEIGHT", "repr_html", "save_html", "to_html"]
+__all__ = ["IFRAME_HEIGHT", "compare_html", "repr_html", "save_html", "to_html"]
 
 IFRAME_HEIGHT = 760  # pixels of the Jupyter iframe; the page scrolls inside it
 _PAYLOAD_VERSION = 1
+_META_MAX = 20_000  # characters of one metadata value: a 450-word text is about 3,000
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def save_html(trace: AttentionTrace, path: str | os.PathLike[str], *, batch: int = 0) -> Path:
+Traces = AttentionTrace | Sequence[AttentionTrace]
+
+
+def save_html(trace: Traces, path: str | os.PathLike[str], *, batch: int = 0) -> Path:
     """Write the viewer for input ``batch`` of ``trace`` to ``path`` (atomically) and return the path.
 
-    The file is self-contained: it loads nothing from the network and opens from ``file://``."""
+    ``trace`` may be a list of two traces (two inputs, or two models): the page shows them side by
+    side, with linked controls.  The file is self-contained: it loads nothing from the network and
+    opens from ``file://``."""
     page = to_html(trace, batch=batch)
     path = Path(path)
     if not path.parent.is_dir():
@@ -48,10 +60,15 @@ def save_html(trace: AttentionTrace, path: str | os.PathLike[str], *, batch: int
     return atomic_write_text(path, page)
 
 
-def to_html(trace: AttentionTrace, *, batch: int = 0) -> str:
-    """The viewer page for input ``batch`` of ``trace``, as one HTML string."""
+def compare_html(a: AttentionTrace, b: AttentionTrace, path: str | os.PathLike[str], *, batch: int = 0) -> Path:
+    """Write a page that shows traces ``a`` and ``b`` side by side (``save_html([a, b], path)``)."""
+    return save_html([a, b], path, batch=batch)
+
+
+def to_html(trace: Traces, *, batch: int = 0) -> str:
+    """The viewer page for input ``batch`` of ``trace`` (or of two traces side by side), as one HTML string."""
     js, css = _asset("viewer.js"), _asset("viewer.css")
-    data = _json_for_script(_payload(trace, batch))
+    data = _json_for_script(_document(trace, batch))
     csp = (
         "default-src 'none'; "
         f"script-src '{_sha256(js)}'; style-src '{_sha256(css)}'; "
@@ -81,13 +98,30 @@ def repr_html(trace: AttentionTrace) -> str:
 
 
 # ----- internals -----------------------------------------------------------------------------------
+def _document(trace: Traces, batch: int) -> dict[str, Any]:
+    """One trace's payload, or ``{"panes": [payload, payload]}`` for two traces side by side."""
+    if isinstance(trace, AttentionTrace):
+        return _payload(trace, batch)
+    if isinstance(trace, Sequence) and not isinstance(trace, str):
+        traces = list(trace)
+        if len(traces) == 1:
+            return _payload(traces[0], batch)
+        if len(traces) == 2:
+            return {"format": "attnlab.viewer.compare", "version": _PAYLOAD_VERSION,
+                    "panes": [_payload(t, batch) for t in traces]}
+        raise InputError(
+            f"the viewer shows one trace or two side by side, got a list of {len(traces)}; pass one or two"
+        )
+    raise InputError(f"the viewer draws an AttentionTrace, got {type(trace).__name__}; capture one first")
+
+
 def _payload(trace: AttentionTrace, batch: int) -> dict[str, Any]:
     if not isinstance(trace, AttentionTrace):
         raise InputError(f"the viewer draws an AttentionTrace, got {type(trace).__name__}; capture one first")
     if not trace.records:
         raise InputError("the trace is empty: nothing was captured, so there is nothing to show")
     records = []
-    for r in trace.records:
+    for r in trace.assembled:  # a generation's decoding steps joined: one matrix per layer
         nb, heads, q_len, k_len = r.weights.shape
         if not 0 <= batch < nb:
             raise InputError(f"batch index {batch} is out of range: record {r.name!r} holds {nb} input(s)")
@@ -102,16 +136,83 @@ def _payload(trace: AttentionTrace, batch: int) -> dict[str, Any]:
                 "query_tokens": _tokens(r.query_tokens, q_len),
                 "key_tokens": _tokens(r.key_tokens, k_len),
                 "data": _encode.encode(r.weights[batch]),
+                **_qk(r, batch, int(heads), int(q_len), int(k_len)),
             }
         )
     meta = {str(k): _meta_text(v) for k, v in trace.meta.items() if isinstance(v, str | int | float | bool)}
-    return {
+    out: dict[str, Any] = {
         "format": "attnlab.viewer",
         "version": _PAYLOAD_VERSION,
         "encoding": {"codes": "uint8", "levels": _encode.LEVELS, "compression": "gzip", "max_error": _encode.MAX_ERROR},
         "batch": batch,
         "meta": meta,
         "records": records,
+    }
+    head_notes = _head_notes(trace)
+    if head_notes is not None:
+        out["heads"] = head_notes
+    return out
+
+
+def _qk(record: Any, batch: int, heads: int, q_len: int, k_len: int) -> dict[str, Any]:
+    """The record's query and key vectors for the neuron view, when the capture kept them (``qk=True``):
+    float16, row-major ``(heads, len, d_k)``, gzip-compressed and base64-encoded."""
+    q, k = getattr(record, "q", None), getattr(record, "k", None)
+    if q is None or k is None:
+        return {}
+    for name, t, n in (("q", q, q_len), ("k", k, k_len)):
+        if not isinstance(t, torch.Tensor) or t.ndim != 4 or tuple(t.shape[1:3]) != (heads, n):
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise InputError(
+                f"{record.name}: record.{name} must be (batch, {heads}, {n}, d_k) like its weights, got {got}; "
+                "capture it with capture(model, qk=True)"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise InputError(f"{record.name}: q and k differ in d_k ({q.shape[-1]} vs {k.shape[-1]})")
+    return {"qk": {"d": int(q.shape[-1]), "q": _encode_half(q[batch]), "k": _encode_half(k[batch])}}
+
+
+def _encode_half(values: torch.Tensor) -> str:
+    """The base64 text of the gzip-compressed float16 bytes (little-endian, C order) of ``values``:
+    the neuron view's query and key vectors (relative error at most 2**-11 within float16's range)."""
+    v = values.detach().to("cpu", torch.float32)
+    if v.numel() and not bool(torch.isfinite(v).all()):
+        raise InputError(f"query/key vectors must be finite, got {int((~torch.isfinite(v)).sum())} NaN/inf values")
+    raw = np.ascontiguousarray(v.numpy().astype("<f2")).tobytes()
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+
+
+def decode_half(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The inverse of the neuron view's float16 encoding, as float64 (used by tests)."""
+    raw = gzip.decompress(base64.b64decode(text))
+    return np.frombuffer(raw, dtype="<f2").reshape(shape).astype(np.float64)
+
+
+def _head_notes(trace: AttentionTrace) -> dict[str, Any] | None:
+    """``trace.meta["heads"]`` (labels and metrics per layer and head, from attnlab.analysis), checked
+    and cleaned for the model view; None when the trace has none."""
+    notes = trace.meta.get("heads")
+    if notes is None:
+        return None
+    if not isinstance(notes, dict):
+        raise InputError(
+            f'trace.meta["heads"] must be a dict {{"kind", "labels", "metrics"}}, got {type(notes).__name__}'
+        )
+    kind = notes.get("kind", "self")
+    labels = notes.get("labels") or []
+    metrics = notes.get("metrics") or {}
+    if not isinstance(labels, list) or not all(isinstance(row, list) for row in labels):
+        raise InputError('trace.meta["heads"]["labels"] must be a list (layers) of lists (heads) of strings')
+    if not isinstance(metrics, dict) or not all(isinstance(v, list) for v in metrics.values()):
+        raise InputError('trace.meta["heads"]["metrics"] must map names to lists (layers) of lists (heads) of numbers')
+
+    def number(x: Any) -> float | None:
+        return float(x) if isinstance(x, int | float) and math.isfinite(float(x)) else None
+
+    return {
+        "kind": str(kind),
+        "labels": [[_meta_text(str(x))[:200] for x in row] for row in labels],
+        "metrics": {str(name): [[number(x) for x in row] for row in rows] for name, rows in metrics.items()},
     }
 
 
@@ -121,7 +222,7 @@ def _tokens(tokens: list[str] | None, n: int) -> list[str]:
 
 def _meta_text(value: str | float | bool) -> str:
     text = str(value)
-    return text if len(text) <= 2000 else text[:2000] + "…"
+    return text if len(text) <= _META_MAX else text[:_META_MAX] + "…"
 
 
 def _json_for_script(obj: Any) -> str:

@@ -230,7 +230,7 @@ def save(fig: Figure, path: str | os.PathLike[str], *, dpi: int = 150) -> Path:
         raise InputError(f"cannot save {str(path)!r}: the folder {str(parent)!r} does not exist; create it first")
     with warnings.catch_warnings():
         # A missing CJK font was already reported once by check_glyphs; skip matplotlib's per-glyph repeats.
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from (current )?font")
         with rc_context({"svg.hashsalt": "attnlab"}):  # stable SVG element ids: same figure, same bytes
             atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=dpi, metadata=_metadata(fmt)))
     return path
@@ -327,9 +327,9 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def _root_figure(ax: Axes) -> Figure:
-    fig = ax.get_figure(root=True)
-    assert fig is not None, "axes without a figure"
-    return fig
+    parent = ax.figure  # the Figure, or the SubFigure the axes sit on
+    assert parent is not None, "axes without a figure"
+    return parent.figure  # a SubFigure's root Figure; a Figure's is itself (Axes.get_figure(root=True), 3.10+)
 
 
 def _cell_inches(n: int, *, lo: float, hi: float, span: float) -> float:

@@ -1,0 +1,173 @@
+"""``attnlab analyze``: what every head of a model does on a text, measured.  Runs the model (or loads
+a saved trace), computes the per-head metrics, labels, syntactic scores, rollout and flow with
+``attnlab.analysis``, prints a table and writes the JSON, the figures, the trace (with its labels in
+``trace.meta["heads"]``) and the viewer into one folder.  The work lives in ``attnlab.analysis``.
+
+Nothing is written until everything is computed (files go to a temporary folder next to ``--out`` and
+are moved into place at the end), so bad input leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, TooLongError
+from .show import _check_out, _parse_int, _run_name, _staging
+
+DEFAULT_OUT = "attnlab-analyze"
+JSON_FILE = "analysis.json"
+TRACE_FILE = "trace.attn"
+VIEWER_FILE = "viewer.html"
+FIGURES = ("labels", "metrics", "mds", "rollout", "flow")
+
+EXAMPLES = f"""\
+Files written into --out (default: {DEFAULT_OUT}/<first words>-<hash>):
+  {JSON_FILE}  (metrics, labels with their evidence, distances, rollout, flow, syntax)
+  labels.FMT (layers x heads label grid)  metrics.FMT (one heatmap per metric)  mds.FMT (heads by
+  Jensen-Shannon distance)  rollout.FMT  flow.FMT  {TRACE_FILE}  {VIEWER_FILE} (labels on hover)
+The labels, their thresholds and their reasons are in docs/analysis.md.
+
+examples:
+  attnlab analyze "The quick brown fox jumps over the lazy dog."
+  attnlab analyze "The cat sat on the mat." --treebank cat.conllu     # syntactic heads against a parse
+  attnlab analyze "The cat sat on the mat." --parse spacy             # parse with spaCy (attnlab[parse])
+  attnlab analyze --treebank ud-sample.conllu                         # the treebank's own sentences
+  attnlab analyze "some text" --model ./my-gpt2-folder                # causal: induction heads too
+  attnlab analyze --trace out/{TRACE_FILE}                              # a saved trace
+"""
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "analyze",
+        help="measure what every head does: metrics, pattern labels, syntactic heads, rollout and flow",
+        description="Run the bundled encoder (or --model) on TEXT offline and measure every head: entropy, "
+        "mass on [CLS]/[SEP]/punctuation/self/previous/next, attention distance, labels with their "
+        "evidence, agreement with a dependency parse, rollout and flow.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(p)
+    p.set_defaults(run=run)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options; a new input source (a corpus, say) adds its own next to TEXT and --trace."""
+    source = p.add_argument_group("input")
+    source.add_argument("text", nargs="?", metavar="TEXT", help="the text to run the model on (quote it)")
+    source.add_argument("--trace", metavar="FILE", type=Path, help=f"analyse a saved trace (a {TRACE_FILE} file)")
+    source.add_argument("--model", metavar="NAME_OR_FOLDER",
+                        help="'minilm' (the bundled all-MiniLM-L6-v2, the default) or a local Hugging Face folder")
+    source.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's)")
+    syntax = p.add_argument_group("syntax")
+    syntax.add_argument("--treebank", metavar="FILE.conllu", type=Path,
+                        help="dependency parses of TEXT (CoNLL-U); without TEXT, its sentences are the input")
+    syntax.add_argument("--parse", choices=("spacy",), help="parse TEXT with spaCy's en_core_web_sm (attnlab[parse])")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", metavar="DIR", type=Path, help=f"the folder to write into (default: {DEFAULT_OUT}/...)")
+    out.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure format (default: png)")
+    out.add_argument("--flow-target", metavar="N", action="append",
+                     help="an output position for the flow (repeatable; default: all up to 64 tokens, else the "
+                     "first and last)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import analysis
+    from ..analysis import _plot
+    from ..trace import AttentionTrace
+    from ..viz import save
+    from ..viz.html import save_html
+
+    _check_args(args)
+    targets = None if not args.flow_target else [_parse_int(t, "--flow-target") for t in args.flow_target]
+    sentences = analysis.read_conllu(args.treebank) if args.treebank is not None else None
+    text = args.text
+    if text is None and sentences is not None:
+        text = " ".join(s.text for s in sentences)
+    if args.parse == "spacy":
+        sentences = analysis.parse_text(text)
+    loaded = AttentionTrace.load(args.trace) if args.trace is not None else None
+    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(_for_name(args, text), loaded)
+    out, base = _check_out(out_arg)
+    with _staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
+        trace = loaded if loaded is not None else _capture(args, text)
+        causal = _causal_scores(args) if trace.records and trace.main_kind == "causal" and args.trace is None else None
+        report = analysis.analyze_trace(trace, sentences=sentences, causal_scores=causal, flow_targets=targets)
+        trace.meta["heads"] = report.heads_meta()
+        figures = {"labels": _plot.label_grid(report), "metrics": _plot.metric_heatmaps(report),
+                   "mds": _plot.mds_figure(report)}
+        if report.flow is not None:
+            figures["rollout"] = _plot.rollout_figure(report)
+            figures["flow"] = _plot.flow_figure(report)
+        written = [JSON_FILE, TRACE_FILE, VIEWER_FILE]
+        (stage / JSON_FILE).write_text(json.dumps(report.to_json(), ensure_ascii=False, allow_nan=False) + "\n",
+                                       encoding="utf-8")
+        trace.save(stage / TRACE_FILE)
+        save_html(trace, stage / VIEWER_FILE)
+        for name, fig in figures.items():
+            save(fig, stage / f"{name}.{args.format}")
+            written.append(f"{name}.{args.format}")
+        out.mkdir(parents=True, exist_ok=True)
+        for name in written:
+            os.replace(stage / name, out / name)
+    print(report.table())
+    print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
+    return 0
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.text is None and args.trace is None and args.treebank is None:
+        raise InputError("nothing to analyse: give a TEXT, --treebank FILE.conllu, or --trace FILE")
+    if args.trace is not None and (args.text is not None or args.model or args.max_length):
+        raise InputError("--trace analyses a saved trace as it is; give no TEXT, --model or --max-length with it")
+    if args.parse and args.treebank is not None:
+        raise InputError("give either --treebank (a parse you have) or --parse spacy (parse TEXT), not both")
+    if args.parse and args.text is None:
+        raise InputError("--parse spacy parses TEXT; give the TEXT to parse")
+
+
+def _for_name(args: argparse.Namespace, text: str | None) -> argparse.Namespace:
+    """The fields show's folder naming reads."""
+    return argparse.Namespace(text=text, pair=None, model=args.model, merge=None, max_length=args.max_length,
+                              truncate=False, trace=args.trace)
+
+
+def _capture(args: argparse.Namespace, text: str) -> Any:
+    from ..capture import trace_text
+
+    options: dict[str, Any] = {}
+    if args.model is not None:
+        options["model"] = args.model
+    if args.max_length is not None:
+        options["max_length"] = args.max_length
+    no_attention = InputError(f"the model {args.model or 'minilm'!r} ran but recorded no attention: it has no "
+                              f"attention layers attnlab can capture, so there are no heads to analyse")
+    try:
+        trace = trace_text(text, **options)
+    except TooLongError as exc:
+        raise InputError(f"the input is {exc.n_tokens} tokens long but the model takes at most {exc.limit}; "
+                         f"shorten the text") from None
+    except InputError as exc:
+        if "nothing was captured" in str(exc):  # trace_text found no attention call to attach tokens to
+            raise no_attention from None
+        raise
+    if not trace.records:
+        raise no_attention
+    return trace
+
+
+def _causal_scores(args: argparse.Namespace) -> Any:
+    """The previous-token / duplicate-token / induction detectors, on the same model."""
+    from ..analysis import detect_causal_heads
+    from ..capture.text import load_model
+
+    model, tokenizer, _ = load_model(args.model or "minilm")
+    starts = [i for i in (tokenizer.bos_token_id, tokenizer.cls_token_id) if i is not None]
+    # random ids above the first 1000, where BERT-style vocabularies keep their special and unused tokens
+    return detect_causal_heads(model, tokenizer.vocab_size, bos=starts[0] if starts else None,
+                               low=min(1000, tokenizer.vocab_size // 2), forward=lambda m, ids: m(input_ids=ids))

@@ -1,0 +1,88 @@
+"""Previous-token, duplicate-token and induction heads of causal models, found the way TransformerLens'
+``head_detector`` and Olsson et al. (2022) find them: run the model on random tokens repeated twice,
+``[bos] r_1 .. r_T r_1 .. r_T``, where only a head that copies from context can predict the second half.
+
+For each head (weights ``(L, H, Q, K)``, the mean over the batch of such inputs):
+
+* ``previous token``: the mean weight of every query (but the first) on the token just before it;
+* ``duplicate token``: the mean weight of each second-half query on the same token in the first half
+  (position ``q - T``);
+* ``induction``: the mean weight of each second-half query on the token *after* its earlier copy
+  (position ``q - T + 1``): the key an induction head reads to predict what comes next.
+
+A random sequence has no other structure, so a high score can only come from the pattern.  The label
+threshold (``DETECT`` in :mod:`attnlab.analysis.labels`) is documented there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from ..capture import capture
+from ..errors import InputError, ShapeError
+from .metrics import as_weights
+
+__all__ = ["CAUSAL_PATTERNS", "causal_scores", "detect_causal_heads", "repeated_tokens"]
+
+CAUSAL_PATTERNS = ("previous token", "duplicate token", "induction")
+
+
+def repeated_tokens(vocab_size: int, length: int, batch: int, *, seed: int = 0, bos: int | None = None,
+                    low: int = 0) -> Tensor:
+    """``(batch, 2 * length [+ 1])`` int64: random tokens from ``low .. vocab_size - 1``, repeated
+    twice, after ``bos`` when one is given.  ``low`` keeps special ids (padding, BOS) out."""
+    if length < 2 or batch < 1 or vocab_size - low < 2:
+        raise InputError(f"need length >= 2, batch >= 1 and two or more token ids to draw from; got length={length}, "
+                         f"batch={batch}, ids {low}..{vocab_size - 1}")
+    gen = torch.Generator().manual_seed(seed)
+    r = torch.randint(low, vocab_size, (batch, length), generator=gen)  # (B, T)
+    parts = [r, r]
+    if bos is not None:
+        parts.insert(0, torch.full((batch, 1), bos, dtype=torch.long))
+    return torch.cat(parts, dim=1)  # (B, 2T [+1])
+
+
+def causal_scores(w: Any, length: int, start: int = 0) -> dict[str, np.ndarray]:
+    """``{pattern: (L, H)}`` for weights ``(L, H, Q, K)`` on repeated sequences of period ``length``
+    that begin at position ``start`` (1 after a BOS token)."""
+    a = as_weights(w)
+    q, k = a.shape[2], a.shape[3]
+    if q != k or q < start + 2 * length:
+        raise ShapeError(f"the detectors need self-attention over at least {start + 2 * length} positions "
+                         f"(start {start} + 2 x {length}), got {q} x {k}")
+    second = np.arange(start + length, start + 2 * length)  # second-half queries
+    prev_q = np.arange(max(start, 1), q)
+    return {
+        "previous token": a[..., prev_q, prev_q - 1].mean(-1),
+        "duplicate token": a[..., second, second - length].mean(-1),
+        "induction": a[..., second, second - length + 1].mean(-1),
+    }
+
+
+def detect_causal_heads(
+    model: nn.Module,
+    vocab_size: int,
+    *,
+    length: int = 20,
+    batch: int = 8,
+    seed: int = 0,
+    bos: int | None = None,
+    low: int = 0,
+    forward: Callable[[nn.Module, Tensor], Any] | None = None,
+) -> dict[str, np.ndarray]:
+    """Run ``model`` (under :func:`attnlab.capture`) on :func:`repeated_tokens` and score every head of its
+    causal (or, failing that, main) attention stack with :func:`causal_scores`.  ``forward(model, ids)``
+    calls the model (default: ``model(ids)``; for Hugging Face, ``lambda m, ids: m(input_ids=ids)``)."""
+    ids = repeated_tokens(vocab_size, length, batch, seed=seed, bos=bos, low=low)
+    call = forward if forward is not None else (lambda m, x: m(x))
+    with torch.no_grad(), capture(model) as trace:
+        call(model, ids)
+    kind = "causal" if "causal" in trace.kinds else trace.main_kind
+    n_b = trace.select(kind=kind)[0].weights.shape[0]
+    mean = sum(trace.stack(kind, b).double() for b in range(n_b)) / n_b  # (L, H, Q, K)
+    return causal_scores(mean, length, start=1 if bos is not None else 0)

@@ -1,0 +1,152 @@
+"""One analysis of one trace: every metric, the labels, head distances and their MDS embedding,
+rollout and flow, syntactic scores, gathered into a :class:`Report` that prints a table, serialises to
+JSON and writes ``trace.meta["heads"]`` for the viewer."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..trace import AttentionTrace, Kind
+from .labels import HeadLabels, label_heads
+from .metrics import TOKEN_METRICS, HeadSums, js_distances, mds, per_query_metrics
+from .rollout import flow, flow_error_bound, rollout
+from .syntax import Sentence, dependency_counts, relation_scores, word_pieces
+
+__all__ = ["FLOW_ALL_UP_TO", "TABLE_METRICS", "Report", "analyze_trace"]
+
+FLOW_ALL_UP_TO = 64  # all-pairs flow up to this many tokens (seconds); beyond it, flow into the first and last token
+TABLE_METRICS = ("entropy_ratio", "cls", "sep", "punct", "self", "previous", "next", "distance")
+
+
+@dataclass
+class Report:
+    """What :func:`analyze_trace` found.  Arrays are ``(layers, heads)`` unless said otherwise."""
+
+    kind: Kind
+    tokens: list[str]
+    metrics: dict[str, np.ndarray]
+    labels: HeadLabels
+    js: np.ndarray  # (L*H, L*H) Jensen-Shannon distances, layer-major
+    embedding: np.ndarray  # (L*H, 2) classical MDS of js
+    rollout: np.ndarray  # (n, n) after the last layer
+    flow: np.ndarray | None  # (len(flow_targets), n)
+    flow_targets: list[int]
+    syntax: list[dict[str, Any]] | None = None
+    causal: dict[str, np.ndarray] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        n_l, n_h = self.metrics["entropy"].shape
+        return int(n_l), int(n_h)
+
+    def heads_meta(self) -> dict[str, Any]:
+        """``trace.meta["heads"]`` as the viewer reads it: labels and metrics per layer and head."""
+        return {"kind": self.kind, "labels": self.labels.primary,
+                "metrics": {name: _nested(v) for name, v in self.metrics.items()}}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "tokens": self.tokens,
+            "labels": self.labels.to_json(),
+            "metrics": {name: _nested(v) for name, v in self.metrics.items()},
+            "js_distance": _nested(self.js),
+            "mds": _nested(self.embedding),
+            "rollout": _nested(self.rollout),
+            "flow": None if self.flow is None else {"targets": self.flow_targets, "values": _nested(self.flow),
+                                                     "error_bound": flow_error_bound(*self._flow_size())},
+            "syntax": self.syntax,
+            "causal": None if self.causal is None else {k: _nested(v) for k, v in self.causal.items()},
+            "notes": self.notes,
+        }
+
+    def _flow_size(self) -> tuple[int, int]:
+        return self.shape[0], len(self.tokens)
+
+    def table(self) -> str:
+        """One line per head: its label and its key metrics."""
+        cols = [c for c in TABLE_METRICS if c in self.metrics]
+        short = {"entropy_ratio": "H/Hmax", "distance": "dist"}
+        head = f"{'L':>2} {'H':>2}  {'label':<22}" + "".join(f"{short.get(c, c):>9}" for c in cols)
+        lines = [head]
+        n_l, n_h = self.shape
+        for layer in range(n_l):
+            for h in range(n_h):
+                vals = "".join(_cell(self.metrics[c][layer, h]) for c in cols)
+                lines.append(f"{layer:>2} {h:>2}  {self.labels.primary[layer][h][:22]:<22}{vals}")
+        if self.syntax:
+            lines.append("")
+            lines.append(f"{'relation':<12}{'arcs':>6}{'best head':>11}{'accuracy':>10}{'baseline':>10}  direction")
+            for row in self.syntax:
+                where = f"L{row['layer']} H{row['head']}"
+                lines.append(f"{row['relation']:<12}{row['count']:>6}{where:>11}"
+                             f"{row['accuracy']:>10.1%}{row['baseline']:>10.1%}  {row['direction']} "
+                             f"(baseline offset {row['baseline_offset']:+d})")
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+def _cell(v: float) -> str:
+    return f"{'-':>9}" if not np.isfinite(v) else f"{v:>9.2f}"
+
+
+def _nested(a: np.ndarray) -> Any:
+    """A JSON-ready nested list (NaN and inf as None)."""
+    return [_nested(x) for x in a] if np.ndim(a) > 0 else (float(a) if math.isfinite(float(a)) else None)
+
+
+def analyze_trace(
+    trace: AttentionTrace,
+    *,
+    kind: Kind | None = None,
+    sentences: Sequence[Sentence] | None = None,
+    causal_scores: dict[str, np.ndarray] | None = None,
+    flow_targets: Sequence[int] | None = None,
+) -> Report:
+    """Analyse the ``kind`` stack (default: the main one) of a single-input trace.
+
+    Token metrics ([CLS], [SEP], punctuation) need the trace's tokens; ``sentences`` (a parse of the
+    trace's text) adds the syntactic scores; ``causal_scores`` (from
+    :func:`attnlab.analysis.detect_causal_heads`) the causal labels.  Flow goes into ``flow_targets``
+    (default: every token up to :data:`FLOW_ALL_UP_TO` tokens, else the first and the last)."""
+    if not trace.records:
+        raise InputError("the trace is empty: nothing was captured, so there is nothing to analyse")
+    kind = kind or trace.main_kind
+    w = trace.stack(kind).double().numpy()  # (L, H, Q, K)
+    rec = trace.select(kind=kind)[0]
+    tokens = rec.key_tokens
+    if tokens is None:
+        raise InputError(
+            f"the trace's {kind} attention has no tokens, and the {', '.join(TOKEN_METRICS)} metrics need them; "
+            f"capture with attnlab.trace_text (or attnlab analyze TEXT), or attach them with "
+            f"attnlab.capture.attach_tokens(trace, tokens)"
+        )
+    causal = kind == "causal"
+    metrics = HeadSums().add(per_query_metrics(w, tokens, causal=causal)).means()
+    deps, syntax = None, None
+    if sentences is not None:
+        pieces = word_pieces(sentences, tokens)
+        deps = dependency_counts(w, sentences, pieces)
+        syntax = relation_scores(deps)
+    labels = label_heads(metrics, dependencies=deps, causal_scores=causal_scores)
+    js = js_distances(w)
+    n = w.shape[-1]
+    square = w.shape[-2] == n
+    targets = list(flow_targets) if flow_targets is not None else (
+        list(range(n)) if n <= FLOW_ALL_UP_TO else sorted({0, n - 1}))
+    notes = []
+    if not square:
+        notes.append("rollout and flow skipped: they need self-attention (as many queries as keys)")
+    return Report(
+        kind=kind, tokens=list(tokens), metrics=metrics, labels=labels, js=js, embedding=mds(js),
+        rollout=rollout(w)[-1] if square else np.zeros((0, 0)),
+        flow=flow(w, targets=targets) if square else None, flow_targets=targets if square else [],
+        syntax=syntax, causal=causal_scores, notes=notes,
+    )

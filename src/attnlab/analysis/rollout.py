@@ -1,0 +1,197 @@
+"""Attention rollout and attention flow (Abnar & Zuidema 2020, "Quantifying attention flow in transformers").
+
+Both treat the layers as a graph whose nodes are (layer, token) and whose edges carry attention.
+**Residual convention**: a layer's edges are ``A~ = 0.5 * mean_heads(A) + 0.5 * I``, rows renormalised
+to sum to one (:func:`residual_attention`): the residual connection lets half of each token through
+unchanged, as the paper does.  Heads are averaged here because both methods are defined per layer.
+
+* **Rollout**: ``R_l = A~_l @ R_{l-1}`` with ``R_0 = A~_0``; ``R[i, j]`` is how much output token ``i``
+  draws from input token ``j`` through every path (products of edges, summed over paths).
+* **Flow**: the value of the maximum flow from input node ``(0, j)`` to output node ``(L, i)`` when the
+  edge from ``(l, j')`` to ``(l + 1, i')`` has capacity ``A~_l[i', j']``.  It is computed with
+  ``scipy.sparse.csgraph.maximum_flow`` (Dinic's algorithm), which takes integer capacities:
+  each capacity is multiplied by ``scale`` (default 2**30) and rounded.  Rounding moves every edge by at
+  most ``0.5 / scale``, so every cut, and the minimum cut, moves by at most ``0.5 * E / scale``, ``E`` the
+  number of edges (``L * n * n``): under 5e-5 for 6 layers of 128 tokens, 7e-4 at 512 tokens.  A flow
+  never exceeds 1 (the sink's incoming capacities are one row of ``A~``), so ``scale`` up to 2**30 keeps
+  every capacity and flow inside scipy's 32-bit integers.
+
+Letters: L layers, H heads, n tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError, ShapeError
+from .metrics import as_weights
+
+__all__ = [
+    "FLOW_SCALE",
+    "blank_out_importance",
+    "flow",
+    "flow_error_bound",
+    "residual_attention",
+    "rollout",
+    "spearman",
+    "spearman_agreement",
+]
+
+FLOW_SCALE = 2**30
+
+
+def residual_attention(w: Any) -> np.ndarray:
+    """``(L, n, n)``: ``0.5 * mean_heads(w) + 0.5 * I``, each row renormalised to sum to one."""
+    a = as_weights(w, keep_float32=True)  # float32 weights are averaged in float64 without a float64 copy
+    if a.shape[2] != a.shape[3]:
+        raise ShapeError(f"rollout and flow need self-attention (q_len == k_len), got {a.shape[2]} x {a.shape[3]}")
+    mixed = 0.5 * a.mean(axis=1, dtype=np.float64)  # (L, n, n)
+    mixed[:, np.arange(a.shape[2]), np.arange(a.shape[2])] += 0.5
+    mixed /= mixed.sum(-1, keepdims=True)
+    return mixed
+
+
+def rollout(w: Any) -> np.ndarray:
+    """``(L, n, n)``: the rollout after each layer; ``rollout(w)[-1][i, j]`` is the share of output
+    token ``i`` that comes from input token ``j``.  Rows sum to one."""
+    a = residual_attention(w)
+    out = np.empty_like(a)
+    out[0] = a[0]
+    for layer in range(1, a.shape[0]):
+        np.matmul(a[layer], out[layer - 1], out=out[layer])  # (n, n)
+    return out
+
+
+def _edges(a: np.ndarray, scale: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, cols, caps)`` of the layered graph up to the last layer's input: node ``l * n + t`` is
+    token ``t`` before layer ``l`` (``l = 0..L-1``); edge ``(l, j) -> (l + 1, i)`` has capacity
+    ``a[l, i, j] * scale`` rounded.  The last layer's edges are added per target by :func:`_graph`."""
+    n = a.shape[1]
+    caps = np.rint(a[:-1] * scale).astype(np.int32)  # (L-1, n_to, n_from)
+    layer, to, frm = np.nonzero(caps)
+    return (layer * n + frm).astype(np.int32), ((layer + 1) * n + to).astype(np.int32), caps[layer, to, frm]
+
+
+def _graph(a: np.ndarray, edges: tuple[np.ndarray, np.ndarray, np.ndarray], target: int, scale: int) -> Any:
+    """The graph for one output position as a CSR matrix of integer capacities: the layered graph of
+    :func:`_edges` plus one sink node ``L * n`` fed by the last layer's row ``target``.  The other
+    output nodes cannot reach the sink, so they are left out (a sixth fewer edges for 6 layers)."""
+    from scipy.sparse import csr_matrix
+
+    n_l, n, _ = a.shape
+    last = np.rint(a[-1, target] * scale).astype(np.int32)  # (n_from,)
+    frm = np.nonzero(last)[0]
+    sink = n_l * n
+    rows = np.concatenate([edges[0], ((n_l - 1) * n + frm).astype(np.int32)])
+    cols = np.concatenate([edges[1], np.full(len(frm), sink, dtype=np.int32)])
+    caps = np.concatenate([edges[2], last[frm]])
+    graph = csr_matrix((caps, (rows, cols)), shape=(sink + 1, sink + 1))
+    graph.sort_indices()
+    return graph
+
+
+def flow_error_bound(n_layers: int, n_tokens: int, scale: int = FLOW_SCALE) -> float:
+    """The largest difference between :func:`flow`'s values and the exact max-flow of the real-valued graph."""
+    return 0.5 * n_layers * n_tokens * n_tokens / scale
+
+
+def flow(
+    w: Any,
+    targets: Sequence[int] | None = None,
+    sources: Sequence[int] | None = None,
+    *,
+    scale: int = FLOW_SCALE,
+    workers: int = 1,
+) -> np.ndarray:
+    """``(len(targets), len(sources))``: the attention flow from each input token ``sources[s]`` to each
+    output position ``targets[t]`` (default: every token for both), within :func:`flow_error_bound`.
+
+    Every (target, source) pair is one max-flow problem (about 10 ms for 6 layers of 128 tokens);
+    ``workers > 1`` shares the targets among that many processes."""
+    if not 1 <= scale <= FLOW_SCALE:
+        raise InputError(f"scale must be between 1 and 2**30 (capacities are 32-bit integers), got {scale}")
+    if not isinstance(workers, int) or workers < 1:
+        raise InputError(f"workers must be a positive number of processes, got {workers!r}")
+    a = residual_attention(w)
+    n = a.shape[1]
+    tgt = list(range(n)) if targets is None else [_token(t, n, "targets") for t in targets]
+    src = list(range(n)) if sources is None else [_token(s, n, "sources") for s in sources]
+    if workers == 1 or len(tgt) < 2:
+        return _flow_rows(a, tgt, src, scale)
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [tgt[i::workers] for i in range(min(workers, len(tgt)))]  # interleaved: even work per process
+    with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
+        parts = list(pool.map(_flow_rows, [a] * len(chunks), chunks, [src] * len(chunks), [scale] * len(chunks)))
+    out = np.zeros((len(tgt), len(src)))
+    for i, part in enumerate(parts):
+        out[i::workers] = part
+    return out
+
+
+def _flow_rows(a: np.ndarray, targets: list[int], sources: list[int], scale: int) -> np.ndarray:
+    """The flow rows of ``targets`` for the residual attention ``a`` ``(L, n, n)``."""
+    from scipy.sparse.csgraph import maximum_flow
+
+    n_l, n, _ = a.shape
+    edges = _edges(a, scale)
+    out = np.zeros((len(targets), len(sources)))
+    for ti, t in enumerate(targets):
+        graph = _graph(a, edges, t, scale)
+        for si, s in enumerate(sources):
+            out[ti, si] = maximum_flow(graph, s, n_l * n).flow_value / scale
+    return out
+
+
+def _token(i: int, n: int, what: str) -> int:
+    if not -n <= int(i) < n:
+        raise InputError(f"{what}: token {i} is out of range for {n} tokens (0..{n - 1}, or negative from the end)")
+    return int(i) % n
+
+
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Spearman's rank correlation (ties get their mean rank); NaN when either side is constant."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(np.asarray(x, dtype=np.float64)), rankdata(np.asarray(y, dtype=np.float64))
+    if rx.shape != ry.shape:
+        raise ShapeError(f"spearman needs two sequences of one length, got {rx.shape} and {ry.shape}")
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def blank_out_importance(score: Callable[[Sequence[int]], float], ids: Sequence[int], blank_id: int,
+                         positions: Sequence[int] | None = None) -> np.ndarray:
+    """``(n,)``: how much ``score(ids)`` (say, the probability of the predicted class) drops when each
+    token is replaced by ``blank_id`` (0 at the positions not in ``positions``) — the blank-out
+    importance Abnar & Zuidema compare attention with."""
+    ids = list(ids)
+    base = float(score(ids))
+    out = np.zeros(len(ids))
+    for i in positions if positions is not None else range(len(ids)):
+        blanked = [*ids[:i], blank_id, *ids[i + 1:]]
+        out[i] = base - float(score(blanked))
+    return out
+
+
+def spearman_agreement(w: Any, importance: Sequence[float] | np.ndarray, position: int = 0,
+                       inputs: Sequence[int] | None = None) -> dict[str, float]:
+    """Spearman correlation, over the input tokens ``inputs`` (default: all), of the importance of each
+    token with what output ``position`` (e.g. [CLS], which a classifier reads) attends to it:
+    ``raw`` (the last layer's head-mean attention), ``rollout`` and ``flow``."""
+    a = as_weights(w)
+    n = a.shape[-1]
+    keep = list(range(n)) if inputs is None else list(inputs)
+    imp = np.asarray(importance, dtype=np.float64)
+    if imp.shape != (n,):
+        raise ShapeError(f"importance must have one value per token ({n}), got shape {imp.shape}")
+    scores = {
+        "raw": a[-1].mean(axis=0)[position],
+        "rollout": rollout(a)[-1][position],
+        "flow": flow(a, targets=[position])[0],
+    }
+    return {name: spearman(s[keep], imp[keep]) for name, s in scores.items()}
