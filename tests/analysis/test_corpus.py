@@ -17,7 +17,8 @@ import torch
 import transformers
 
 import attnlab as al
-from attnlab.analysis import METRICS, corpus_metrics, head_sums
+from attnlab.analysis import CORPUS_METRICS as METRICS
+from attnlab.analysis import corpus_metrics, head_sums
 from attnlab.capture.text import bundled_model_path
 
 TEXTS = [
