@@ -37,11 +37,20 @@ def floors(pyproject: Path) -> dict[str, str]:
 
 
 def check(wanted: dict[str, str]) -> int:
-    """Print each dependency's floor and installed version; 1 when any differs."""
+    """Print each dependency's floor and installed version; 1 when any differs (as versions: 1.10 == 1.10.0)."""
+    from packaging.version import InvalidVersion, Version  # in the floor venv: transformers depends on it
+
+    def same(installed: str, floor: str) -> bool:
+        try:
+            return Version(installed) == Version(floor)
+        except InvalidVersion:
+            return installed == floor
+
     bad = 0
     for name, floor in wanted.items():
-        bad += _installed(name) != floor
-        mark = "" if _installed(name) == floor else "   <-- not the floor"
+        ok = same(_installed(name), floor)
+        bad += not ok
+        mark = "" if ok else "   <-- not the floor"
         print(f"{name:24} floor {floor:10} installed {_installed(name)}{mark}")
     for name in sorted(PINNED):
         print(f"{name:24} pinned by constraints.txt, installed {_installed(name)}")
