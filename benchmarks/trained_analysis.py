@@ -47,6 +47,7 @@ from attnlab._io import atomic_write_text
 from attnlab.analysis import (
     analyze_trace,
     blank_out_importance,
+    flow,
     head_importance,
     pruning_curve,
     pruning_figure,
@@ -105,6 +106,7 @@ def agreement(clf: Any, texts: Sequence[str], unk: int) -> tuple[dict[str, Any],
         w = _weights(model, ids)
         rows.append(spearman_agreement(w, imp, position=0, inputs=inputs))
         raw, roll = w[-1].mean(axis=0)[0], rollout(w)[-1][0]
+        rows[-1].update(_top_hits(imp, {"raw": raw, "rollout": roll, "flow": flow(w, targets=[0])[0]}, inputs))
         for i in inputs:
             per_char.setdefault(clf.tokenizer.id_to_token(ids[i]), []).append(
                 (float(imp[i]), float(raw[i] * len(ids)), float(roll[i] * len(ids))))
@@ -114,7 +116,19 @@ def agreement(clf: Any, texts: Sequence[str], unk: int) -> tuple[dict[str, Any],
         ok = vals[np.isfinite(vals)]
         out[name] = {"mean": float(ok.mean()), "std": float(ok.std()), "median": float(np.median(ok)),
                      "share_positive": float((ok > 0).mean()), "texts": int(ok.size), "paper": PAPER[name]}
+        hits = [r[f"{name}_top3"] for r in rows]
+        out[name]["top1_in_top3"] = float(np.mean(hits))
+    out["chance_top1_in_top3"] = float(np.mean([r["chance_top3"] for r in rows]))
     return out, _top_tokens(per_char)
+
+
+def _top_hits(imp: np.ndarray, scores: dict[str, np.ndarray], inputs: list[int]) -> dict[str, float]:
+    """Whether the token with the largest blank-out importance is among each score's 3 largest inputs."""
+    best = inputs[int(np.argmax(imp[inputs]))]
+    out = {f"{name}_top3": float(best in [inputs[i] for i in np.argsort(-s[inputs])[:3]])
+           for name, s in scores.items()}
+    out["chance_top3"] = min(3, len(inputs)) / len(inputs)
+    return out
 
 
 def _top_tokens(per_char: dict[str, list[tuple[float, float, float]]], seen: int = 5, top: int = 12) -> dict[str, Any]:
@@ -171,10 +185,13 @@ def markdown(res: dict[str, Any]) -> str:
              f"Trained with `{TRAIN_COMMAND}`; test accuracy {res['test_accuracy']:.1%} "
              f"± {res['test_stderr']:.1%}.", "",
              f"Spearman correlation with blank-out importance, mean over {res['texts']} test texts:", "",
-             "| score | mean | std | median | share > 0 | Abnar & Zuidema |", "| --- | --- | --- | --- | --- | --- |"]
-    for name, s in res["spearman"].items():
+             "| score | mean | std | median | share > 0 | Abnar & Zuidema | top-1 blank-out in its top 3 |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name in PAPER:
+        s = res["spearman"][name]
         lines.append(f"| {name} | {s['mean']:.3f} | {s['std']:.3f} | {s['median']:.3f} | "
-                     f"{s['share_positive']:.0%} | {s['paper']:.2f} |")
+                     f"{s['share_positive']:.0%} | {s['paper']:.2f} | {s['top1_in_top3']:.0%} |")
+    lines += ["", f"(top 3 by chance: {res['spearman']['chance_top1_in_top3']:.0%} of the texts)"]
     c = res["pruning"]["curve"]
     lines += ["", "Accuracy on the test split with a share of the 8 heads masked:", "",
               "| masked | importance order | random 1 | random 2 | random 3 | random mean |",
