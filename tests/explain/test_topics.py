@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -104,16 +105,19 @@ def test_cost_memory_grows_as_n_squared_for_dense_only():
 
 
 @pytest.mark.slow
-def test_seeing_reads_the_bundled_model_and_refuses_the_missing_classifier():
+def test_seeing_reads_the_bundled_model_and_a_trained_classifier():
     f = explain.seeing()
     n = f.numbers
     assert (n["n_layers"], n["n_heads"]) == (6, 12)
     assert n["tokens"][0] == "[CLS]" and n["tokens"][-1] == "[SEP]"
     assert all(0.0 <= s <= 1.0 for s in n["special_share"])
-    assert not n["classifier_available"] and "does not exist yet" in f.text
+    assert not n["classifier_available"] and "attnlab train classify" in f.text
     assert set(f.figures) == {"heatmap", "heads", "model"}
-    with pytest.raises(ConfigError, match="no trained classifier yet"):
-        explain.seeing(classifier="some/folder")
+    folder = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "zh-trained"  # 2 x 4 heads, trained
+    g = explain.seeing(classifier=folder)
+    top = g.numbers["classifier_last_layer_top_keys"]
+    assert g.numbers["classifier_available"] and len(top) == 3 and all(t in explain._seeing.REVIEW for t in top)
+    assert "2 layers x 4 heads" in g.text and " ".join(top) in g.verdict
 
 
 def test_unknown_topic_names_the_valid_ones():

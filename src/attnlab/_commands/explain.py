@@ -15,6 +15,7 @@ examples:
   attnlab explain                      # every topic with its claim and verdict
   attnlab explain scaling              # the numbers; writes attnlab-explain/scaling.png
   attnlab explain cost --full          # a bigger grid of n (a minute or more)
+  attnlab explain seeing --classifier benchmarks/results/zh-trained   # also a trained classifier
   attnlab explain masks --out figs     # figures into figs/
 """
 
@@ -32,6 +33,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), metavar="DIR",
                    help=f"folder for the figures (default: {DEFAULT_OUT}); written all or nothing")
     p.add_argument("--full", action="store_true", help="cost: the bigger grid of n (up to 8192) and more repeats")
+    p.add_argument("--classifier", type=Path, metavar="FOLDER",
+                   help="seeing: also read a classifier trained with `attnlab train classify`")
     p.add_argument("--no-figures", action="store_true", help="print the numbers only")
     p.set_defaults(run=run)
 
@@ -50,7 +53,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--full applies to the cost topic only, got topic {topic.name!r}; drop --full")
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {str(args.out)!r} exists and is not a folder; choose another path")
-    finding = topic.run(quick=False) if args.full else topic.run()
+    if args.classifier is not None and topic.name != "seeing":
+        raise ConfigError(f"--classifier applies to the seeing topic only, got topic {topic.name!r}; drop it")
+    if args.full:
+        finding = topic.run(quick=False)
+    elif args.classifier is not None:
+        finding = topic.run(classifier=args.classifier)
+    else:
+        finding = topic.run()
     print(finding.text)
     if finding.figures and not args.no_figures:
         paths = write_figures(finding, args.out)

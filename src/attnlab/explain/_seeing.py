@@ -2,9 +2,8 @@
 with what they show and what they do not.
 
 The model is the bundled all-MiniLM-L6-v2 (6 layers x 12 heads), run offline by :func:`attnlab.trace_text`.
-The tutorials' own subject, a trained attention classifier (文本分类, the panorama tutorial's
-``AttentionClassifier``), comes from the training issue and does not exist in attnlab yet: ``classifier``
-is the hook for it.
+The tutorials' own subject, a trained attention classifier (文本分类), is not bundled yet; one trained with
+``attnlab train classify`` is read too when its folder is passed as ``classifier``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..capture import trace_text
-from ..errors import ConfigError
 from ..viz.summary import layer_summaries, pattern_scores, summarize
 from ._finding import Finding
 
@@ -25,6 +23,7 @@ if TYPE_CHECKING:
     from ..trace import AttentionTrace
 
 TEXT = "The cat sat on the mat because it was tired."
+REVIEW = "这本书写得很好，但是结尾太差了。"  # a mixed review for a Chinese sentiment classifier
 SPECIAL = ("[CLS]", "[SEP]")
 
 
@@ -35,14 +34,8 @@ def seeing(
     """Capture ``model`` on ``text`` and read its attention honestly.
 
     Args:
-        classifier: the trained classifier of the training issue, once it exists; for now any value is
-            refused with a :class:`ConfigError` that says so."""
-    if classifier is not None:
-        # ----- hook: the trained classifier (training issue) -----------------------------------------
-        raise ConfigError(
-            f"classifier={str(classifier)!r}: attnlab has no trained classifier yet (it comes with the training "
-            "issue); run seeing() without it to see the bundled MiniLM"
-        )
+        classifier: the folder of a classifier trained with ``attnlab train classify`` (e.g. the small
+            Chinese one in benchmarks/results/zh-trained); its attention on :data:`REVIEW` is read too."""
     trace = trace_text(text, model=model)
     w = trace.weights  # (layers, heads, q, k)
     tokens = trace.tokens
@@ -62,14 +55,22 @@ def seeing(
         "mean_entropy_nats": entropy.tolist(),
         "uniform_entropy_nats": float(torch.log(torch.tensor(float(len(tokens))))),
         "heads_with_a_simple_pattern": patterned,
-        "classifier_available": False,
+        "classifier_available": classifier is not None,
     }
     top = int(on_special.argmax())
     verdict = (
         f"the figures show where each head reads from ({on_special[top]:.0%} of layer {top}'s attention sits on "
-        "[CLS]/[SEP]); not why, and not what the model uses; "
-        "the trained classifier does not exist yet"
+        "[CLS]/[SEP]); not why, and not what the model uses"
     )
+    classifier_lines: tuple[str, ...] = ()
+    if classifier is not None:
+        ctrace = trace_text(REVIEW, model=classifier)
+        keys = ctrace.weights.mean(dim=(1, 2))  # (layers, keys): share of each key over heads and queries
+        read = [ctrace.tokens[int(j)] for j in keys[-1].argsort(descending=True)[:3]] if ctrace.tokens else []
+        numbers["classifier_last_layer_top_keys"] = read
+        verdict += f"; the trained classifier's last layer reads most from {' '.join(read)} in a mixed review"
+        classifier_lines = ("", f"A trained classifier ({classifier}) on «{REVIEW}»:",
+                            *("  " + line for line in summarize(ctrace).splitlines()))
     lines = (
         f"The bundled model ({trace.meta.get('model', model)}), offline: {trace.n_layers} layers x "
         f"{trace.n_heads} heads, {len(tokens)} tokens:",
@@ -92,8 +93,9 @@ def seeing(
         "the word; (4) other weights can give the same prediction (Jain & Wallace 2019): attention is not an",
         "explanation by itself. Reading heads as 语法头/语义头 (the tutorials' example) needs tests such as",
         "ablation or probing, not pictures alone.",
-        "The tutorials' subject, a trained attention classifier (文本分类), comes from the training issue and",
-        "does not exist in attnlab yet: seeing(classifier=...) is the hook and refuses until then.",
+        "The tutorials' subject, a trained attention classifier (文本分类), is not bundled yet: train one with",
+        "`attnlab train classify` and pass its folder as seeing(classifier=...) (attnlab explain seeing --classifier).",
+        *classifier_lines,
     )
     figures = {
         "heatmap": lambda: _heatmap(trace, layer, head),
