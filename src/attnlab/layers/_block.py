@@ -31,7 +31,7 @@ class TransformerBlock(Configured, nn.Module):
         self.config = cfg
         self.self_attn = MultiHeadAttention.from_config(cfg.attention())
         if self.cross:
-            self.cross_attn = MultiHeadAttention.from_config(cfg.attention())
+            self.cross_attn = MultiHeadAttention.from_config(cfg.attention(cross=True))
         self.ff = FeedForward.from_config(cfg.feed_forward())
         for i in range(1, 4 if self.cross else 3):
             setattr(self, f"norm{i}", nn.LayerNorm(cfg.d_model, eps=cfg.eps))

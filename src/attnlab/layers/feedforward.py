@@ -54,6 +54,7 @@ class TransformerConfig:
     kernel: str = "dense"  # attention kernel name
     eps: float = 1e-5  # LayerNorm epsilon
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # passed to every attention's kernel
+    rotary: bool = False  # rotary positions (RoPE) in the self-attention (never in a decoder's cross-attention)
 
     def __post_init__(self) -> None:
         check.positive_float("eps", self.eps, fix="e.g. eps=1e-5")
@@ -62,10 +63,10 @@ class TransformerConfig:
         attention = self.attention()  # d_model, n_heads, d_k, d_v, dropout, kernel and its options are checked there
         object.__setattr__(self, "kernel_options", attention.kernel_options)  # the read-only copy
 
-    def attention(self) -> AttentionConfig:
-        """The config of the layer's attention blocks."""
+    def attention(self, cross: bool = False) -> AttentionConfig:
+        """The config of the layer's self-attention, or with ``cross`` of its cross-attention (never rotary)."""
         return AttentionConfig(self.d_model, self.n_heads, self.d_k, self.d_v, self.dropout, True, self.kernel,
-                               kernel_options=self.kernel_options)
+                               kernel_options=self.kernel_options, rotary=self.rotary and not cross)
 
     def feed_forward(self) -> FeedForwardConfig:
         """The config of the layer's feed-forward network."""

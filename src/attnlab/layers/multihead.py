@@ -16,6 +16,7 @@ from .. import _validate as check
 from ..errors import ConfigError, MaskError, ShapeError
 from ..functional import get_kernel, merge_masks
 from ..functional._checks import resolve_mask
+from ..functional.rotary import apply_rotary
 from ..masks import Mask
 from ..trace import Kind
 from ._config import Configured, build, check_kernel_options, frozen_options
@@ -44,6 +45,9 @@ class AttentionConfig:
     # per-instance options of the kernel, passed to each call as **kernel_options (e.g. {"window": 3} for
     # kernel="local"); checked against the kernel's signature when the config is made; stored read-only
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    # rotary positions (RoPE, Su et al. 2021): rotate the projected queries and keys by their positions before
+    # the kernel (self-attention only; needs an even d_k); see attnlab.functional.rotary
+    rotary: bool = False
 
     def __post_init__(self) -> None:
         check.positive_int("d_model", self.d_model)
@@ -57,6 +61,11 @@ class AttentionConfig:
             )
         check.probability("dropout", self.dropout)
         check.boolean("bias", self.bias, "biases in the four projections")
+        check.boolean("rotary", self.rotary, "True = rotate queries and keys by their positions (RoPE)")
+        if self.rotary and self.head_k % 2:
+            raise ConfigError(f"rotary=True rotates pairs of query/key features, but the per-head size d_k is "
+                              f"{self.head_k} (odd); choose d_model and n_heads so that d_model // n_heads is "
+                              f"even, or pass an even d_k")
         get_kernel(self.kernel)  # raises ConfigError naming the registered kernels
         object.__setattr__(self, "kernel_options", frozen_options("kernel_options", self.kernel_options))
         check_kernel_options(self.kernel, self.kernel_options, self.head_k, self.head_v)
@@ -86,9 +95,16 @@ class MultiHeadAttention(Configured, nn.Module):
     called with ``**kernel_options``; the attribute ``self.kernel`` may be changed after construction
     (the options are then checked against the new kernel at the next call).
 
+    ``rotary=True`` adds rotary positions (Su et al., 2021): the projected queries and keys of each head are
+    rotated by their positions (:func:`attnlab.functional.rotary.apply_rotary`) before the kernel, so the scores
+    depend on relative positions.  It works with every kernel, since each takes q and k (exact relative scores
+    for the softmax kernels; see ``apply_rotary`` for the linear ones).  With a :class:`KVCache` the new
+    positions continue after the cached ones.  It is for self-attention: a rotary layer refuses a separate key
+    (cross-attention, whose two sequences share no positions).
+
     ``MultiHeadAttention(d_model, n_heads, **options)`` takes the fields of :class:`AttentionConfig`
-    (``d_k``, ``d_v``, ``dropout``, ``bias``, ``kernel``, ``d_key_in``, ``d_value_in``, ``kernel_options``),
-    in that order when positional; ``MultiHeadAttention.from_config(cfg)`` builds the layer a config describes.
+    (``d_k``, ``d_v``, ``dropout``, ``bias``, ``kernel``, ``d_key_in``, ``d_value_in``, ``kernel_options``,
+    ``rotary``), in that order when positional; ``MultiHeadAttention.from_config(cfg)`` builds the layer a config describes.
     The config is ``self.config``.
     """
 
@@ -120,8 +136,10 @@ class MultiHeadAttention(Configured, nn.Module):
         b, n, _ = x.shape
         return x.view(b, n, self.n_heads, d).transpose(1, 2)  # (B, H, n, d)
 
-    def _keys_values(self, key: Tensor, value: Tensor, cross: bool, cache: KVCache | None) -> tuple[Tensor, Tensor]:
-        """Projected keys and values, through the cache when there is one."""
+    def _keys_values(self, key: Tensor, value: Tensor, cross: bool, cache: KVCache | None,
+                     past: int = 0) -> tuple[Tensor, Tensor]:
+        """Projected keys and values, through the cache when there is one; with ``rotary`` the new keys are
+        rotated by their positions (from ``past``, the cached length) before they are cached."""
         cfg = self.config
         if cross and cache is not None and not cache.empty:
             assert cache.keys is not None and cache.values is not None
@@ -134,6 +152,8 @@ class MultiHeadAttention(Configured, nn.Module):
             return cache.keys, cache.values
         k = self._split(self.k_proj(key), cfg.head_k)  # (B, H, S, Dk)
         v = self._split(self.v_proj(value), cfg.head_v)  # (B, H, S, Dv)
+        if cfg.rotary:
+            k = apply_rotary(k, offset=past)  # (B, H, S, Dk), positions past .. past + S - 1
         if cache is None:
             return k, v
         if cross:
@@ -187,7 +207,15 @@ class MultiHeadAttention(Configured, nn.Module):
         check.agree(("key", "value"), [key.shape[1], value.shape[1]], "length (dim 1)", "every key needs one value")
 
         q = self._split(self.q_proj(query), cfg.head_k)  # (B, H, L, Dk)
-        k, v = self._keys_values(key, value, cross, cache)  # (B, H, S, Dk), (B, H, S, Dv)
+        past = 0 if cache is None else len(cache)  # positions already cached (self-attention decoding)
+        if cfg.rotary:
+            if cross:
+                raise ConfigError(
+                    "this MultiHeadAttention has rotary=True, which rotates queries and keys by their positions in "
+                    "one sequence, but it was given a separate key tensor (cross-attention); build the "
+                    "cross-attention layer with rotary=False, or pass key=None for self-attention")
+            q = apply_rotary(q, offset=past)  # (B, H, L, Dk), positions past .. past + L - 1
+        k, v = self._keys_values(key, value, cross, cache, past)  # (B, H, S, Dk), (B, H, S, Dv)
 
         try:
             m = resolve_mask(mask, q, k)  # broadcasts to (B, H, L, S)

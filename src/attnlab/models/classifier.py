@@ -26,7 +26,7 @@ from ..layers._config import frozen_options
 
 __all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding"]
 
-POSITIONALS = ("sinusoidal", "learned", "none")
+POSITIONALS = ("sinusoidal", "learned", "rotary", "none")
 POOLINGS = ("cls", "mean", "attention")
 
 
@@ -42,7 +42,7 @@ class ClassifierConfig:
     d_ff: int | None = None  # hidden width of each feed-forward network; None = 4 * d_model
     dropout: float = 0.1  # on embeddings, attention weights, residual branches and before the head
     max_length: int = 256  # the most tokens per text (the learned position table has this many rows)
-    positional: str = "sinusoidal"  # "sinusoidal" (Vaswani et al.), "learned" (a table) or "none"
+    positional: str = "sinusoidal"  # "sinusoidal" (Vaswani et al.), "learned" (a table), "rotary" or "none"
     pooling: str = "cls"  # "cls": the first token's state; "mean": mean of real tokens; "attention": additive
     kernel: str = "dense"  # attention kernel of the encoder layers (attnlab.functional.KERNELS)
     norm_first: bool = True  # pre-norm encoder layers (stabler for small data); False = the paper's post-norm
@@ -61,6 +61,10 @@ class ClassifierConfig:
         if self.pad_id >= self.vocab_size:
             raise ConfigError(f"pad_id={self.pad_id} is not below vocab_size={self.vocab_size}; "
                               f"pass the tokenizer's padding id")
+        if self.n_layers == 0 and self.positional == "rotary":
+            raise ConfigError("positional='rotary' rotates queries and keys inside the encoder layers, but "
+                              "n_layers=0 has none (the model would see no positions); use 'sinusoidal' or "
+                              "'learned' with n_layers=0, or n_layers >= 1")
         if self.n_layers == 0 and self.pooling == "cls":
             raise ConfigError("pooling='cls' with n_layers=0 would classify the [CLS] embedding alone (it sees no "
                               "other token); use pooling='attention' (the tutorials' model) or 'mean'")
@@ -71,7 +75,8 @@ class ClassifierConfig:
         """The config of each encoder layer."""
         d_ff = self.d_ff if self.d_ff is not None else 4 * self.d_model
         return TransformerConfig(self.d_model, self.n_heads, d_ff, dropout=self.dropout, norm_first=self.norm_first,
-                                 kernel=self.kernel, kernel_options=self.kernel_options)
+                                 kernel=self.kernel, kernel_options=self.kernel_options,
+                                 rotary=self.positional == "rotary")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (``ClassifierConfig(**d)`` rebuilds it)."""
@@ -82,7 +87,7 @@ class ClassifierConfig:
 
 class PositionalEncoding(nn.Module):
     """Adds position information to ``(B, L, M)`` embeddings: the fixed sinusoids of Vaswani et al. (2017),
-    a learned table, or nothing."""
+    a learned table, or nothing (``"none"``, and ``"rotary"``, whose positions act inside the attention)."""
 
     def __init__(self, kind: str, max_length: int, d_model: int) -> None:
         super().__init__()
