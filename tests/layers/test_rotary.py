@@ -17,8 +17,6 @@ from attnlab.functional.rotary import apply_rotary
 from attnlab.layers import KVCache, MultiHeadAttention, TransformerConfig, TransformerDecoder, TransformerEncoder
 
 
-
-
 def rotation_matrix(p: int, dim: int, base: float = 10000.0) -> Tensor:
     """The block-diagonal ``(dim, dim)`` rotation of position ``p``: one 2x2 block per feature pair, float64."""
     r = torch.zeros(dim, dim, dtype=torch.float64)

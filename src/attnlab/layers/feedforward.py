@@ -54,7 +54,8 @@ class TransformerConfig:
     kernel: str = "dense"  # attention kernel name
     eps: float = 1e-5  # LayerNorm epsilon
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # passed to every attention's kernel
-    rotary: bool = False  # rotary positions (RoPE) in the self-attention (never in a decoder's cross-attention)
+    # rotary positions (RoPE) in the self-attention, never in a decoder's cross-attention; by keyword only
+    rotary: bool = field(default=False, kw_only=True)
 
     def __post_init__(self) -> None:
         check.positive_float("eps", self.eps, fix="e.g. eps=1e-5")

@@ -47,7 +47,7 @@ class AttentionConfig:
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     # rotary positions (RoPE, Su et al. 2021): rotate the projected queries and keys by their positions before
     # the kernel (self-attention only; needs an even d_k); see attnlab.functional.rotary
-    rotary: bool = False
+    rotary: bool = field(default=False, kw_only=True)
 
     def __post_init__(self) -> None:
         check.positive_int("d_model", self.d_model)
@@ -103,8 +103,9 @@ class MultiHeadAttention(Configured, nn.Module):
     (cross-attention, whose two sequences share no positions).
 
     ``MultiHeadAttention(d_model, n_heads, **options)`` takes the fields of :class:`AttentionConfig`
-    (``d_k``, ``d_v``, ``dropout``, ``bias``, ``kernel``, ``d_key_in``, ``d_value_in``, ``kernel_options``,
-    ``rotary``), in that order when positional; ``MultiHeadAttention.from_config(cfg)`` builds the layer a config describes.
+    (``d_k``, ``d_v``, ``dropout``, ``bias``, ``kernel``, ``d_key_in``, ``d_value_in``, ``kernel_options``),
+    in that order when positional, and ``rotary`` (by keyword only); ``MultiHeadAttention.from_config(cfg)``
+    builds the layer a config describes.
     The config is ``self.config``.
     """
 
