@@ -13,6 +13,7 @@ fails when the layer is built, not at its first forward.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
@@ -21,7 +22,7 @@ import torch
 
 from .. import _validate as check
 from ..errors import AttnLabError, ConfigError
-from ..functional import get_kernel
+from ..functional import Kernel, get_kernel
 
 C = TypeVar("C")
 L = TypeVar("L", bound="Configured")
@@ -102,6 +103,23 @@ def frozen_options(name: str, options: Any) -> Mapping[str, Any]:
     for key in options:
         check.instance(f"{name} key", key, str, "a str (an option's name)", "use the option's name as the key")
     return FrozenOptions(options)
+
+
+def kernel_takes_dropout(kernel_name: str) -> bool:
+    """Whether the kernel can drop out attention weights: the efficient kernels never build them and refuse
+    ``dropout > 0`` (ConfigError); asked once per kernel, by one call on a tiny input."""
+    return _takes_dropout(get_kernel(kernel_name))
+
+
+@functools.cache
+def _takes_dropout(kernel: Kernel) -> bool:
+    q = k = v = torch.zeros(1, 1, 2, 2)  # (B, H, L, D): the smallest problem
+    try:
+        with torch.no_grad():
+            kernel(q, k, v, mask=None, causal=False, dropout=0.5, return_weights=False)
+    except ConfigError:
+        return False
+    return True
 
 
 def check_kernel_options(kernel_name: str, options: Mapping[str, Any], d_k: int, d_v: int) -> None:

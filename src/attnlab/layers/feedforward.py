@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import _validate as check
-from ._config import Configured, build
+from ..errors import ConfigError
+from ._config import Configured, build, kernel_takes_dropout
 from .multihead import AttentionConfig
 
 __all__ = ["FeedForward", "FeedForwardConfig", "TransformerConfig", "residual"]
@@ -46,7 +47,7 @@ class TransformerConfig:
     d_model: int  # width of the residual stream
     n_heads: int  # attention heads
     d_ff: int  # hidden width of the feed-forward network (4 * d_model in the original paper)
-    dropout: float = 0.0  # on the attention weights, the FFN hidden layer and each residual branch
+    dropout: float = 0.0  # on the attention weights (see attention_dropout), the FFN hidden layer, each residual branch
     norm_first: bool = False  # False: post-norm, LayerNorm(x + f(x)) as in the paper; True: pre-norm x + f(LN(x))
     activation: str = "gelu"  # "gelu" (exact, erf form) or "relu"
     d_k: int | None = None  # per-head query/key size; None = d_model // n_heads
@@ -56,17 +57,30 @@ class TransformerConfig:
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # passed to every attention's kernel
     # rotary positions (RoPE) in the self-attention, never in a decoder's cross-attention; by keyword only
     rotary: bool = field(default=False, kw_only=True)
+    # dropout on the attention weights; None = `dropout` for the kernels that build weights (dense,
+    # memory_efficient) and 0 for those that never do (local, linear, performer, ...: they refuse dropout)
+    attention_dropout: float | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         check.positive_float("eps", self.eps, fix="e.g. eps=1e-5")
         check.boolean("norm_first", self.norm_first, "True = pre-norm, False = post-norm as in the paper")
+        if self.attention_dropout is not None:
+            check.probability("attention_dropout", self.attention_dropout)
+            if self.attention_dropout > 0 and not kernel_takes_dropout(self.kernel):
+                raise ConfigError(f"attention_dropout={self.attention_dropout}, but kernel {self.kernel!r} never "
+                                  f"builds the attention weights, so it has none to drop out; leave "
+                                  f"attention_dropout=None (0 for this kernel) or choose kernel='dense' / "
+                                  f"'memory_efficient'")
         self.feed_forward()  # d_ff and activation are checked there
         attention = self.attention()  # d_model, n_heads, d_k, d_v, dropout, kernel and its options are checked there
         object.__setattr__(self, "kernel_options", attention.kernel_options)  # the read-only copy
 
     def attention(self, cross: bool = False) -> AttentionConfig:
         """The config of the layer's self-attention, or with ``cross`` of its cross-attention (never rotary)."""
-        return AttentionConfig(self.d_model, self.n_heads, self.d_k, self.d_v, self.dropout, True, self.kernel,
+        p = self.attention_dropout
+        if p is None:
+            p = self.dropout if kernel_takes_dropout(self.kernel) else 0.0
+        return AttentionConfig(self.d_model, self.n_heads, self.d_k, self.d_v, p, True, self.kernel,
                                kernel_options=self.kernel_options, rotary=self.rotary and not cross)
 
     def feed_forward(self) -> FeedForwardConfig:

@@ -1,0 +1,38 @@
+"""TransformerConfig.attention_dropout: the efficient kernels (no weights to drop out) train with dropout > 0."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.errors import ConfigError
+from attnlab.functional import KERNELS
+from attnlab.layers import TransformerConfig, TransformerEncoder
+from attnlab.layers._config import kernel_takes_dropout
+
+
+def test_which_kernels_drop_out_weights() -> None:
+    takes = {name for name in KERNELS if kernel_takes_dropout(name)}
+    assert {"dense", "memory_efficient"} <= takes
+    assert not takes & {"local", "linear", "performer", "lsh"}
+
+
+@pytest.mark.parametrize("kernel", ["local", "linear", "performer"])
+def test_efficient_kernels_train_with_dropout(kernel: str) -> None:
+    cfg = TransformerConfig(8, 2, 16, dropout=0.3, kernel=kernel)
+    assert cfg.attention().dropout == 0.0  # nothing to drop out in the attention
+    assert cfg.feed_forward().dropout == 0.3  # the rest keeps its dropout
+    encoder = TransformerEncoder(cfg, 1).train()
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    encoder(x, key_padding_mask=torch.tensor([[True] * 5, [True] * 3 + [False] * 2])).sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_dense_keeps_its_attention_dropout_and_an_explicit_one_is_checked() -> None:
+    assert TransformerConfig(8, 2, 16, dropout=0.3).attention().dropout == 0.3
+    assert TransformerConfig(8, 2, 16, dropout=0.3, attention_dropout=0.0).attention().dropout == 0.0
+    assert TransformerConfig(8, 2, 16, attention_dropout=0.2).attention().dropout == 0.2
+    with pytest.raises(ConfigError, match="never builds"):
+        TransformerConfig(8, 2, 16, kernel="local", attention_dropout=0.1)
+    with pytest.raises(ConfigError, match="attention_dropout"):
+        TransformerConfig(8, 2, 16, attention_dropout=1.5)
