@@ -131,3 +131,17 @@ def test_stacks_rotate_self_attention_only() -> None:
     assert decoder.layers[0].self_attn.config.rotary and not decoder.layers[0].cross_attn.config.rotary
     memory = encoder(torch.randn(1, 5, 8))
     assert decoder(torch.randn(1, 3, 8), memory).shape == (1, 3, 8)
+
+
+def test_capture_records_the_rotated_queries_and_keys() -> None:
+    """``capture(qk=True)`` stores the q and k the kernel used: softmax(q k^T * scale) gives the recorded weights."""
+    from attnlab import capture
+
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2, rotary=True).eval()
+    with torch.no_grad(), capture(m, qk=True) as trace:
+        m(torch.randn(1, 5, 8))
+    r = trace.records[0]
+    assert r.q is not None and r.k is not None and r.scale is not None
+    weights = torch.softmax(r.q @ r.k.transpose(-1, -2) * r.scale, dim=-1)
+    torch.testing.assert_close(weights, r.weights, atol=1e-6, rtol=1e-5)
