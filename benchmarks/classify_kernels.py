@@ -51,6 +51,7 @@ ROWS: dict[str, dict[str, Any]] = {
     "performer": {"kernel": "performer"},  # its defaults: 256 random features, seed 0
     "additive": {"n_layers": 0, "pooling": "attention"},  # the tutorials' model: embeddings + additive pooling
     "dense-rotary": {"positional": "rotary"},  # the extra row: rotary positions instead of sinusoids, dense
+    "dense-again": {},  # dense once more, last: the same seed (same accuracy?) under the others' load (CPU time?)
 }
 MAIN_ROWS = ("dense", "local", "linear", "performer", "additive")
 
