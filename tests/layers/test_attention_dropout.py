@@ -8,11 +8,14 @@ import torch
 from attnlab.errors import ConfigError
 from attnlab.functional import KERNELS
 from attnlab.layers import TransformerConfig, TransformerEncoder
-from attnlab.layers._config import kernel_takes_dropout
+from attnlab.layers._config import _takes_dropout, kernel_takes_dropout
 
 
 def test_which_kernels_drop_out_weights() -> None:
+    state = torch.get_rng_state()
+    _takes_dropout.cache_clear()  # the probes run now
     takes = {name for name in KERNELS if kernel_takes_dropout(name)}
+    assert torch.equal(torch.get_rng_state(), state)  # asking draws no random numbers: seeded runs stay as they were
     assert {"dense", "memory_efficient"} <= takes
     assert not takes & {"local", "linear", "performer", "lsh"}
 
