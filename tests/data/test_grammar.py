@@ -202,6 +202,19 @@ def test_only_lexicon_words_and_characters(splits: PairSplits) -> None:
         assert all(s[0].isupper() for s in part.source)
 
 
+def test_rules_that_hold_over_every_pair(splits: PairSplits) -> None:
+    """Rules a single example cannot show: no 不 before a result verb, no 了 in a negation, 吗 exactly on
+    questions, 两 for two and never 二."""
+    results = "|".join(x.zh for x in VERBS if x.resultative)
+    pairs = [(s, t) for p in (splits.train, splits.test, splits.extra["compositional"])
+             for s, t in zip(p.source, p.target, strict=True)]
+    assert not [t for _, t in pairs if re.search(f"不(?:{results})", t)]
+    assert not [t for s, t in pairs if " not " in s and "了" in t]
+    assert all(("?" in s) == t.endswith("吗？") for s, t in pairs)
+    assert not [t for _, t in pairs if "二" in t]
+    assert all(("two " in s.lower()) <= ("两" in t) for s, t in pairs)
+
+
 def test_deterministic_for_a_seed() -> None:
     a = make_sentences(n_train=800, n_valid=50, n_test=50, n_compositional=60, seed=3)
     b = make_sentences(n_train=800, n_valid=50, n_test=50, n_compositional=60, seed=3)

@@ -260,6 +260,23 @@ _LOCATIVE = [v for v in VERBS if not v.transitive]
 # eventive verbs whose action can take place somewhere: "read the book in the garden" -> 在花园里看了书
 _TRANSITIVE_LOC = [v for v in _EVENTIVE if v.base not in ("see", "meet", "visit", "drive", "ride", "clean")]
 _AGENTS = ("person", "animal", "legless")
+# where an action can happen: the places and the big things, not "in the bag" or "on the book"
+_SCENES = ("tree", "house", "car", "bus", "table", "desk", "sofa", "bed", "door", "window", "boat")
+
+
+def _places(verb: Verb) -> list[Noun]:
+    if verb.places:
+        names: tuple[str, ...] = verb.places
+    elif verb.posture:
+        names = tuple(n.en for n in NOUNS if n.preps)
+    else:
+        names = tuple(n.en for n in NOUNS if n.kind == "place" and n.en != "river") + _SCENES  # only swim/live
+    fits = [n for n in NOUNS if n.en in names and n.preps
+            and (not verb.preps or any(p in verb.preps for p in n.preps))]
+    return fits
+
+
+_PLACES = {v.base: _places(v) for v in VERBS}
 _SUBJECTS = {v.base: _subjects(v) for v in VERBS}
 _OBJECTS = {v.base: _objects(v) for v in _TRANSITIVE}
 _SUBJECT_NAMES = {v.base: frozenset(h.en for h in _SUBJECTS[v.base]) for v in VERBS}
@@ -318,9 +335,11 @@ class _Sampler:
         return self.rng.choice(verbs)
 
     def location(self, verb: Verb, avoid: tuple[str, ...] = ()) -> tuple[Preposition, NP]:
-        places = [n for n in NOUNS if n.preps and (not verb.places or n.en in verb.places) and n.en not in avoid]
+        """Where: a posture verb's place may be small ("on the book"); an action happens in a scene."""
+        places = [n for n in _PLACES[verb.base] if n.en not in avoid]
         place = self.rng.choice(places)
-        prep = self.rng.choice([p for p in PREPOSITIONS if p.en in place.preps])
+        prep = self.rng.choice([p for p in PREPOSITIONS if p.en in place.preps
+                                and (not verb.preps or p.en in verb.preps)])
         return prep, NP(place)
 
     # relative clauses --------------------------------------------------------------------------------------
@@ -369,7 +388,7 @@ class _Sampler:
                    adj: tuple[bool, bool] = (False, False), rel: str = "", loc: bool = False,
                    time: bool = False, neg: bool = False, question: bool = False) -> Clause:
         verb = self.transitive_verb(verbs or _TRANSITIVE)
-        tense = self.tense(verb)
+        tense: Tense = "past" if neg and verb.resultative else self.tense(verb)  # 没有看见, never 不看见
         forced = self.force[1].en if self.force is not None and self.force[0] is verb else ""
         if rel == "subject":
             subj = self.relative_np([h for h in _SUBJECTS[verb.base] if h.en != forced])
@@ -518,7 +537,11 @@ def make_sentences(*, n_train: int = 30_000, n_valid: int = 2_000, n_test: int =
     n_unseen = n_compositional // 2
     compositional = _collect(n_unseen, unseen, seen, "held-out-pair", 50 * n_unseen + 1000)
     compositional += _collect(n_compositional - n_unseen, nested, seen, "nested", 50 * n_compositional + 1000)
+    every = [p for part in (train, valid, test, compositional) for p in part]
     stats = {"lexicon_english_words": len(english_words()), "lexicon_chinese_characters": len(chinese_characters()),
-             "held_out_pairs": len(HELD_OUT)}
+             "held_out_pairs": len(HELD_OUT),
+             "longest_source_words": max(len(en.split()) for en, _, _ in every),
+             "longest_source_characters": max(len(en) for en, _, _ in every),
+             "longest_target_characters": max(len(zh) for _, zh, _ in every)}
     return PairSplits(Pairs.of(train), Pairs.of(valid), Pairs.of(test), "sentences",
                       {"compositional": Pairs.of(compositional)}, stats)

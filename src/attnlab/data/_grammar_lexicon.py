@@ -63,6 +63,8 @@ class Verb:
     posture: bool = False  # sit, stand, lie, sleep, live: 在-phrase after the verb (坐在垫子上)
     loc: str = ""  # intransitives: "" = no locative, "opt" = optional, "req" = required
     places: tuple[str, ...] = ()  # only these nouns as its location (swim: the river)
+    preps: tuple[str, ...] = ()  # only these prepositions ("wait on" would be another verb)
+    resultative: bool = False  # 看见, 找到, 抓住: a result, so never negated with 不 (猫不看见狗 is wrong)
     tenses: tuple[str, ...] = ("past", "present")  # "read" is past only: its base form is its past form
 
     @property
@@ -185,16 +187,16 @@ _HANDY = ("book", "cup", "bottle", "pen", "pencil", "letter", "ball", "hat", "sh
 
 VERBS: tuple[Verb, ...] = (
     # eventive transitive verbs
-    Verb("see", "sees", "saw", "看见", _ALIVE, _CONCRETE),
+    Verb("see", "sees", "saw", "看见", _ALIVE, _CONCRETE, resultative=True),
     Verb("chase", "chases", "chased", "追", _ANIMATE, _ALIVE),
-    Verb("find", "finds", "found", "找到", _ANIMATE, (_A, _T, _F)),
+    Verb("find", "finds", "found", "找到", _ANIMATE, (_A, _T, _F), resultative=True),
     Verb("buy", "buys", "bought", "买", (_P,), (_T, _F)),
     Verb("eat", "eats", "ate", "吃", _ALIVE, (_F,)),
     Verb("wash", "washes", "washed", "洗", (_P,),
          objects=("cup", "bowl", "shirt", "coat", "dress", "towel", "car", "bike", "apple", "dog", "cat")),
     Verb("draw", "draws", "drew", "画", (_P,), (_P, _A, _L, _T, _F)),
     Verb("help", "helps", "helped", "帮助", (_P,), _ANIMATE),
-    Verb("catch", "catches", "caught", "抓住", _ANIMATE, (_A, _L), objects=()),
+    Verb("catch", "catches", "caught", "抓住", _ANIMATE, (_A, _L), resultative=True),
     Verb("take", "takes", "took", "拿走", (_P,), objects=(*_HANDY, "apple", "banana", "cake", "egg")),
     Verb("open", "opens", "opened", "打开", (_P,),
          objects=("door", "window", "box", "bag", "book", "computer", "umbrella", "letter")),
@@ -211,11 +213,12 @@ VERBS: tuple[Verb, ...] = (
     Verb("feed", "feeds", "fed", "喂", (_P,), (_A, _L)),
     Verb("clean", "cleans", "cleaned", "打扫", (_P,), objects=("room", "kitchen", "house", "garden", "school")),
     Verb("sell", "sells", "sold", "卖", (_P,), (_T, _F, _A)),
-    Verb("meet", "meets", "met", "遇见", _ANIMATE, _ANIMATE),
+    Verb("meet", "meets", "met", "遇见", _ANIMATE, _ANIMATE, resultative=True),
     Verb("bite", "bites", "bit", "咬", (_A, _L), (_P, _A, _L, _F)),
-    Verb("smell", "smells", "smelled", "闻", _ANIMATE, (_F,), objects=()),
-    Verb("hide", "hides", "hid", "藏", _ANIMATE, (_T, _F)),
-    Verb("break", "breaks", "broke", "打破", _ANIMATE, objects=("cup", "bowl", "window", "bottle")),
+    Verb("smell", "smells", "smelled", "闻", _ANIMATE, (_F,)),
+    Verb("hide", "hides", "hid", "藏", _ANIMATE, objects=(*_HANDY, "apple", "banana", "cake", "egg")),
+    Verb("break", "breaks", "broke", "打破", _ANIMATE, objects=("cup", "bowl", "window", "bottle"),
+         resultative=True),
     Verb("drive", "drives", "drove", "开", (_P,), objects=("car", "bus", "boat")),
     Verb("ride", "rides", "rode", "骑", (_P,), objects=("bike", "horse", "elephant")),
     # stative transitive verbs
@@ -239,7 +242,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("dance", "dances", "danced", "跳舞", (_P,), loc="opt"),
     Verb("swim", "swims", "swam", "游泳", (_P, _A, _L), loc="opt", places=("river",)),
     Verb("work", "works", "worked", "工作", (_P,), loc="opt"),
-    Verb("wait", "waits", "waited", "等", _ANIMATE, loc="req"),
+    Verb("wait", "waits", "waited", "等", _ANIMATE, loc="req", preps=("next to", "behind", "in front of", "in")),
     Verb("cry", "cries", "cried", "哭", (_P,), loc="opt"),
     Verb("laugh", "laughs", "laughed", "笑", (_P,), loc="opt"),
     Verb("jump", "jumps", "jumped", "跳", _ANIMATE, loc="opt"),
