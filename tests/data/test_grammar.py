@@ -66,6 +66,9 @@ HAND_CHECKED = [
     (Clause(n("girl"), v("buy"), n("book", "num", 3)), "The girl bought three books.", "女孩买了三本书。"),
     (Clause(n("dog", "num", 2), v("chase"), n("cat"), tense="present"), "Two dogs chase the cat.", "两只狗追猫。"),
     (Clause(n("Tom"), v("have"), n("umbrella", "a"), tense="present"), "Tom has an umbrella.", "汤姆有一把伞。"),
+    (Clause(n("cat", "num", 3), v("sit"), loc=at("on", n("mat", adj="red"))), "Three cats sat on the red mat.",
+     "三只猫坐在红垫子上。"),
+    (Clause(n("Lily"), v("buy"), n("book", "a", adj="old")), "Lily bought an old book.", "莉莉买了一本旧书。"),
     # relative clauses before the noun; no 了 inside them
     (Clause(n("dog", rel=Clause(n("cat"), v("see"), gap="object")), v("run")),
      "The dog that the cat saw ran.", "猫看见的狗跑了。"),
@@ -81,6 +84,8 @@ HAND_CHECKED = [
      "女孩买了三本书吗？"),
     (Clause(n("cat"), v("sit"), loc=at("on", n("mat")), question=True), "Did the cat sit on the mat?",
      "猫坐在垫子上了吗？"),
+    (Clause(n("Tom"), v("read"), n("book"), loc=at("in", n("park")), time=when("last night"), question=True),
+     "Did Tom read the book in the park last night?", "汤姆昨天晚上在公园里看书了吗？"),
     # negation: 没有 in the past, 不 in the present and for statives, 没有 for 有 always
     (Clause(n("cat"), v("see"), n("dog"), neg=True), "The cat did not see the dog.", "猫没有看见狗。"),
     (Clause(n("boy"), v("have"), n("ball"), tense="present", neg=True), "The boy does not have the ball.",

@@ -261,7 +261,7 @@ _LOCATIVE = [v for v in VERBS if not v.transitive]
 _TRANSITIVE_LOC = [v for v in _EVENTIVE if v.base not in ("see", "meet", "visit", "drive", "ride", "clean")]
 _AGENTS = ("person", "animal", "legless")
 # where an action can happen: the places and the big things, not "in the bag" or "on the book"
-_SCENES = ("tree", "house", "car", "bus", "table", "desk", "sofa", "bed", "door", "window", "boat")
+_SCENES = ("tree", "house", "car", "bus", "table", "desk", "sofa", "bed", "door", "window", "boat", "mat")
 
 
 def _places(verb: Verb) -> list[Noun]:
