@@ -111,6 +111,13 @@ def test_hand_checked_translations(tree: Clause, english: str, chinese: str) -> 
     assert (tree.en_sentence(), tree.zh_sentence()) == (english, chinese)
 
 
+def test_relations_and_depth_of_a_tree() -> None:
+    """What the compositional split is built on: each (verb, object) of a tree, gaps filled, and its depth."""
+    nested = HAND_CHECKED[-1][0]
+    assert sorted(nested.relations()) == [("chase", "cat"), ("like", "cat"), ("see", "dog")]
+    assert nested.depth() == 2 and HAND_CHECKED[0][0].depth() == 0 and HAND_CHECKED[0][0].relations() == []
+
+
 def test_the_tutorial_pair_is_in_training(splits: PairSplits) -> None:
     assert TUTORIAL_PAIR == ("The cat sat on the mat.", "猫坐在垫子上。") == HAND_CHECKED[0][1:]
     i = splits.train.source.index("The cat sat on the mat.")

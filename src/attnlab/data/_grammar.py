@@ -548,9 +548,8 @@ def make_sentences(*, n_train: int = 30_000, n_valid: int = 2_000, n_test: int =
         verb = next(v for v in VERBS if v.base == verb_base)
         sampler.force = (verb, _NOUN[noun])
         clause, _ = _draw(sampler, names, weights)
-        spent = sampler.force is None
-        sampler.force = None
-        return (clause, "unseen_pair") if spent and clause.depth() <= 1 else None
+        sampler.force = None  # unspent when the construction drawn had no clause for this verb: draw again
+        return (clause, "unseen_pair") if (verb_base, noun) in clause.relations() and clause.depth() <= 1 else None
 
     def nested() -> tuple[Clause, str] | None:
         sampler.nest = True
