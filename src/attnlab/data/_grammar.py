@@ -11,9 +11,9 @@ an exact translation under the grammar's rules (docs/grammar.md lists them with 
 * adjectives and relative clauses go before the noun (大狗, 猫看见的狗, 看见狗的猫);
 * yes/no questions end in 吗 with no inversion;
 * aspect: a past eventive verb takes 了 (猫看见了狗, 狗跑了), never in relative clauses, negations, stative
-  verbs or after a posture verb's 在-phrase; in a past question it moves to the end (猫看见狗了吗？) unless the
-  object is counted (女孩买了三本书吗？); negation is 没有 in the past, 不 in the present and for statives,
-  and 有's negation is always 没有.
+  verbs or an intransitive clause with a 在-phrase (猫坐在垫子上, 狗在花园里玩); in a past question it moves to
+  the end (猫看见狗了吗？, 猫坐在垫子上了吗？) unless the object is counted (女孩买了三本书吗？);
+  negation is 没有 in the past, 不 in the present and for statives, and 有's negation is always 没有.
 
 :func:`make_sentences` draws train/valid/test from one distribution (deduplicated by the English sentence, so
 disjoint) and a compositional test set of what training never shows: held-out (verb, object) pairs and
