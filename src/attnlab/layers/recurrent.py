@@ -4,7 +4,8 @@ Letters: B batch, S source length, Eq query (decoder state) size, Ek key size, E
 A attention size of the additive score.  Bahdanau et al. (2015) score the previous decoder state with
 an additive network; Luong et al. (2015) the current one with *dot*, *general* (bilinear), *concat*
 (the same additive network) or *location* (``W_a h_t``: one score per source position from the query
-alone, so it needs the longest source it will see, ``max_length``).  Both return a context vector and the weights over the source.
+alone, so it needs the longest source it will see, ``max_length``).  Both return a context vector and
+the weights over the source.
 """
 
 from __future__ import annotations
