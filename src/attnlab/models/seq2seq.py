@@ -38,6 +38,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .. import _validate as check
 from ..errors import ConfigError, InputError, TooLongError
+from ..functional import get_kernel
 from ..layers import (
     AttentionHook,
     BahdanauAttention,
@@ -143,6 +144,7 @@ class TransformerSeq2SeqConfig:
         check.positive_int("n_encoder_layers", self.n_encoder_layers)
         check.positive_int("n_decoder_layers", self.n_decoder_layers)
         self.encoder_layers()  # d_model, n_heads, d_ff, dropout and kernel are checked there
+        _check_kernel_dropout(self.kernel, self.dropout)
 
     def encoder_layers(self, kernel: str | None = None) -> TransformerConfig:
         """The config of every encoder layer (pre-norm); of every decoder layer with ``kernel="dense"``."""
@@ -157,6 +159,17 @@ class TransformerSeq2SeqConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (``TransformerSeq2SeqConfig(**d)`` rebuilds it)."""
         return asdict(self)
+
+
+def _check_kernel_dropout(kernel: str, dropout: float) -> None:
+    """A kernel that never builds the weights refuses attention dropout when called: say so at config time."""
+    if dropout == 0.0:
+        return
+    x = torch.zeros(1, 1, 2, 2)  # (B, H, L, D): the smallest call that reaches the kernel's dropout check
+    try:
+        get_kernel(kernel)(x, x, x, dropout=dropout, return_weights=False)
+    except ConfigError as exc:
+        raise ConfigError(f"TransformerSeq2SeqConfig(kernel={kernel!r}, dropout={dropout}): {exc}") from None
 
 
 # --- what both models share -------------------------------------------------------------------------
