@@ -118,7 +118,7 @@ def test_a_model_takes_only_its_own_config() -> None:
 def test_bad_input(name: str) -> None:
     model = make(name)
     src = sources([3, 3])
-    with pytest.raises(TooLongError, match="13 tokens.*at most 12") as info:
+    with pytest.raises(TooLongError, match=r"13 tokens.*at most 12") as info:
         model.generate(torch.full((1, 13), 5))
     assert (info.value.n_tokens, info.value.limit) == (13, 12)
     with pytest.raises(InputError, match="right"):
@@ -157,7 +157,7 @@ def test_save_and_load(tmp_path: Path, name: str) -> None:
 
 
 def test_load_refuses_broken_folders(tmp_path: Path) -> None:
-    with pytest.raises(ModelLoadError, match="config.json is missing"):
+    with pytest.raises(ModelLoadError, match=r"config\.json is missing"):
         load_seq2seq(tmp_path)
     good = save_seq2seq(tmp_path / "good", make("bahdanau").float(), {})
     config = (good / "config.json").read_text()
@@ -173,7 +173,7 @@ def test_load_refuses_broken_folders(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="unknown architecture 'lstm'"):
         load_seq2seq(good)
     (good / "config.json").write_text(json.dumps({**header, "config": {**header["config"], "d_hidden": 31}}))
-    with pytest.raises(ModelLoadError, match="unusable seq2seq config.*even"):
+    with pytest.raises(ModelLoadError, match=r"unusable seq2seq config.*even"):
         load_seq2seq(good)
     (good / "config.json").write_text(json.dumps({**header, "config": {**header["config"], "d_hidden": 12}}))
     with pytest.raises(ModelLoadError, match="do not fit"):  # the weights are of a d_hidden=10 model

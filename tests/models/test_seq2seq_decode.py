@@ -4,6 +4,8 @@ transformer's key/value-cache steps against recomputing the decoder over the who
 from __future__ import annotations
 
 import itertools
+import math
+from typing import ClassVar
 
 import pytest
 import torch
@@ -16,7 +18,9 @@ from attnlab.models._decode import Specials, beam_search, greedy
 SPECIALS = Specials(pad=0, bos=BOS, eos=EOS)
 
 
-def exhaustive_best(model: nn.Module, src: Tensor, vocab: int, max_length: int, alpha: float) -> tuple[list[int], float]:
+def exhaustive_best(
+    model: nn.Module, src: Tensor, vocab: int, max_length: int, alpha: float
+) -> tuple[list[int], float]:
     """Every hypothesis of at most ``max_length`` tokens (EOS-ended, or ``max_length`` tokens without EOS) over
     the tokens generation may produce, scored by teacher forcing; the best by ``log p / length_penalty``."""
     words = [UNK, *range(4, vocab)]  # not PAD, BOS, EOS
@@ -33,22 +37,55 @@ def exhaustive_best(model: nn.Module, src: Tensor, vocab: int, max_length: int, 
 
 
 @pytest.mark.parametrize("name", ["bahdanau", "luong-location", "transformer"])
-@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 3.0])
 def test_a_wide_beam_finds_the_exact_best_sequence(name: str, alpha: float) -> None:
     """Target vocabulary: 3 words and EOS, max_length 3: 40 hypotheses per source. A beam of 36 holds every
     extension of every prefix, so beam search must return the exhaustive optimum, score included."""
     vocab, max_length = 6, 3
     model = make(name, vocab=vocab, eos_bias=0.5)
-    src = sources([4, 2, 6], seed=3)
+    src = sources([4, 2, 6, 3, 5], seed=3)
     gen = model.generate(src, beam=36, max_length=max_length, length_penalty=alpha)
     picked_short = 0
-    for i in range(3):
+    for i in range(len(src)):
         alone = src[i : i + 1]
         tokens, logp = exhaustive_best(model, alone, vocab, max_length, alpha)
         assert gen.tokens[i] == tokens
         assert abs(gen.scores[i] - logp) < 1e-9
         picked_short += len(tokens) < max_length
-    assert picked_short  # an EOS-ended hypothesis won somewhere: the finished ones are kept and compared
+    if alpha == 0.0:  # (a large alpha favours the longest hypotheses)
+        assert picked_short  # an EOS-ended hypothesis won somewhere: the finished ones are kept and compared
+
+
+class FixedStepper:
+    """A decoder whose next-token distribution depends on the position only (vocabulary PAD UNK BOS EOS w)."""
+
+    W = 4
+    TABLE: ClassVar[list[tuple[float, float, float]]] = [  # p(UNK), p(EOS), p(w) at positions 0, 1, 2, ...
+        (0.1, 0.3, 0.6),
+        (0.0975, 0.4025, 0.5),
+        (0.2, 0.5, 0.3),
+    ]
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def step(self, tokens: Tensor, position: int) -> tuple[Tensor, Tensor]:
+        unk, eos, w = self.TABLE[min(position, 2)]
+        logits = torch.tensor([0.0, unk, 0.0, eos, w], dtype=torch.float64).log()  # PAD, BOS: -inf
+        return logits.expand(len(tokens), 5).clone(), torch.full((len(tokens), 2), 0.5)
+
+    def reorder(self, index: Tensor) -> None:
+        self.rows = len(index)
+
+
+@pytest.mark.parametrize(("alpha", "long_wins"), [(0.0, False), (1.0, False), (2.0, True)])
+def test_length_normalisation_is_gnmt_over_the_tokens_with_eos(alpha: float, long_wins: bool) -> None:
+    """"EOS" at once (p 0.3, 1 token) against "w EOS" (p 0.6 * 0.4025 = 0.2415, 2 tokens): |log 0.2415| / |log 0.3|
+    = 1.18, more than (7/6)**1 (the short one wins at alpha 1) and less than (7/6)**2 (the long one wins at 2)."""
+    assert abs(math.log(0.6 * 0.4025) / math.log(0.3) - 1.18) < 1e-3
+    gen = beam_search(FixedStepper(1), torch.tensor([2]), SPECIALS, 3, beam=8, alpha=alpha)
+    assert gen.tokens == [[FixedStepper.W] if long_wins else []]
+    assert gen.scores[0] == pytest.approx(math.log(0.2415 if long_wins else 0.3), abs=1e-12)
 
 
 @pytest.mark.parametrize(("name", "eos_bias"), [("bahdanau", 0.0), ("luong-concat", 0.0), ("transformer", 1.0)])
