@@ -217,3 +217,16 @@ def test_capturing_generate_gives_decoding_steps(name: str, beam: int) -> None:
         for i, n in enumerate(lengths):
             rows = len(gen.tokens[i])
             torch.testing.assert_close(last.weights[i].mean(0)[:rows, :n], gen.alignment[i], atol=1e-6, rtol=0)
+
+
+def test_capturing_a_teacher_forced_recurrent_decoder_gives_its_alignment() -> None:
+    """The recurrent decoder attends once per target position and nothing else: its calls are steps, and the
+    assembled record is the (target, source) alignment of the whole batch."""
+    model = make("luong-concat")
+    src, tgt_in = sources([4, 6]), targets([5, 3])
+    with attnlab.capture(model) as trace:
+        model(src, tgt_in)
+    assert [r.step for r in trace.records] == list(range(5))
+    (alignment,) = trace.assembled
+    assert alignment.kind == "cross" and alignment.weights.shape == (2, 1, 5, 6)
+    torch.testing.assert_close(alignment.weights[0, 0, :, :4].sum(-1), torch.ones(5))
