@@ -1,7 +1,14 @@
 """Trainable models built from :mod:`attnlab.layers`: the tutorials' attention text classifier."""
 
 from ._file import MODEL_FILE, load_classifier, read_model_meta, save_classifier
-from .classifier import POOLINGS, POSITIONALS, AttentionClassifier, ClassifierConfig, PositionalEncoding
+from .classifier import (
+    POOLINGS,
+    POSITIONALS,
+    AttentionClassifier,
+    ClassifierConfig,
+    PositionalEncoding,
+    count_bigrams,
+)
 
 __all__ = [
     "MODEL_FILE",
@@ -10,6 +17,7 @@ __all__ = [
     "AttentionClassifier",
     "ClassifierConfig",
     "PositionalEncoding",
+    "count_bigrams",
     "load_classifier",
     "read_model_meta",
     "save_classifier",
