@@ -28,7 +28,8 @@ from ..errors import ConfigError, InputError
 from ..layers import BahdanauAttention, TransformerConfig, TransformerEncoder
 from ..layers._config import frozen_options
 
-__all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding", "count_bigrams"]
+__all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding",
+           "count_bigrams"]
 
 POSITIONALS = ("sinusoidal", "learned", "none")
 POOLINGS = ("cls", "mean", "attention", "meanmax")
@@ -171,7 +172,7 @@ class AttentionClassifier(nn.Module):
         return cls(config)
 
     def set_bigrams(self, keys: Tensor) -> None:
-        """Keep the token pairs ``keys`` (``(N,)`` int64, ``first * vocab_size + second``; see :func:`count_bigrams`)."""
+        """Keep the token pairs ``keys`` (``(N,)`` int64, ``first * vocab_size + second``): see count_bigrams."""
         if self.bigram is None:
             raise ConfigError("this model has no bigram table (bigrams=0); build it with bigrams=N")
         n = self.config.bigrams

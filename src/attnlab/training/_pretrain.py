@@ -31,7 +31,8 @@ __all__ = ["mask_tokens", "pretrain_mlm"]
 UNK_ID, CLS_ID = 1, 2  # the tokenizers' fixed ids (attnlab.data)
 
 
-def mask_tokens(ids: Tensor, rate: float, vocab_size: int, g: torch.Generator, pad_id: int = 0) -> tuple[Tensor, Tensor]:
+def mask_tokens(ids: Tensor, rate: float, vocab_size: int, g: torch.Generator,
+                pad_id: int = 0) -> tuple[Tensor, Tensor]:
     """``(inputs, hidden)``: ``ids (B, L)`` with ``rate`` of the real tokens hidden, and where ``(B, L)`` bool."""
     maskable = (ids != pad_id) & (ids != CLS_ID)  # (B, L)
     hidden = (torch.rand(ids.shape, generator=g) < rate).to(ids.device) & maskable
@@ -76,9 +77,9 @@ def pretrain_mlm(model: AttentionClassifier, ids: Sequence[list[int]], config: T
             loss = _masked_loss(model, collate([ids[i] for i in picked]), bias, config.mask_rate, g)
             loss.backward()
             if w.distributed:
-                _average_gradients(params + [bias], w.size)
+                _average_gradients([*params, bias], w.size)
             if config.clip_norm:
-                torch.nn.utils.clip_grad_norm_(params + [bias], config.clip_norm)
+                torch.nn.utils.clip_grad_norm_([*params, bias], config.clip_norm)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             run, count = run + float(loss.detach()), count + 1
