@@ -7,8 +7,9 @@ kernel) -> pooling ([CLS], mean over real tokens, or additive attention with a l
 -> ``logits (B, C)``.  With ``bigrams=N`` each position also embeds the token pair that starts there (the N
 most frequent pairs of the training split, looked up in the ``bigram_keys`` buffer, saved with the weights) and
 adds it to the token's embedding: the sequence keeps its length.  With ``n_layers=0`` and
-``pooling="attention"`` it is the tutorials' single additive-attention pooling model.  Padding is always masked: every attention gets ``key_padding_mask``
-(True = real token) built from ``ids != pad_id``, and mean pooling averages real tokens only.
+``pooling="attention"`` it is the tutorials' single additive-attention pooling model.  Padding is always
+masked: every attention gets ``key_padding_mask`` (True = real token) built from ``ids != pad_id``, and mean
+(and max) pooling read real tokens only.
 """
 
 from __future__ import annotations
