@@ -403,6 +403,7 @@ def train_classifier(
     Returns:
         The final metrics (``test_accuracy``, ``test_stderr``, ``valid_accuracy``, ``steps``, ...).
     """
+    started = time.perf_counter(), time.process_time()
     config = config if config is not None else TrainConfig()
     options = dict(model or {})
     fixed = sorted(set(options) & {"vocab_size", "n_classes", "max_length"})
@@ -456,6 +457,8 @@ def train_classifier(
         final = run_.loop()
         say(f"test accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f} (standard error, "
             f"n={final['test_n']}); best valid accuracy {final['valid_accuracy']:.4f} at step {final['best_step']}")
+        say(f"time: {time.perf_counter() - started[0]:.1f} s wall, {time.process_time() - started[1]:.1f} s CPU "
+            f"(this process, {torch.get_num_threads()} thread(s)), load average {os.getloadavg()[0]:.2f}")
         return final
     finally:
         w.close()
