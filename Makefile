@@ -42,7 +42,7 @@ ZH_OUT ?= zh-sentiment-run
 ZH_BUNDLED ?= src/attnlab/_bundled/zh-sentiment
 train-zh: $(STAMP)
 	mkdir -p $(ZH_OUT)
-	set -o pipefail; $(VENV)/bin/attnlab train classify --config configs/zh-sentiment.json \
+	set -o pipefail; PYTHONUNBUFFERED=1 $(VENV)/bin/attnlab train classify --config configs/zh-sentiment.json \
 	  --out $(ZH_OUT) --no-progress $(TRAIN_ARGS) 2>&1 | tee -a $(ZH_OUT)/train.log
 	mkdir -p $(ZH_BUNDLED)
 	cp $(addprefix $(ZH_OUT)/,model.safetensors config.json tokenizer.json final.json metrics.jsonl curves.png \
