@@ -57,7 +57,8 @@ class ClassifierConfig:
     pad_id: int = 0  # the padding token's id: masked everywhere
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # the kernel's own options
     bigrams: int = 0  # embed the pair of tokens starting at each position (this many kept pairs); 0 = off
-    embed_norm: bool = False  # LayerNorm over the summed embeddings (token + bigram + position)
+    embed_norm: bool = False  # BERT-style embeddings: N(0, 0.02), not scaled by sqrt(d_model), summed (token +
+    # bigram + position), then a LayerNorm
     embed_dropout: float | None = None  # dropout on the embeddings; None = dropout
     head_dropout: float | None = None  # dropout before the head; None = dropout
 
@@ -145,15 +146,18 @@ class AttentionClassifier(nn.Module):
         self.config = config
         m = config.d_model
         self.embed = nn.Embedding(config.vocab_size, m, padding_idx=config.pad_id)
-        nn.init.normal_(self.embed.weight, std=m**-0.5)
+        # BERT-style with embed_norm (N(0, 0.02), no scale: the LayerNorm sets it, and Adam's steps stay large
+        # next to the weights); else N(0, 1/M) times sqrt(M), as in the paper, so positions do not drown them
+        std = 0.02 if config.embed_norm else m**-0.5
+        nn.init.normal_(self.embed.weight, std=std)
         with torch.no_grad():
             self.embed.weight[config.pad_id].zero_()
         self.position = PositionalEncoding(config.positional, config.max_length, m)
-        self.scale = math.sqrt(m)  # embeddings times sqrt(M), as in the paper, so positions do not drown them
+        self.scale = 1.0 if config.embed_norm else math.sqrt(m)
         self.bigram: nn.Embedding | None = None
         if config.bigrams:  # row 0: no pair (padding, the last position); row 1: a pair not kept; then the keys
             self.bigram = nn.Embedding(config.bigrams + 2, m, padding_idx=NO_BIGRAM)
-            nn.init.normal_(self.bigram.weight, std=m**-0.5)
+            nn.init.normal_(self.bigram.weight, std=std)
             with torch.no_grad():
                 self.bigram.weight[NO_BIGRAM].zero_()
             # (N,) sorted keys first * vocab_size + second; until set_bigrams(), keys no pair can have
