@@ -106,14 +106,14 @@ def figure(folder: Path, path: Path) -> list[dict[str, object]]:
         rows.append({"text": text, "label": trace.meta["label"], "probability": round(float(trace.meta["probability"]), 3),
                      "tokens": tokens, "received_x_L": [[round(float(v), 2) for v in r] for r in recv]})
     norm = colors.LogNorm(vmin=0.25, vmax=4.0)
-    fig, axes = plt.subplots(len(rows), 1, figsize=(11, 1.05 * len(rows) * n_layers / 2 + 1.2))
+    fig, axes = plt.subplots(len(rows), 1, figsize=(10, 1.45 * len(rows) + 0.6), layout="constrained")
     for ax, row in zip(axes, rows, strict=True):
         tokens = row["tokens"]
         grid = torch.tensor(row["received_x_L"]).clamp(0.25, 4.0).numpy()  # (layers, L)
         ax.imshow(grid, cmap="RdBu_r", norm=norm, aspect="auto")
         ax.set_xticks(range(len(tokens)), tokens, fontsize=10)
         ax.set_yticks(range(n_layers), [f"layer {i + 1}" for i in range(n_layers)], fontsize=7)
-        ax.set_title(f"{row['text']}  ->  {row['label']} ({row['probability']:.2f})", fontsize=9, loc="left")
+        ax.set_title(f"{row['text']}  ->  {row['label']} ({row['probability']:.2f})", fontsize=9, loc="left", pad=3)
     sm = plt.cm.ScalarMappable(cmap="RdBu_r", norm=norm)
     fig.colorbar(sm, ax=axes, shrink=0.6, label="attention received x L (1 = uniform)")
     fig.suptitle("zh-sentiment: attention each token receives (mean over heads and queries)", fontsize=10)
