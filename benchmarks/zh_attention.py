@@ -34,11 +34,12 @@ SAMPLES = [
     "不错不错，下次还来",
     "垃圾，退货了",
 ]
+SENTIMENT = set("好差棒赞喜爱满意错烂坑贵慢快失望推荐垃圾")
 KINDS = {
     "[CLS]": lambda t: t == "[CLS]",
     "punctuation": lambda t: t in set("，。！？!?,.、~～…；;：:\"'“”（）()"),
     "negation 不没别无未非": lambda t: t in set("不没别无未非"),
-    "sentiment 好差棒赞喜爱满意错烂坑贵慢快失望推荐垃圾": lambda t: t in set("好差棒赞喜爱满意错烂坑贵慢快失望推荐垃圾"),
+    "sentiment 好差棒赞喜爱满意错烂坑贵慢快失望推荐垃圾": lambda t: t in SENTIMENT,
     "degree 很太非常挺真": lambda t: t in set("很太常挺真"),
 }
 
@@ -103,7 +104,8 @@ def figure(folder: Path, path: Path) -> list[dict[str, object]]:
         n_layers = len(records)
         tokens = records[0].key_tokens or []
         recv = [received(r.weights)[0] * len(tokens) for r in records]  # (L,) per layer, 1 = uniform
-        rows.append({"text": text, "label": trace.meta["label"], "probability": round(float(trace.meta["probability"]), 3),
+        rows.append({"text": text, "label": trace.meta["label"],
+                     "probability": round(float(trace.meta["probability"]), 3),
                      "tokens": tokens, "received_x_L": [[round(float(v), 2) for v in r] for r in recv]})
     norm = colors.LogNorm(vmin=0.25, vmax=4.0)
     fig, axes = plt.subplots(len(rows), 1, figsize=(10, 1.45 * len(rows) + 0.6), layout="constrained")
