@@ -4,6 +4,7 @@ label smoothing, fused AdamW, bigram embeddings: each does what it says, and a r
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,21 @@ def ema_names(saved: dict[str, torch.Tensor], ema: dict[str, torch.Tensor]) -> l
     names = [k for k in saved if f"ema.{k}" in ema]
     assert len(names) == len(ema) > 5
     return names
+
+
+def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    from attnlab.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["train", "classify", "--data", str(reviews), "--out", str(out), "--d-model", "12", "--n-heads", "3",
+                 "--n-layers", "1", "--min-frequency", "1", "--batch-size", "16", "--max-steps", "3", "--no-progress",
+                 "--bigrams", "20", "--pooling", "meanmax", "--embed-norm", "--embed-dropout", "0.2",
+                 "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket",
+                 "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2"]) == 0
+    saved = json.loads((out / "config.json").read_text())
+    assert {k: saved["model"][k] for k in ("bigrams", "pooling", "embed_norm", "embed_dropout", "head_dropout")} == {
+        "bigrams": 20, "pooling": "meanmax", "embed_norm": True, "embed_dropout": 0.2, "head_dropout": 0.3}
+    train = saved["train"]
+    assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"], train["pretrain_epochs"],
+            train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, True, 1, 0.002, 0.2)
+    assert len(json.loads((out / "final.json").read_text())["pretrain_losses"]) == 1
