@@ -5,7 +5,14 @@ greedy and beam-search decoding."""
 from ._decode import Generation, length_penalty
 from ._file import MODEL_FILE, load_classifier, read_model_meta, save_classifier
 from ._s2s_file import load_seq2seq, save_seq2seq
-from .classifier import POOLINGS, POSITIONALS, AttentionClassifier, ClassifierConfig, PositionalEncoding
+from .classifier import (
+    POOLINGS,
+    POSITIONALS,
+    AttentionClassifier,
+    ClassifierConfig,
+    PositionalEncoding,
+    count_bigrams,
+)
 from .seq2seq import Seq2Seq, Seq2SeqConfig, TransformerSeq2Seq, TransformerSeq2SeqConfig
 
 __all__ = [
@@ -20,6 +27,7 @@ __all__ = [
     "Seq2SeqConfig",
     "TransformerSeq2Seq",
     "TransformerSeq2SeqConfig",
+    "count_bigrams",
     "length_penalty",
     "load_classifier",
     "load_seq2seq",
