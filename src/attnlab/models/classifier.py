@@ -4,15 +4,20 @@ Letters: B batch, L length (tokens, padding included), M d_model, C classes.
 
 ``ids (B, L)`` -> token embedding + positional encoding -> ``n_layers`` encoder layers (any registered
 kernel) -> pooling ([CLS], mean over real tokens, or additive attention with a learned query) -> linear head
--> ``logits (B, C)``.  With ``n_layers=0`` and ``pooling="attention"`` it is the tutorials' single
-additive-attention pooling model.  Padding is always masked: every attention gets ``key_padding_mask``
-(True = real token) built from ``ids != pad_id``, and mean pooling averages real tokens only.
+-> ``logits (B, C)``.  With ``bigrams=N`` each position also embeds the token pair that starts there (the N
+most frequent pairs of the training split, looked up in the ``bigram_keys`` buffer, saved with the weights) and
+adds it to the token's embedding: the sequence keeps its length.  With ``n_layers=0`` and
+``pooling="attention"`` it is the tutorials' single additive-attention pooling model.  Padding is always
+masked: every attention gets ``key_padding_mask`` (True = real token) built from ``ids != pad_id``, and mean
+(and max) pooling read real tokens only.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,10 +29,12 @@ from ..errors import ConfigError, InputError
 from ..layers import BahdanauAttention, TransformerConfig, TransformerEncoder
 from ..layers._config import frozen_options
 
-__all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding"]
+__all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding",
+           "count_bigrams"]
 
 POSITIONALS = ("sinusoidal", "learned", "rotary", "none")
-POOLINGS = ("cls", "mean", "attention")
+POOLINGS = ("cls", "mean", "attention", "meanmax")
+NO_BIGRAM, UNKNOWN_BIGRAM = 0, 1  # rows of the bigram table: padding / the last position, and a pair not kept
 
 
 @dataclass(frozen=True)
@@ -43,11 +50,17 @@ class ClassifierConfig:
     dropout: float = 0.1  # on embeddings, attention weights, residual branches and before the head
     max_length: int = 256  # the most tokens per text (the learned position table has this many rows)
     positional: str = "sinusoidal"  # "sinusoidal" (Vaswani et al.), "learned" (a table), "rotary" or "none"
-    pooling: str = "cls"  # "cls": the first token's state; "mean": mean of real tokens; "attention": additive
+    pooling: str = "cls"  # "cls": the first token's state; "mean": mean of real tokens; "attention": additive;
+    # "meanmax": the mean and the max of the real tokens' states side by side (the head reads 2 * d_model)
     kernel: str = "dense"  # attention kernel of the encoder layers (attnlab.functional.KERNELS)
     norm_first: bool = True  # pre-norm encoder layers (stabler for small data); False = the paper's post-norm
     pad_id: int = 0  # the padding token's id: masked everywhere
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # the kernel's own options
+    bigrams: int = 0  # embed the pair of tokens starting at each position (this many kept pairs); 0 = off
+    embed_norm: bool = False  # BERT-style embeddings: N(0, 0.02), not scaled by sqrt(d_model), summed (token +
+    # bigram + position), then a LayerNorm
+    embed_dropout: float | None = None  # dropout on the embeddings; None = dropout
+    head_dropout: float | None = None  # dropout before the head; None = dropout
 
     def __post_init__(self) -> None:
         check.positive_int("vocab_size", self.vocab_size)
@@ -58,6 +71,11 @@ class ClassifierConfig:
         check.one_of("pooling", self.pooling, POOLINGS)
         check.boolean("norm_first", self.norm_first, "True = pre-norm, False = post-norm")
         check.non_negative_int("pad_id", self.pad_id)
+        check.non_negative_int("bigrams", self.bigrams)
+        check.boolean("embed_norm", self.embed_norm, "True = LayerNorm the summed embeddings")
+        for name in ("embed_dropout", "head_dropout"):
+            if getattr(self, name) is not None:
+                check.probability(name, getattr(self, name))
         if self.pad_id >= self.vocab_size:
             raise ConfigError(f"pad_id={self.pad_id} is not below vocab_size={self.vocab_size}; "
                               f"pass the tokenizer's padding id")
@@ -124,6 +142,8 @@ class AttentionClassifier(nn.Module):
     query's attention over the tokens (kind ``cross``, one query).
     """
 
+    bigram_keys: Tensor  # (bigrams,) a buffer, when the config has bigrams
+
     def __init__(self, config: ClassifierConfig) -> None:
         super().__init__()
         check.instance("config", config, ClassifierConfig, "a ClassifierConfig",
@@ -131,21 +151,57 @@ class AttentionClassifier(nn.Module):
         self.config = config
         m = config.d_model
         self.embed = nn.Embedding(config.vocab_size, m, padding_idx=config.pad_id)
-        nn.init.normal_(self.embed.weight, std=m**-0.5)
+        # BERT-style with embed_norm (N(0, 0.02), no scale: the LayerNorm sets it, and Adam's steps stay large
+        # next to the weights); else N(0, 1/M) times sqrt(M), as in the paper, so positions do not drown them
+        std = 0.02 if config.embed_norm else m**-0.5
+        nn.init.normal_(self.embed.weight, std=std)
         with torch.no_grad():
             self.embed.weight[config.pad_id].zero_()
         self.position = PositionalEncoding(config.positional, config.max_length, m)
-        self.scale = math.sqrt(m)  # embeddings times sqrt(M), as in the paper, so positions do not drown them
-        self.drop = nn.Dropout(config.dropout)
+        self.scale = 1.0 if config.embed_norm else math.sqrt(m)
+        self.bigram: nn.Embedding | None = None
+        if config.bigrams:  # row 0: no pair (padding, the last position); row 1: a pair not kept; then the keys
+            self.bigram = nn.Embedding(config.bigrams + 2, m, padding_idx=NO_BIGRAM)
+            nn.init.normal_(self.bigram.weight, std=std)
+            with torch.no_grad():
+                self.bigram.weight[NO_BIGRAM].zero_()
+            # (N,) sorted keys first * vocab_size + second; until set_bigrams(), keys no pair can have
+            self.register_buffer("bigram_keys", torch.arange(config.bigrams, dtype=torch.long)
+                                 + config.vocab_size**2)
+        self.embed_norm = nn.LayerNorm(m) if config.embed_norm else None
+        self.embed_drop = nn.Dropout(config.dropout if config.embed_dropout is None else config.embed_dropout)
+        self.head_drop = nn.Dropout(config.dropout if config.head_dropout is None else config.head_dropout)
         self.encoder = TransformerEncoder(config.encoder(), config.n_layers) if config.n_layers else None
         if config.pooling == "attention":
             self.pool_query = nn.Parameter(torch.randn(m) * m**-0.5)  # (M,) the learned "what matters" query
             self.pool = BahdanauAttention(m, m)
-        self.head = nn.Linear(m, config.n_classes)
+        self.head = nn.Linear(2 * m if config.pooling == "meanmax" else m, config.n_classes)
 
     @classmethod
     def from_config(cls, config: ClassifierConfig) -> AttentionClassifier:
         return cls(config)
+
+    def set_bigrams(self, keys: Tensor) -> None:
+        """Keep the token pairs ``keys`` (``(N,)`` int64, ``first * vocab_size + second``): see count_bigrams."""
+        if self.bigram is None:
+            raise ConfigError("this model has no bigram table (bigrams=0); build it with bigrams=N")
+        n = self.config.bigrams
+        if not isinstance(keys, Tensor) or keys.dtype != torch.long or keys.dim() != 1 or len(keys) > n:
+            raise InputError(f"keys must be a 1-d int64 tensor of at most bigrams={n} pairs, got {check.got(keys)}; "
+                             f"use count_bigrams(ids, {n}, vocab_size)")
+        filler = torch.arange(n - len(keys), dtype=torch.long) + self.config.vocab_size**2  # (n - K,) never match
+        with torch.no_grad():
+            self.bigram_keys.copy_(torch.cat([keys.sort().values, filler]))
+
+    def bigram_ids(self, ids: Tensor) -> Tensor:
+        """``(B, L)`` rows of the bigram table: the pair starting at each position (0 where there is none)."""
+        pad, keys = self.config.pad_id, self.bigram_keys
+        pair = ids[:, :-1] * self.config.vocab_size + ids[:, 1:]  # (B, L-1)
+        where = torch.searchsorted(keys, pair).clamp(max=len(keys) - 1)  # (B, L-1)
+        found = keys[where] == pair
+        rows = torch.where(found, where + 2, torch.full_like(where, UNKNOWN_BIGRAM))  # (B, L-1)
+        rows = rows.masked_fill((ids[:, :-1] == pad) | (ids[:, 1:] == pad), NO_BIGRAM)
+        return torch.cat([rows, torch.full_like(ids[:, :1], NO_BIGRAM)], dim=1)  # (B, L)
 
     def forward(self, ids: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """``ids (B, L)`` integer token ids to ``logits (B, C)``.
@@ -153,6 +209,11 @@ class AttentionClassifier(nn.Module):
         ``key_padding_mask`` ``(B, L)`` bool, True = real token; default ``ids != pad_id``.  A row with no
         real token gets the head's bias as logits (zeros go in), never NaN.
         """
+        x, real = self.encode(ids, key_padding_mask)
+        return self.head(self.head_drop(self._pool(x, real)))  # (B, C)
+
+    def encode(self, ids: Tensor, key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``ids (B, L)`` to the encoder's output states ``(B, L, M)`` and the real-token mask ``(B, L)``."""
         cfg = self.config
         if not isinstance(ids, Tensor) or ids.dtype not in (torch.int32, torch.int64) or ids.dim() != 2:
             raise InputError(f"ids must be a (batch, length) tensor of int64 token ids, got {check.got(ids)}"
@@ -166,17 +227,39 @@ class AttentionClassifier(nn.Module):
                              f"{cfg.max_length}; truncate to max_length={cfg.max_length}")
         real = ids != cfg.pad_id if key_padding_mask is None else check.key_padding(
             key_padding_mask, ids.shape[0], ids.shape[1])  # (B, L)
-        x = self.drop(self.position(self.embed(ids) * self.scale))  # (B, L, M)
+        x = self.embed(ids)  # (B, L, M)
+        if self.bigram is not None:
+            x = x + self.bigram(self.bigram_ids(ids))
+        x = self.position(x * self.scale)
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
+        x = self.embed_drop(x)
         if self.encoder is not None:
             x = self.encoder(x, key_padding_mask=real)  # (B, L, M)
-        return self.head(self.drop(self._pool(x, real)))  # (B, C)
+        return x, real
 
     def _pool(self, x: Tensor, real: Tensor) -> Tensor:  # (B, L, M), (B, L) -> (B, M)
         pooling = self.config.pooling
         if pooling == "cls":
             return x[:, 0]
-        if pooling == "mean":
+        if pooling in ("mean", "meanmax"):
             weights = real.to(x.dtype)[:, :, None]  # (B, L, 1)
-            return (x * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+            mean = (x * weights).sum(1) / weights.sum(1).clamp(min=1.0)  # (B, M)
+            if pooling == "mean":
+                return mean
+            top = x.masked_fill(~real[:, :, None], float("-inf")).amax(1)  # (B, M); -inf on a row with no token
+            return torch.cat([mean, top.masked_fill(~real.any(1)[:, None], 0.0)], dim=-1)  # (B, 2M)
         query = self.pool_query.to(x.dtype).expand(x.shape[0], -1)  # (B, M)
         return self.pool(query, x, key_padding_mask=real)[0]
+
+
+def count_bigrams(ids: Sequence[Sequence[int]], n: int, vocab_size: int, *, min_count: int = 1,
+                  pad_id: int = 0) -> Tensor:
+    """The keys (``first * vocab_size + second``, int64) of the ``n`` most frequent neighbouring token pairs of
+    ``ids`` (the training split's encoded texts) that occur at least ``min_count`` times; ties go to the
+    smaller key, so the choice is deterministic."""
+    counts: Counter[int] = Counter()
+    for row in ids:
+        counts.update(a * vocab_size + b for a, b in itertools.pairwise(row) if a != pad_id and b != pad_id)
+    ranked = sorted((key for key, c in counts.items() if c >= min_count), key=lambda k: (-counts[k], k))
+    return torch.tensor(sorted(ranked[:n]), dtype=torch.long)

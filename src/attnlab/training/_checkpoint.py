@@ -4,7 +4,8 @@ the previous checkpoint is kept too.  Everything is safetensors or JSON: nothing
 
 A checkpoint folder holds ``model.safetensors`` (the weights, config, tokenizer and labels: a model any
 ``--model`` option reads), ``optimizer.safetensors`` (AdamW's moments; its param groups as JSON in the header),
-``rng.safetensors`` (torch's and numpy's generator states), ``tokenizer.json`` and ``state.json`` (position in
+``rng.safetensors`` (torch's and numpy's generator states), ``extra.safetensors`` (more tensors of the run,
+e.g. the moving average of the weights, when it has any), ``tokenizer.json`` and ``state.json`` (position in
 the data, step, schedule, python's RNG state, metrics so far, early-stopping state, the run's config).
 """
 
@@ -29,6 +30,7 @@ __all__ = ["Checkpoint", "latest_checkpoint", "read_checkpoint", "write_checkpoi
 
 FOLDER = "checkpoints"
 LATEST = "latest"
+EXTRA = "extra.safetensors"
 KEEP = 2  # the newest checkpoint and the one before it
 
 
@@ -36,9 +38,11 @@ class Checkpoint:
     """What :func:`read_checkpoint` returns: the model, the optimizer tensors and the run state."""
 
     def __init__(self, folder: Path, model: AttentionClassifier, meta: dict[str, str],
-                 optimizer: dict[str, Any], state: dict[str, Any], rng: dict[str, torch.Tensor]) -> None:
+                 optimizer: dict[str, Any], state: dict[str, Any], rng: dict[str, torch.Tensor],
+                 extra: dict[str, torch.Tensor] | None = None) -> None:
         self.folder, self.model, self.meta, self.optimizer, self.state, self.rng = (
             folder, model, meta, optimizer, state, rng)
+        self.extra = extra or {}
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], str]:
@@ -72,7 +76,8 @@ def restore_rng(rng: dict[str, torch.Tensor], info: dict[str, Any]) -> None:
 
 
 def write_checkpoint(out: Path, step: int, model: AttentionClassifier, meta: dict[str, str],
-                     optimizer: torch.optim.Optimizer, state: dict[str, Any], tokenizer_json: str) -> Path:
+                     optimizer: torch.optim.Optimizer, state: dict[str, Any], tokenizer_json: str,
+                     extra: dict[str, torch.Tensor] | None = None) -> Path:
     """Write checkpoint ``step`` under ``out/checkpoints`` and point ``latest`` at it; drop older ones."""
     from safetensors.torch import save_file
 
@@ -86,6 +91,8 @@ def write_checkpoint(out: Path, step: int, model: AttentionClassifier, meta: dic
         save_file(tensors, str(tmp / "optimizer.safetensors"), metadata={"param_groups": groups})
         rng, rng_info = _rng_state()
         save_file({k: v.contiguous() for k, v in rng.items()}, str(tmp / "rng.safetensors"))
+        if extra:
+            save_file({k: v.detach().cpu().contiguous() for k, v in extra.items()}, str(tmp / EXTRA))
         (tmp / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
         (tmp / "state.json").write_text(json.dumps({**state, "rng": rng_info}), encoding="utf-8")
         for f in tmp.iterdir():  # on disk before the folder is named in `latest`
@@ -130,6 +137,7 @@ def read_checkpoint(folder: Path) -> Checkpoint:
         opt_tensors = load_file(str(opt_path))
         rng = load_file(str(rng_path))
         state = json.loads(state_path.read_text(encoding="utf-8"))
+        extra = load_file(str(folder / EXTRA)) if (folder / EXTRA).exists() else {}
     except Exception as exc:
         raise ModelLoadError(f"the checkpoint {str(folder)!r} is damaged ({type(exc).__name__}: {exc}); "
                              f"delete that folder to resume from the one before it, or start again") from None
@@ -137,7 +145,7 @@ def read_checkpoint(folder: Path) -> Checkpoint:
     for key, value in opt_tensors.items():
         pid, _, slot = key.partition(".")
         slots.setdefault(int(pid), {})[slot] = value
-    return Checkpoint(folder, model, meta, {"state": slots, "param_groups": groups}, state, rng)
+    return Checkpoint(folder, model, meta, {"state": slots, "param_groups": groups}, state, rng, extra)
 
 
 def write_model(path: Path, model: AttentionClassifier, meta: dict[str, str]) -> None:

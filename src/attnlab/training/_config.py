@@ -29,20 +29,36 @@ class TrainConfig:
     max_steps: int = 0  # stop after this many optimizer steps in all; 0 = no limit
     tokenizer: str = "char"  # "char" (Chinese), "char_bigram", "wordpiece" or "bpe" (English)
     vocab_size: int = 8000  # the most tokens the tokenizer learns
-    min_frequency: int = 2  # a token must occur this often in the training split to get an id
+    min_frequency: int = 2  # a token must occur this often in the training split to get an id (a bigram too)
+    label_smoothing: float = 0.0  # cross-entropy against (1 - x) on the label and x spread over all classes
+    ema: float = 0.0  # keep an exponential moving average of the weights (decay, e.g. 0.999): validated,
+    # kept and saved instead of the raw weights; 0 = off
+    fused: bool = False  # AdamW's fused implementation (much faster on CPU with large embedding tables)
+    bucket: bool = False  # batches of texts of similar length (less padding), still shuffled by the seed
+    pretrain_epochs: int = 0  # masked-language pre-training on the training texts before classifying; 0 = off
+    pretrain_lr: float = 0.0  # peak learning rate of the pre-training; 0 = lr
+    mask_rate: float = 0.15  # share of the tokens the pre-training masks and predicts
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "vocab_size", "min_frequency"):
             check.positive_int(name, getattr(self, name))
-        for name in ("patience", "eval_every", "max_steps", "seed"):
+        for name in ("patience", "eval_every", "max_steps", "seed", "pretrain_epochs"):
             check.non_negative_int(name, getattr(self, name))
         check.positive_int("checkpoint_every", self.checkpoint_every)
         check.positive_float("lr", self.lr, fix="e.g. lr=1e-3")
-        for name in ("weight_decay", "clip_norm"):
+        for name in ("weight_decay", "clip_norm", "pretrain_lr"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {check.got(value)}; 0 turns it off")
         check.probability("warmup", self.warmup)
+        check.probability("label_smoothing", self.label_smoothing)
+        if isinstance(self.ema, bool) or not isinstance(self.ema, (int, float)) or not 0 <= self.ema < 1:
+            raise ConfigError(f"ema must be a decay in [0, 1), got {check.got(self.ema)}; e.g. 0.999, or 0 for off")
+        if isinstance(self.mask_rate, bool) or not isinstance(self.mask_rate, (int, float)) or not (
+                0 < self.mask_rate < 1):
+            raise ConfigError(f"mask_rate must lie in (0, 1), got {check.got(self.mask_rate)}; e.g. 0.15")
+        check.boolean("fused", self.fused, "True = fused AdamW")
+        check.boolean("bucket", self.bucket, "True = batches of similar length")
         check.one_of("tokenizer", self.tokenizer, TOKENIZERS)
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,11 +27,12 @@ import torch.nn.functional as F
 
 from ..data import Splits, build_tokenizer, encode, load_data, tokenizer_from_json
 from ..errors import ConfigError, InputError
-from ..models import MODEL_FILE, AttentionClassifier, ClassifierConfig, load_classifier
+from ..models import MODEL_FILE, AttentionClassifier, ClassifierConfig, count_bigrams, load_classifier
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json, write_model
 from ._config import TrainConfig, differing_keys
 from ._distributed import World, world
 from ._plot import plot_curves
+from ._pretrain import pretrain_mlm
 
 __all__ = ["accuracy_stderr", "train_classifier"]
 
@@ -111,6 +112,9 @@ class _Run:
             log(f"truncated {sum(cut.values())} texts longer than max_length={limit} tokens "
                 f"(train {cut['train']}, valid {cut['valid']}, test {cut['test']})")
         self.ids = {k: v.ids for k, v in encoded.items()}
+        if model.config.bigrams:  # the most frequent pairs of the training split (a resume loads the same keys)
+            model.set_bigrams(count_bigrams(self.ids["train"], model.config.bigrams, model.config.vocab_size,
+                                            min_count=config.min_frequency, pad_id=model.config.pad_id))
         self.steps_per_epoch = len(splits.train) // config.batch_size
         total = config.epochs * self.steps_per_epoch
         self.total = min(total, config.max_steps) if config.max_steps else total
@@ -119,7 +123,7 @@ class _Run:
         rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and not n.startswith("embed"))]
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-            lr=config.lr)
+            lr=config.lr, fused=config.fused or None)
         self.net: torch.nn.Module = model
         if w.distributed:
             from torch.nn.parallel import DistributedDataParallel
@@ -127,6 +131,7 @@ class _Run:
             self.net = DistributedDataParallel(model, device_ids=[w.device.index] if w.device.type == "cuda" else None)
         self.state: dict[str, Any] = {"step": 0, "epoch": 0, "in_epoch": 0, "best": None, "best_step": 0, "bad": 0,
                                       "stopped": False, "metrics_bytes": 0, "sums": [0.0, 0.0, 0.0], "rows": []}
+        self.ema = {n: p.detach().clone() for n, p in model.named_parameters()} if config.ema else None
         self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         self._order: tuple[int, list[int]] = (-1, [])
 
@@ -145,6 +150,8 @@ class _Run:
         rng_info = ckpt.state.pop("rng")
         ckpt.state.pop("run", None)
         self.state = ckpt.state
+        if self.ema is not None:
+            self.ema = {n: ckpt.extra[f"ema.{n}"].to(p.device) for n, p in self.model.named_parameters()}
         best_file = self.out / MODEL_FILE
         if self.state["best"] is not None:
             best, _ = load_classifier(best_file)
@@ -160,11 +167,24 @@ class _Run:
 
     # --- the loop ----------------------------------------------------------------------------------
 
+    def pretrain(self) -> None:
+        """Masked-language pre-training on the training texts, then a checkpoint at step 0 (see ``_pretrain``)."""
+        c, w = self.config, self.w
+        info = pretrain_mlm(self.model, self.ids["train"], c, w,
+                            lambda epoch: data_order(self.ids["train"], c.seed * 1_000_003 + 500_000 + epoch,
+                                                     c.batch_size, c.bucket),
+                            lambda seqs: collate(seqs, w.device, self.model.config.pad_id), self.log)
+        self.state["pretrain"] = {k: v for k, v in info.items() if k != "pretrain_cpu_s"}
+        if self.ema is not None:  # the average starts from the pre-trained weights
+            self.ema = {n: p.detach().clone() for n, p in self.model.named_parameters()}
+        self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.checkpoint()
+
     def order(self, epoch: int) -> list[int]:
         """The data order of ``epoch``: fixed by the seed and the epoch alone."""
         if self._order[0] != epoch:
-            g = torch.Generator().manual_seed(self.config.seed * 1_000_003 + epoch)
-            self._order = (epoch, torch.randperm(len(self.ids["train"]), generator=g).tolist())
+            c = self.config
+            self._order = (epoch, data_order(self.ids["train"], c.seed * 1_000_003 + epoch, c.batch_size, c.bucket))
         return self._order[1]
 
     def loop(self) -> dict[str, Any]:
@@ -209,7 +229,8 @@ class _Run:
             ids = collate(seqs, w.device)
             y = torch.tensor([self.splits.train.labels[i] for i in picked], device=w.device)
             logits = self.net(ids)
-            loss = F.cross_entropy(logits.float(), y)  # the mean over this rank's share; DDP averages the ranks
+            # the mean over this rank's share; DDP averages the ranks
+            loss = F.cross_entropy(logits.float(), y, label_smoothing=c.label_smoothing)
             loss.backward()
         except (RuntimeError, MemoryError) as exc:
             error = _memory_error(exc, len(seqs), max(map(len, seqs)), c)
@@ -220,13 +241,40 @@ class _Run:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.clip_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.update_ema(self.state["step"] + 1)
         correct = float((logits.detach().argmax(-1) == y).sum())
         total_loss, total_correct, n = w.all_sum([float(loss.detach()) * len(seqs), correct, float(len(seqs))])
         sums = self.state["sums"]
         sums[0], sums[1], sums[2] = sums[0] + total_loss, sums[1] + total_correct, sums[2] + n
         return total_loss / n, total_correct / n
 
+    @torch.no_grad()
+    def update_ema(self, step: int) -> None:
+        """``ema <- d * ema + (1 - d) * weights`` with ``d = min(ema, (1 + step) / (10 + step))`` (a short start)."""
+        assert self.ema is not None
+        decay = min(self.config.ema, (1 + step) / (10 + step))
+        for name, p in self.model.named_parameters():
+            self.ema[name].lerp_(p.detach(), 1 - decay)
+
+    def swap_ema(self) -> None:
+        """Exchange the live weights and their moving average (twice = back where it was)."""
+        if self.ema is None:
+            return
+        with torch.no_grad():
+            for name, p in self.model.named_parameters():
+                live = p.detach().clone()
+                p.copy_(self.ema[name])
+                self.ema[name] = live
+
     def validate(self, bar: Any) -> None:
+        self.swap_ema()  # validate (and keep) the moving average when there is one
+        try:
+            self._validate(bar)
+        finally:
+            self.swap_ema()
+
+    def _validate(self, bar: Any) -> None:
         st, c = self.state, self.config
         loss, acc, n = evaluate_ids(self.model, self.ids["valid"], self.splits.valid.labels, c.batch_size, self.w)
         s = st["sums"]
@@ -261,8 +309,9 @@ class _Run:
     def checkpoint(self) -> None:
         if self.w.main:
             state = {**self.state, "run": self.run}
+            extra = {f"ema.{n}": t for n, t in self.ema.items()} if self.ema is not None else None
             write_checkpoint(self.out, self.state["step"], self.model, self.meta(), self.optimizer, state,
-                             self.tokenizer_json)
+                             self.tokenizer_json, extra)
         self.w.barrier()
 
     def finish(self) -> dict[str, Any]:
@@ -273,7 +322,7 @@ class _Run:
                                               self.config.batch_size, self.w)
         final = {"test_accuracy": test_acc, "test_stderr": accuracy_stderr(test_acc, n), "test_loss": test_loss,
                  "test_n": n, "valid_accuracy": st["best"], "best_step": st["best_step"], "steps": st["step"],
-                 "early_stopped": st["stopped"], "labels": list(self.splits.label_names)}
+                 "early_stopped": st["stopped"], "labels": list(self.splits.label_names), **st.get("pretrain", {})}
         if self.w.main:
             write_model(self.out / MODEL_FILE, self.model, self.meta(final))
             write_json(self.out / FINAL, final)
@@ -284,6 +333,22 @@ class _Run:
                         f"{final['test_stderr']:.4f} (n={n})")
         self.w.barrier()
         return final
+
+
+def data_order(ids: Sequence[list[int]], seed: int, batch: int, bucket: bool) -> list[int]:
+    """A permutation of ``range(len(ids))`` drawn from ``seed``; with ``bucket``, each run of ``batch`` indices
+    (but the leftover tail) holds texts of similar length: chunks of 50 batches are sorted by length, cut into
+    batches, and the batches shuffled."""
+    g = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(ids), generator=g).tolist()
+    if not bucket:
+        return order
+    chunk = 50 * batch
+    ranked = [i for start in range(0, len(order), chunk)
+              for i in sorted(order[start: start + chunk], key=lambda i: len(ids[i]))]
+    full = len(ranked) // batch
+    batches = [ranked[b * batch: (b + 1) * batch] for b in torch.randperm(full, generator=g).tolist()]
+    return [i for part in batches for i in part] + ranked[full * batch:]
 
 
 def _prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
@@ -338,6 +403,7 @@ def train_classifier(
     Returns:
         The final metrics (``test_accuracy``, ``test_stderr``, ``valid_accuracy``, ``steps``, ...).
     """
+    started = time.perf_counter(), time.process_time()
     config = config if config is not None else TrainConfig()
     options = dict(model or {})
     fixed = sorted(set(options) & {"vocab_size", "n_classes", "max_length"})
@@ -379,15 +445,20 @@ def train_classifier(
             out.mkdir(parents=True, exist_ok=True)
         w.barrier()
         run_ = _Run(out, w, config, run, splits, tokenizer, net, say, progress)
-        if checkpoint is not None:
-            run_.restore(checkpoint)
-        elif w.main:
-            (out / METRICS).write_bytes(b"")
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, {run_.total} steps of "
             f"{config.batch_size} texts on {w.size} process(es), {w.device}")
+        if checkpoint is not None:
+            run_.restore(checkpoint)
+        else:
+            if w.main:
+                (out / METRICS).write_bytes(b"")
+            if config.pretrain_epochs:
+                run_.pretrain()
         final = run_.loop()
         say(f"test accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f} (standard error, "
             f"n={final['test_n']}); best valid accuracy {final['valid_accuracy']:.4f} at step {final['best_step']}")
+        say(f"time: {time.perf_counter() - started[0]:.1f} s wall, {time.process_time() - started[1]:.1f} s CPU "
+            f"(this process, {torch.get_num_threads()} thread(s)), load average {os.getloadavg()[0]:.2f}")
         return final
     finally:
         w.close()

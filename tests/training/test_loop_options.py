@@ -1,0 +1,114 @@
+"""The training options of the snownlp recipe: length buckets, masked-language pre-training, EMA of the weights,
+label smoothing, fused AdamW, bigram embeddings: each does what it says, and a run using them all resumes exactly."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnlab.errors import ConfigError
+from attnlab.training import TrainConfig, train_classifier
+from attnlab.training._loop import data_order
+from attnlab.training._pretrain import mask_tokens
+
+MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.1, "bigrams": 30,
+         "pooling": "meanmax", "embed_norm": True, "positional": "learned"}
+OPTIONS = {"epochs": 2, "batch_size": 16, "lr": 3e-3, "min_frequency": 1, "checkpoint_every": 7, "patience": 0,
+           "eval_every": 38,
+           "label_smoothing": 0.1, "ema": 0.9, "fused": True, "bucket": True, "pretrain_epochs": 2}
+
+
+def test_buckets_are_a_permutation_of_similar_lengths() -> None:
+    ids = [[0] * n for n in torch.randint(1, 60, (203,), generator=torch.Generator().manual_seed(1)).tolist()]
+    order = data_order(ids, 5, 10, bucket=True)
+    assert sorted(order) == list(range(203)) and order == data_order(ids, 5, 10, bucket=True)
+    assert order != data_order(ids, 6, 10, bucket=True)
+    batches = sorted(sorted(len(ids[i]) for i in order[b: b + 10]) for b in range(0, 200, 10))
+    for a, b in itertools.pairwise(batches):  # one chunk here: batches are slices of the sorted lengths
+        assert a[-1] <= b[0]
+    assert data_order(ids, 5, 10, bucket=False) == torch.randperm(203, generator=torch.Generator().manual_seed(5)
+                                                                   ).tolist()
+
+
+def test_masking_hides_real_tokens_only_in_the_80_10_10_split() -> None:
+    ids = torch.randint(3, 50, (200, 64), generator=torch.Generator().manual_seed(0))
+    ids[:, 0], ids[:, 50:] = 2, 0  # [CLS] first, padding at the end
+    inputs, hidden = mask_tokens(ids, 0.15, 50, torch.Generator().manual_seed(1))
+    assert not hidden[:, 0].any() and not hidden[:, 50:].any()
+    assert torch.equal(inputs[~hidden], ids[~hidden])
+    assert 0.13 < hidden[:, 1:50].float().mean() < 0.17
+    unk = (inputs[hidden] == 1).float().mean()
+    kept = (inputs[hidden] == ids[hidden]).float().mean()
+    assert 0.76 < unk < 0.84 and 0.07 < kept < 0.14
+
+
+def test_bad_options() -> None:
+    for bad in ({"ema": 1.0}, {"label_smoothing": -0.1}, {"mask_rate": 0.0}, {"fused": 1}, {"pretrain_epochs": -1},
+                {"pretrain_lr": -1.0}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            TrainConfig(**bad)  # type: ignore[arg-type]
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_run_with_every_option_resumes_exactly(reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    """Pre-training, then EMA + buckets + smoothing + fused AdamW + bigrams; stopped at the one validation
+    (step 38, after the step-35 checkpoint), resumed: the same final metrics and weights as a run that never stopped."""
+    config = TrainConfig(**OPTIONS)  # type: ignore[arg-type]
+    whole = train_classifier(reviews, tmp_path / "whole", model=MODEL, config=config, max_length=24,
+                             log=lambda _: None, progress=False)
+    assert whole["pretrain_losses"][-1] < whole["pretrain_losses"][0]  # the masked-token loss goes down
+
+    def stop_at_validation(line: str) -> None:
+        if "valid loss" in line:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train_classifier(reviews, tmp_path / "cut", model=MODEL, config=config, max_length=24,
+                         log=stop_at_validation, progress=False)
+    assert (tmp_path / "cut" / "checkpoints" / "latest").read_text() == "step-00000035"
+    assert (tmp_path / "cut" / "checkpoints" / "step-00000035" / "extra.safetensors").is_file()  # the EMA
+    resumed = train_classifier(reviews, tmp_path / "cut", model=MODEL, config=config, max_length=24, resume=True,
+                               log=lambda _: None, progress=False)
+    assert resumed == whole
+    a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("whole", "cut"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    keys = a["bigram_keys"]
+    assert len(keys) == 30 and bool((keys[1:] > keys[:-1]).all())  # the 30 kept pairs, sorted
+
+    # what was saved is the moving average of step 38, not the live weights of that step
+    last = tmp_path / "whole" / "checkpoints" / "step-00000038"
+    live, ema = load_file(str(last / "model.safetensors")), load_file(str(last / "extra.safetensors"))
+    assert whole["best_step"] == 38 and not torch.equal(live["head.weight"], a["head.weight"])
+    assert all(torch.equal(ema[f"ema.{k}"], a[k]) for k in ema_names(a, ema))
+
+
+def ema_names(saved: dict[str, torch.Tensor], ema: dict[str, torch.Tensor]) -> list[str]:
+    names = [k for k in saved if f"ema.{k}" in ema]
+    assert len(names) == len(ema) > 5
+    return names
+
+
+def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    from attnlab.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["train", "classify", "--data", str(reviews), "--out", str(out), "--d-model", "12", "--n-heads", "3",
+                 "--n-layers", "1", "--min-frequency", "1", "--batch-size", "16", "--max-steps", "3", "--no-progress",
+                 "--bigrams", "20", "--pooling", "meanmax", "--embed-norm", "--embed-dropout", "0.2",
+                 "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket",
+                 "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2"]) == 0
+    saved = json.loads((out / "config.json").read_text())
+    assert {k: saved["model"][k] for k in ("bigrams", "pooling", "embed_norm", "embed_dropout", "head_dropout")} == {
+        "bigrams": 20, "pooling": "meanmax", "embed_norm": True, "embed_dropout": 0.2, "head_dropout": 0.3}
+    train = saved["train"]
+    assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"], train["pretrain_epochs"],
+            train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, True, 1, 0.002, 0.2)
+    assert len(json.loads((out / "final.json").read_text())["pretrain_losses"]) == 1
