@@ -34,7 +34,7 @@ MODEL_OPTIONS: dict[str, tuple[type, str]] = {
     "n_layers": (int, "encoder layers; 0 = the tutorials' additive-attention pooling model (default 2)"),
     "d_ff": (int, "feed-forward hidden width (default 4 * d_model)"),
     "dropout": (float, "dropout on embeddings, attention, residual branches and the head (default 0.1)"),
-    "positional": (str, "sinusoidal | learned | none (default sinusoidal)"),
+    "positional": (str, "sinusoidal | learned | rotary | none (default sinusoidal)"),
     "pooling": (str, "cls | mean | attention | meanmax (mean and max side by side) (default cls)"),
     "kernel": (str, "attention kernel: dense, memory_efficient, local, linear, performer, ... (default dense)"),
     "bigrams": (int, "also embed the pair starting at each position: the N most frequent pairs of the training "
