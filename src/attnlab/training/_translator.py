@@ -1,0 +1,129 @@
+"""Using a trained translator: load it by bundled name or from a run folder, translate with the alignment."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .._bundled import MODELS, bundled_folder
+from ..errors import InputError, ModelLoadError, TooLongError
+from ._checkpoint import latest_checkpoint
+from ._loop import collate
+
+__all__ = ["Translation", "Translator", "load_translator", "translator_folder"]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One translated text: the output, its tokens on both sides and the alignment ``(T, S)`` between them."""
+
+    source: str
+    text: str
+    source_tokens: list[str]  # S labels: the source's tokens and [EOS]
+    target_tokens: list[str]  # T labels: the generated tokens (no BOS, no EOS)
+    alignment: torch.Tensor  # (T, S) float32: row i is where the model looked while generating token i
+    score: float
+
+
+@dataclass
+class Translator:
+    """A trained translator with its tokenizer; :meth:`translate` runs it."""
+
+    model: nn.Module
+    tokenizer: Any
+    meta: dict[str, str]
+    name: str
+
+    @property
+    def max_length(self) -> int:
+        return int(self.model.config.max_length)  # type: ignore[union-attr]
+
+    @property
+    def run(self) -> dict[str, Any]:
+        return dict(json.loads(self.meta.get("run", "{}")))
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Source ids (EOS appended); an empty text is an InputError, a too long one a TooLongError naming both
+        lengths, and characters the model never saw are mapped to [UNK] with a warning."""
+        for text in texts:
+            if not isinstance(text, str) or not text.strip():
+                raise InputError(f"the text to translate is empty (got {text!r}); give some text")
+            n = len(self.tokenizer.source_tokens(text)) + 1
+            if n > self.max_length:
+                raise TooLongError(f"the input is {n} tokens long (with [EOS]) but the model {self.name!r} takes at "
+                                   f"most {self.max_length}; shorten the text", n_tokens=n, limit=self.max_length)
+            unknown = list(dict.fromkeys(self.tokenizer.unknown_source(text)))
+            if unknown:
+                shown = "".join(unknown[:20]) if all(len(u) == 1 for u in unknown) else " ".join(unknown[:20])
+                warnings.warn(f"{len(unknown)} character(s) or token(s) the model {self.name!r} never saw in "
+                              f"training ({shown!r}) are read as [UNK]; the translation may be wrong", UserWarning,
+                              stacklevel=2)
+        return [list(ids) for ids in self.tokenizer.encode_source(list(texts), self.max_length)]
+
+    @torch.no_grad()
+    def translate(self, texts: Sequence[str], *, beam: int = 1) -> list[Translation]:
+        """Translate ``texts`` (greedy, or beam search with ``beam`` hypotheses), one batch."""
+        ids = self.encode(texts)
+        self.model.eval()
+        pad = int(self.model.config.pad_id)  # type: ignore[union-attr]
+        gen = self.model.generate(collate(ids, torch.device("cpu"), pad), beam=beam)  # type: ignore[operator]
+        out = []
+        for i, text in enumerate(texts):
+            tokens = list(gen.tokens[i])
+            weights = gen.alignment[i].detach().float().cpu()  # (T, S_i)
+            src = [*self.tokenizer.source_tokens(text), "[EOS]"]
+            out.append(Translation(text, self.tokenizer.decode_target(tokens), src[: weights.shape[1]],
+                                   list(self.tokenizer.target_tokens(tokens))[: weights.shape[0]], weights,
+                                   float(gen.scores[i])))
+        return out
+
+
+def translator_folder(model: str | os.PathLike[str]) -> Path:
+    """The folder of a bundled translator's name, a run folder (its best model, else its newest checkpoint) or a
+    model folder itself."""
+    name = str(model)
+    if name in MODELS and not Path(name).exists():
+        kind, target = MODELS[name]
+        folder = bundled_folder(name)
+        if kind != "translator":
+            raise ModelLoadError(f"{name!r} is the bundled {kind}, not a translator; pass dates-zh, tutorial-en-zh "
+                                 f"or the --out folder of `attnlab train translate`")
+        if folder is None:
+            raise ModelLoadError(f"the bundled model {name!r} is not built in this checkout; run `{target}`")
+        return folder
+    path = Path(model)
+    if not path.is_dir():
+        names = " or ".join(n for n, (k, _) in MODELS.items() if k == "translator")
+        raise ModelLoadError(f"no translator at {name!r}; pass {names} or the --out folder of `attnlab train "
+                             f"translate`")
+    if (path / "config.json").is_file() and (path / "model.safetensors").is_file():
+        return path
+    latest = latest_checkpoint(path)
+    if latest is not None:
+        return latest
+    raise ModelLoadError(f"{str(path)!r} holds no translator (no config.json and model.safetensors, no checkpoint); "
+                         f"pass the --out folder of `attnlab train translate`")
+
+
+def load_translator(model: str | os.PathLike[str]) -> Translator:
+    """A :class:`Translator` (CPU, eval mode) from a bundled name (``"dates-zh"``, ``"tutorial-en-zh"``), a run
+    folder, a checkpoint folder or a model folder."""
+    from ..data import PairTokenizer
+    from ..models import load_seq2seq
+
+    folder = translator_folder(model)
+    net, meta = load_seq2seq(folder)
+    try:
+        tokenizer = PairTokenizer.from_json(meta["tokenizer"])
+    except (KeyError, ValueError) as exc:
+        raise ModelLoadError(f"the model at {str(folder)!r} lacks its tokenizer ({exc}); train it again") from None
+    net = net.float().eval()
+    return Translator(net, tokenizer, meta, str(model))
