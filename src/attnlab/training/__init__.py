@@ -4,7 +4,7 @@ runtime for the text classifier and for translators."""
 from ._config import TrainConfig
 from ._loop import accuracy_stderr, lr_at, train_classifier
 from ._translate import ARCHITECTURES, TranslateConfig, build_translator, exact_match, train_translator
-from ._translator import Translation, Translator, load_translator
+from ._translator import Translation, Translator, bundle_translator, load_translator
 from ._use import Classifier, evaluate_model, load_trained
 
 __all__ = [

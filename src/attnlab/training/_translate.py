@@ -96,16 +96,19 @@ class TranslateConfig:
 def load_task(data: str | os.PathLike[str] | PairSplits, options: dict[str, Any] | None = None) -> PairSplits:
     """The splits of ``data``: "dates" / "sentences" (generated; ``options`` are make_dates's / make_sentences's
     keyword arguments, e.g. ``n_train``), a TSV file of pairs, or a :class:`PairSplits` itself."""
-    from ..data import load_pairs, make_dates, make_sentences
+    import importlib
+
+    from ..data import load_pairs
 
     if isinstance(data, PairSplits):
         return data
     options = dict(options or {})
-    makers: dict[str, Callable[..., PairSplits]] = {"dates": make_dates, "sentences": make_sentences}
     spec = str(data)
-    if spec in makers:
+    if spec in ("dates", "sentences"):
+        maker: Callable[..., PairSplits] = getattr(importlib.import_module("attnlab.data"),
+                                                  "make_dates" if spec == "dates" else "make_sentences")
         try:
-            return makers[spec](**options)
+            return maker(**options)
         except TypeError as exc:
             raise ConfigError(f"data_options {sorted(options)} do not fit {spec!r} ({exc}); see "
                               f"attnlab.data.make_{spec}") from None
@@ -188,7 +191,7 @@ def exact_match(model: nn.Module, tokenizer: Any, pairs: Pairs, *, beam: int = 1
     w = w or World(0, 1, torch.device("cpu"))
     limit = max_length or int(model.config.max_length)  # type: ignore[union-attr]
     mine = list(range(w.rank, len(pairs), w.size))
-    ids = tokenizer.encode_source([pairs.source[i] for i in mine], limit)
+    ids = tokenizer.encode_source([pairs.source[i] for i in mine], limit, truncate=True)
     out, _ = decode_ids(model, ids, beam=beam, batch_size=batch_size, device=w.device)
     hits = [tokenizer.decode_target(o) == pairs.target[i] for o, i in zip(out, mine, strict=True)]
     tags = sorted(set(pairs.tag))
@@ -249,11 +252,14 @@ class _Run:
         self.tokenizer, self.model, self.log, self.progress = tokenizer, model, log, progress
         self.tokenizer_json = tokenizer.to_json()
         limit = int(run["max_length"])
-        self.src = {k: tokenizer.encode_source(list(getattr(splits, k).source), limit) for k in ("train", "valid")}
-        self.tgt = {k: tokenizer.encode_target(list(getattr(splits, k).target), limit) for k in ("train", "valid")}
+        self.src = {k: tokenizer.encode_source(list(getattr(splits, k).source), limit, truncate=True)
+                    for k in ("train", "valid")}
+        self.tgt = {k: tokenizer.encode_target(list(getattr(splits, k).target), limit, truncate=True)
+                    for k in ("train", "valid")}
         cut = sum(len(s) >= limit for s in self.src["train"]) + sum(len(t) >= limit for t in self.tgt["train"])
         if cut:
-            log(f"{cut} training sources or targets reach max_length={limit} tokens and may be cut; raise max_length")
+            log(f"{cut} training sources or targets reach max_length={limit} tokens (longer ones were cut); "
+                f"raise max_length if that is many")
         self.valid = splits.valid if not config.eval_size else Pairs(
             splits.valid.source[: config.eval_size], splits.valid.target[: config.eval_size],
             splits.valid.tag[: config.eval_size])

@@ -18,7 +18,7 @@ from ..errors import InputError, ModelLoadError, TooLongError
 from ._checkpoint import latest_checkpoint
 from ._loop import collate
 
-__all__ = ["Translation", "Translator", "load_translator", "translator_folder"]
+__all__ = ["Translation", "Translator", "bundle_translator", "load_translator", "translator_folder"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Translator:
         for text in texts:
             if not isinstance(text, str) or not text.strip():
                 raise InputError(f"the text to translate is empty (got {text!r}); give some text")
-            n = len(self.tokenizer.source_tokens(text)) + 1
+            n = len(self.tokenizer.source_tokens(text))  # [EOS] included
             if n > self.max_length:
                 raise TooLongError(f"the input is {n} tokens long (with [EOS]) but the model {self.name!r} takes at "
                                    f"most {self.max_length}; shorten the text", n_tokens=n, limit=self.max_length)
@@ -79,7 +79,7 @@ class Translator:
         for i, text in enumerate(texts):
             tokens = list(gen.tokens[i])
             weights = gen.alignment[i].detach().float().cpu()  # (T, S_i)
-            src = [*self.tokenizer.source_tokens(text), "[EOS]"]
+            src = self.tokenizer.source_tokens(text)  # [EOS] last
             out.append(Translation(text, self.tokenizer.decode_target(tokens), src[: weights.shape[1]],
                                    list(self.tokenizer.target_tokens(tokens))[: weights.shape[0]], weights,
                                    float(gen.scores[i])))
@@ -127,3 +127,41 @@ def load_translator(model: str | os.PathLike[str]) -> Translator:
         raise ModelLoadError(f"the model at {str(folder)!r} lacks its tokenizer ({exc}); train it again") from None
     net = net.float().eval()
     return Translator(net, tokenizer, meta, str(model))
+
+
+BUNDLE_FILES = ("tokenizer.json", "final.json", "run.json", "train.log", "curves.png")
+
+
+def bundle_translator(run: str | os.PathLike[str], dest: str | os.PathLike[str], *, dtype: str = "float16"
+                      ) -> dict[str, Any]:
+    """Copy the best model of the run folder ``run`` into ``dest`` with its weights stored in ``dtype`` (float16,
+    bfloat16 or float32), with the run's log, final.json and curves; check that the stored weights translate as
+    well: the exact match of the stored model on every test set of final.json goes into ``dest/bundled.json``."""
+    import shutil
+
+    from ..models import load_seq2seq, save_seq2seq
+    from ._translate import exact_match, load_task
+
+    check_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+    if dtype not in check_dtype:
+        raise InputError(f"dtype must be one of {sorted(check_dtype)}, got {dtype!r}")
+    src, dest = Path(run), Path(dest)
+    model, meta = load_seq2seq(src)
+    dest.mkdir(parents=True, exist_ok=True)
+    save_seq2seq(dest, model.to(check_dtype[dtype]), meta)
+    for name in BUNDLE_FILES:
+        if (src / name).is_file():
+            shutil.copyfile(src / name, dest / name)
+    stored = load_translator(dest)
+    final = json.loads((src / "final.json").read_text(encoding="utf-8"))
+    runinfo = json.loads(meta["run"])
+    splits = load_task(runinfo["data"], runinfo.get("data_options"))
+    sets = {"test": splits.test, **splits.extra}
+    report: dict[str, Any] = {"dtype": dtype, "sets": {}}
+    for name, pairs in sets.items():
+        res = exact_match(stored.model, stored.tokenizer, pairs, max_length=int(runinfo["max_length"]))
+        report["sets"][name] = {"stored": res["exact_match"], "float32": final["sets"][name]["exact_match"],
+                                "n": res["n"]}
+    report["bytes"] = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+    (dest / "bundled.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
