@@ -37,6 +37,7 @@ class _LastCall:
     shape: tuple[int, int, int, int]  # (B, H, L, S)
     step: int | None
     record: AttentionRecord | None  # the record made of it; None when the filters dropped it
+    n_self: int = 0  # how many self or causal calls the recorder had seen when this call came
 
 
 class Recorder:
@@ -49,7 +50,8 @@ class Recorder:
       and this call has fewer queries than keys and exactly that many keys more (``L < S`` and
       ``S == S_prev + L``: the cache grew by the new positions);
     * a cross call is a step when the same module's previous call had the same batch, heads and keys
-      (the same encoder memory) and the last self or causal call before it was a step.
+      (the same encoder memory) and the last self or causal call before it was a step, or no self or
+      causal call came in between (a recurrent decoder: its attention is the only one, once per token).
 
     The previous call becomes step 0 (the prefill) if it was not a step yet; a step takes its layer.
     """
@@ -64,6 +66,7 @@ class Recorder:
         self._count = dict.fromkeys(KINDS, 0)
         self._last: dict[str, _LastCall] = {}
         self._decoding = False  # whether the last self or causal call was a decoding step
+        self._n_self = 0  # self or causal calls seen so far
 
     def wants(self, name: str, kind: Kind) -> bool:
         return (self.kinds is None or kind in self.kinds) and (self.names is None or any(s in name for s in self.names))
@@ -74,7 +77,8 @@ class Recorder:
             return None
         _, _, lq, lk = shape
         grew = lq < lk and lk == prev.shape[3] + lq  # self/causal: the cache grew by the new queries
-        is_step = (self._decoding and prev.shape[3] == lk) if kind == "cross" else grew
+        only_attention = prev.n_self == self._n_self  # nothing else attended since this module's last call
+        is_step = ((self._decoding or only_attention) and prev.shape[3] == lk) if kind == "cross" else grew
         return (0 if prev.step is None else prev.step) + 1 if is_step else None
 
     def add(
@@ -95,7 +99,8 @@ class Recorder:
         step = self._step_of(kind, (b, h, lq, lk), prev)
         if kind != "cross":
             self._decoding = step is not None
-        call = _LastCall(kind, (b, h, lq, lk), step, None)
+            self._n_self += 1
+        call = _LastCall(kind, (b, h, lq, lk), step, None, self._n_self)
         self._last[name] = call
         if not self.wants(name, kind):
             return

@@ -1,6 +1,7 @@
 """Score functions: how well each query matches each key, before the softmax.
 
-All return ``(..., L, S)`` scores for queries ``(..., L, Eq)`` and keys ``(..., S, Ek)``.
+All return ``(..., L, S)`` scores for queries ``(..., L, Eq)`` and keys ``(..., S, Ek)`` (Luong's
+*location* score looks at the query alone and takes the number of keys ``S`` instead of the keys).
 The layers (:class:`attnlab.LuongAttention`, :class:`attnlab.BahdanauAttention`, multi-head
 attention) feed these to :func:`attnlab.functional.masked_softmax`.
 """
@@ -14,7 +15,7 @@ from torch import Tensor
 
 from ..errors import ShapeError
 
-__all__ = ["additive", "dot", "general", "scaled_dot"]
+__all__ = ["additive", "dot", "general", "location", "scaled_dot"]
 
 
 def _need_last(name: str, t: Tensor, size: int, what: str) -> None:
@@ -64,3 +65,21 @@ def additive(q: Tensor, k: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor, bias: Te
     pk = torch.matmul(k, w_k.t()).unsqueeze(-3)  # (..., 1, S, A)
     h = pq + pk if bias is None else pq + pk + bias  # (..., L, S, A)
     return torch.matmul(torch.tanh(h), v)  # (..., L, S)
+
+
+def location(q: Tensor, weight: Tensor, k_len: int) -> Tensor:
+    """Luong's *location* score (Luong et al., 2015, section 3.1): ``a_t = softmax(W_a h_t)``.
+
+    The query alone is scored, once per source *position*: ``weight`` is ``(S_max, Eq)``, one row per
+    position up to the longest source it was built for, and the scores of a source of ``k_len <= S_max``
+    positions are the first ``k_len`` entries of ``W_a q``: ``(..., L, k_len)``.
+    """
+    if weight.ndim != 2:
+        raise ShapeError(f"weight must be (max_source_length, Eq), got shape {tuple(weight.shape)}")
+    _need_last("q", q, weight.shape[1], "weight.shape[1]")
+    if k_len > weight.shape[0]:
+        raise ShapeError(
+            f"the location score knows {weight.shape[0]} source positions (weight has {weight.shape[0]} rows) but "
+            f"the source has {k_len}; shorten the source or build the layer with a larger max_length"
+        )
+    return torch.matmul(q, weight[:k_len].t())  # (..., L, S)

@@ -2,8 +2,10 @@
 
 Letters: B batch, S source length, Eq query (decoder state) size, Ek key size, Ev value size,
 A attention size of the additive score.  Bahdanau et al. (2015) score the previous decoder state with
-an additive network; Luong et al. (2015) the current one with *dot*, *general* (bilinear) or *concat*
-(the same additive network).  Both return a context vector and the weights over the source.
+an additive network; Luong et al. (2015) the current one with *dot*, *general* (bilinear), *concat*
+(the same additive network) or *location* (``W_a h_t``: one score per source position from the query
+alone, so it needs the longest source it will see, ``max_length``).  Both return a context vector and
+the weights over the source.
 """
 
 from __future__ import annotations
@@ -24,24 +26,33 @@ from ._hook import AttentionHook
 
 __all__ = ["BahdanauAttention", "LuongAttention", "RecurrentAttentionConfig"]
 
-SCORES = ("dot", "general", "concat", "additive")
+SCORES = ("dot", "general", "concat", "location", "additive")
 
 
 @dataclass(frozen=True)
 class RecurrentAttentionConfig:
-    """Sizes and score of a single-query attention (Bahdanau ``additive``, Luong ``dot``/``general``/``concat``);
+    """Sizes and score of a single-query attention (Bahdanau ``additive``, Luong ``dot``/``general``/``concat``/
+    ``location``);
     :class:`LuongAttention` takes exactly these, :class:`BahdanauAttention` these with ``score="additive"``."""
 
     d_query: int  # decoder state size Eq
     d_key: int  # encoder state size Ek
     score: str = "dot"  # how a query and a key are compared
     d_attn: int | None = None  # hidden size A of the additive/concat score (None: d_query); unused otherwise
+    max_length: int | None = None  # score="location" only: the most source positions it scores (rows of W_a)
 
     def __post_init__(self) -> None:
         check.positive_int("d_query", self.d_query)
         check.positive_int("d_key", self.d_key)
         check.one_of("score", self.score, SCORES)
         check.positive_int("d_attn", self.d_attn, optional=True)
+        check.positive_int("max_length", self.max_length, optional=True)
+        if (self.score == "location") != (self.max_length is not None):
+            raise ConfigError(
+                f"max_length goes with score='location' (one score per source position, up to max_length) and "
+                f"only with it, got score={self.score!r}, max_length={self.max_length}; "
+                + ("pass max_length=the longest source" if self.score == "location" else "leave max_length=None")
+            )
         if self.score == "dot" and self.d_query != self.d_key:
             raise ConfigError(
                 f"score='dot' compares the query and the key directly, so d_query and d_key must be equal, "
@@ -82,6 +93,10 @@ class _SingleQueryAttention(Configured, nn.Module):
         elif config.score == "general":  # q^T W k
             self.weight = nn.Parameter(torch.empty(config.d_query, config.d_key))
             _uniform(self.weight, config.d_key)
+        elif config.score == "location":  # W_a q, one row per source position
+            assert config.max_length is not None  # __post_init__ requires it
+            self.weight = nn.Parameter(torch.empty(config.max_length, config.d_query))
+            _uniform(self.weight, config.d_query)
         self.attn_hook = AttentionHook()
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
@@ -91,6 +106,8 @@ class _SingleQueryAttention(Configured, nn.Module):
             return scores.dot(query, keys)
         if name == "general":
             return scores.general(query, keys, self.weight)
+        if name == "location":
+            return scores.location(query, self.weight, keys.shape[-2])
         return scores.additive(query, keys, self.w_query, self.w_key, self.v)
 
     def forward(
@@ -150,8 +167,10 @@ class LuongAttention(_SingleQueryAttention):
     r"""Multiplicative attention (Luong et al., 2015).
 
     ``score="dot"``: ``q . k`` (needs ``d_query == d_key``); ``"general"``: ``q^T W k``;
-    ``"concat"``: ``v^T tanh(W [q; k])`` with hidden size ``d_attn`` (default ``d_query``).
-    ``LuongAttention(d_query, d_key, score="dot", d_attn=None)`` takes the fields of
+    ``"concat"``: ``v^T tanh(W [q; k])`` with hidden size ``d_attn`` (default ``d_query``);
+    ``"location"``: ``W_a q``, one score per source position whatever the keys hold (the keys are still the
+    values), for sources of at most ``max_length`` positions.
+    ``LuongAttention(d_query, d_key, score="dot", d_attn=None, max_length=None)`` takes the fields of
     :class:`RecurrentAttentionConfig`, in that order.
     """
 
