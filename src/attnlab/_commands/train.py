@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +254,7 @@ def run_translate(args: argparse.Namespace) -> int:
         args.data or file.get("data", "dates"), args.out, arch=args.arch or file.get("arch", "bahdanau"),
         model=model, config=config, max_length=args.max_length or int(file.get("max_length", 64)),
         data_options=data_options, resume=args.resume, device=args.device, progress=not args.no_progress)
-    print(f"test exact match {final['test_exact_match']:.4f} ± {final['test_stderr']:.4f}; wrote the run to "
-          f"{args.out}/: model.safetensors, config.json, final.json, metrics.jsonl, curves.png, checkpoints/")
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 alone speaks
+        print(f"test exact match {final['test_exact_match']:.4f} ± {final['test_stderr']:.4f}; wrote the run to "
+              f"{args.out}/: model.safetensors, config.json, final.json, metrics.jsonl, curves.png, checkpoints/")
     return 0
