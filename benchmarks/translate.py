@@ -140,12 +140,13 @@ def table(results: dict[str, Any]) -> str:
              "of 64, fastest of 3 interleaved repeats.", "",
              "| task | model | params | test | extra set | train CPU min | train wall s (load) | steps | greedy sent/s "
              "| beam=4 sent/s |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for key, r in results.items():
+    for r in results.values():
         extra_name = TASKS[r["task"]][1]
         extra = r["sets"].get(extra_name)
         lines.append(f"| {r['task']} | {r['arch']} | {r['parameters']:,} | {_pct(r['sets']['test'])} | "
                      f"{extra_name}: {_pct(extra) if extra else '-'} | {r['train_cpu_s'] / 60:.2f} | "
-                     f"{r['train_wall_s']:.0f} ({r['load_average'][0]:.1f}-{r['load_average'][1]:.1f}) | {r['steps']} | "
+                     f"{r['train_wall_s']:.0f} ({r['load_average'][0]:.1f}-{r['load_average'][1]:.1f}) | "
+                     f"{r['steps']} | "
                      f"{r['speed']['greedy']:.0f} | {r['speed']['beam4']:.0f} |")
     for task in TASKS:
         rows = [r for r in results.values() if r["task"] == task]

@@ -143,7 +143,12 @@ def build_translator(arch: str, options: dict[str, Any], src_vocab: int, tgt_voc
 def _save_model(folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
     from ..models import save_seq2seq
 
-    save_seq2seq(folder, model, meta)
+    save_seq2seq(folder, model, meta)  # type: ignore[arg-type]
+
+
+def model_config(model: nn.Module) -> Any:
+    """The config of a Seq2Seq or TransformerSeq2Seq (DDP's wrapper unwrapped)."""
+    return getattr(model, "module", model).config
 
 
 def _load_model(folder: Path) -> tuple[nn.Module, dict[str, str]]:
@@ -167,7 +172,7 @@ def decode_ids(model: nn.Module, ids: Sequence[list[int]], *, beam: int = 1, bat
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     tokens: list[list[int]] = [[] for _ in ids]
     maps: list[torch.Tensor] = [torch.empty(0) for _ in ids]
-    pad = int(model.config.pad_id)  # type: ignore[union-attr]
+    pad = int(model_config(model).pad_id)
     for start in range(0, len(order), batch_size):
         part = order[start: start + batch_size]
         gen = model.generate(collate([ids[i] for i in part], device, pad), beam=beam)  # type: ignore[operator]
@@ -189,7 +194,7 @@ def exact_match(model: nn.Module, tokenizer: Any, pairs: Pairs, *, beam: int = 1
     """Exact match of the decoded translations against ``pairs.target``, with its standard error, per tag, and the
     first wrong translations; under DDP each rank decodes its share and the counts are summed."""
     w = w or World(0, 1, torch.device("cpu"))
-    limit = max_length or int(model.config.max_length)  # type: ignore[union-attr]
+    limit = max_length or int(model_config(model).max_length)
     mine = list(range(w.rank, len(pairs), w.size))
     ids = tokenizer.encode_source([pairs.source[i] for i in mine], limit, truncate=True)
     out, _ = decode_ids(model, ids, beam=beam, batch_size=batch_size, device=w.device)
@@ -211,7 +216,7 @@ def exact_match(model: nn.Module, tokenizer: Any, pairs: Pairs, *, beam: int = 1
 def _teacher_loss(model: nn.Module, src: list[list[int]], tgt: list[list[int]], device: torch.device,
                   smoothing: float) -> tuple[torch.Tensor, int, int, torch.Tensor]:
     """``(summed token loss, correct tokens, tokens, logits)`` of a teacher-forced pass over one batch."""
-    pad = int(model.config.pad_id) if hasattr(model, "config") else 0  # type: ignore[union-attr]
+    pad = int(model_config(model).pad_id)
     x = collate(src, device, pad)  # (B, S)
     y = collate(tgt, device, pad)  # (B, T + 1): BOS ... EOS
     y_in, y_out = y[:, :-1], y[:, 1:]  # (B, T) each

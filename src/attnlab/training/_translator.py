@@ -17,6 +17,7 @@ from .._bundled import MODELS, bundled_folder
 from ..errors import InputError, ModelLoadError, TooLongError
 from ._checkpoint import latest_checkpoint
 from ._loop import collate
+from ._translate import model_config
 
 __all__ = ["Translation", "Translator", "bundle_translator", "load_translator", "translator_folder"]
 
@@ -44,7 +45,7 @@ class Translator:
 
     @property
     def max_length(self) -> int:
-        return int(self.model.config.max_length)  # type: ignore[union-attr]
+        return int(model_config(self.model).max_length)
 
     @property
     def run(self) -> dict[str, Any]:
@@ -73,7 +74,7 @@ class Translator:
         """Translate ``texts`` (greedy, or beam search with ``beam`` hypotheses), one batch."""
         ids = self.encode(texts)
         self.model.eval()
-        pad = int(self.model.config.pad_id)  # type: ignore[union-attr]
+        pad = int(model_config(self.model).pad_id)
         gen = self.model.generate(collate(ids, torch.device("cpu"), pad), beam=beam)  # type: ignore[operator]
         out = []
         for i, text in enumerate(texts):
