@@ -7,7 +7,8 @@ does, so a model never has to compute one.  Formats kept per locale: CLDR's ``fu
 and a numeric format (``short`` or ``medium``) only when every CLDR locale that writes numeric dates that way
 reads it as the same date: the year in four digits (``"05.03.21"`` is 1921 or 2021 here) and day/month order
 fixed by the separator (``"05/03/2021"`` is 5 March in en_GB and May 3 in en_US, so day-first slashes are left
-out; ``.`` and ``-`` are day-first in every CLDR locale, and year-first dates are year-month-day everywhere).
+out; every CLDR locale writing ``.`` or ``-`` puts the day before the month, and a year first is followed by
+the month everywhere).
 
 Odd whitespace (U+202F after ru_RU's year, U+00A0 in other locales) is mapped to a plain space and runs of
 spaces collapsed, because a person typing a date types plain spaces and the tokenizer then sees one kind.
@@ -64,15 +65,16 @@ def is_numeric(pattern: str) -> bool:
 
 def numeric_is_unambiguous(pattern: str) -> bool:
     """Whether a numeric pattern is read as one date by every CLDR locale: a four-digit year (``y``, not ``yy``)
-    and either year first (year-month-day in every locale) or a separator other than ``/`` between day and
-    month (``.`` and ``-`` are day-first in every CLDR locale; ``/`` is day-first in en_GB, month-first in en_US).
+    and either year first (year-month-day in every locale) or the day before the month with a separator other
+    than ``/`` (every CLDR locale writing ``.`` or ``-`` puts the day first; ``/`` is day-first in en_GB and
+    month-first in en_US).  ``tests/data/test_dates.py`` checks the kept ones against every CLDR pattern.
     """
-    fields = [f for f in _fields(pattern) if f[0] in "yMLd"]
-    if any(f[0] == "y" and len(f) == 2 for f in fields):
+    order = "".join("M" if f[0] == "L" else f[0] for f in _fields(pattern) if f[0] in "yMLd")
+    if any(f[0] == "y" and len(f) == 2 for f in _fields(pattern)) or sorted(order) != ["M", "d", "y"]:
         return False
-    if fields and fields[0][0] == "y":
+    if order.startswith("y"):
         return True
-    return "/" not in _QUOTED.sub("", pattern)
+    return order.index("d") < order.index("M") and "/" not in _QUOTED.sub("", pattern)
 
 
 @cache

@@ -182,7 +182,14 @@ class PairTokenizer:
     def source_spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` character offsets in ``text`` of each source id, ``(len(text), len(text))`` for the
         final ``[EOS]``: ``text[start:end]`` is what the token read."""
-        return [(int(a), int(b)) for a, b in self.source.encode(text).offsets] + [(len(text), len(text))]
+        enc = self.source.encode(text)
+        spans, end = [], 0
+        for token, (a, b) in zip(enc.tokens, enc.offsets, strict=True):
+            while token == SPACE and a > end and text[a - 1].isspace():  # a run of spaces read as one: all of it
+                a -= 1
+            spans.append((int(a), int(b)))
+            end = b
+        return [*spans, (len(text), len(text))]
 
     def unknown_source(self, text: str) -> list[str]:
         """The pieces of ``text`` the source vocabulary does not know (each read as ``[UNK]``), in order."""
