@@ -186,15 +186,16 @@ def beam_search(
         for i, j in finish.nonzero().tolist():
             if done[i]:
                 continue
+            finished[i] += 1
+            norm = float(top[i, j]) / length_penalty(t + 1, alpha)
+            kept = best[i]
+            if kept is not None and norm <= kept.normalised:
+                continue
             r = i * k + int(parent[i, j])
             ended = bool(is_eos[i, j])
             seq = history[r].tolist() + ([] if ended else [int(token[i, j])])
             rows_ = align[r] if ended else torch.cat([align[r], w[r][None]], dim=0)  # (T, S) EOS row dropped
-            norm = float(top[i, j]) / length_penalty(t + 1, alpha)
-            finished[i] += 1
-            kept = best[i]
-            if kept is None or norm > kept.normalised:
-                best[i] = _Best(norm, float(top[i, j]), seq, rows_[:, : int(src_len[i])].float().cpu())
+            best[i] = _Best(norm, float(top[i, j]), seq, rows_[:, : int(src_len[i])].float().cpu())
         if last:
             break
         order = torch.argsort(is_eos.to(torch.uint8), dim=1, stable=True)[:, :k]  # (B, K) non-EOS first, best first

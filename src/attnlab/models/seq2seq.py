@@ -16,9 +16,9 @@ start the decoder, a GRU cell that attends over the encoder states once per targ
   ``h~_t = tanh(W_c [c_t; s_t])`` makes the output.  Feeding ``h~_{t-1}`` back in is *input feeding* (Luong's
   section 3.3; ``input_feeding=False`` feeds ``y_{t-1}`` alone).
 
-:class:`TransformerSeq2Seq` is Vaswani et al. (2017) from attnlab's pre-norm encoder and decoder layers (any
-registered kernel), sinusoidal positions, embeddings times ``sqrt(M)``.  It decodes with a key/value cache per
-decoder layer, so each step projects only the new token.
+:class:`TransformerSeq2Seq` is Vaswani et al. (2017) from attnlab's pre-norm encoder and decoder layers (the
+encoder with any registered kernel, the decoder dense), sinusoidal positions, embeddings times ``sqrt(M)``.
+It decodes with a key/value cache per decoder layer, so each step projects only the new token.
 
 Both take right-padded ``src (B, S)`` and ``tgt_in (B, T)`` (BOS first) and return logits ``(B, T, V)``; the source
 padding (``pad_id``) is always masked.  ``generate`` decodes greedily or with beam search (see :mod:`._decode`).
@@ -38,6 +38,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .. import _validate as check
 from ..errors import ConfigError, InputError, TooLongError
+from ..functional import get_kernel
 from ..layers import (
     AttentionHook,
     BahdanauAttention,
@@ -114,7 +115,15 @@ class Seq2SeqConfig:
 
 @dataclass(frozen=True)
 class TransformerSeq2SeqConfig:
-    """Everything that decides a :class:`TransformerSeq2Seq` (its constructor takes exactly this)."""
+    """Everything that decides a :class:`TransformerSeq2Seq` (its constructor takes exactly this).
+
+    ``kernel`` is the encoder's attention kernel: the source is read in one pass, where a kernel's savings are.
+    The decoder's attention is always ``dense``: it runs one token at a time against its key/value cache (where
+    no kernel saves anything), its self-attention is causal and its cross-attention weights are the alignment,
+    which the kernels that never build weights (``memory_efficient``, ``linear``, ...) could not give, and which
+    ``efficient`` (no causal form) and ``lsh`` (self-attention only) could not compute.  The kernels without
+    weights take no attention dropout: use ``dropout=0.0`` with them.
+    """
 
     src_vocab: int  # rows of the source embedding
     tgt_vocab: int  # rows of the target embedding and outputs of the projection
@@ -124,7 +133,7 @@ class TransformerSeq2SeqConfig:
     n_decoder_layers: int = 2  # decoder layers
     d_ff: int | None = None  # hidden width of the feed-forward networks; None = 4 * d_model
     dropout: float = 0.1  # on embeddings, attention weights and residual branches
-    kernel: str = "dense"  # the attention kernel of every layer (attnlab.functional.KERNELS)
+    kernel: str = "dense"  # the encoder layers' attention kernel (attnlab.functional.KERNELS); the decoder: dense
     max_length: int = 64  # the most source or target tokens (rows of the position table)
     pad_id: int = 0  # padding, on both sides: masked in the source, never generated
     bos_id: int = 2  # the first decoder input
@@ -134,17 +143,33 @@ class TransformerSeq2SeqConfig:
         _check_ids(self, self.src_vocab, self.tgt_vocab)
         check.positive_int("n_encoder_layers", self.n_encoder_layers)
         check.positive_int("n_decoder_layers", self.n_decoder_layers)
-        self.layers()  # d_model, n_heads, d_ff, dropout and kernel are checked there
+        self.encoder_layers()  # d_model, n_heads, d_ff, dropout and kernel are checked there
+        _check_kernel_dropout(self.kernel, self.dropout)
 
-    def layers(self) -> TransformerConfig:
-        """The config of every encoder and decoder layer (pre-norm)."""
+    def encoder_layers(self, kernel: str | None = None) -> TransformerConfig:
+        """The config of every encoder layer (pre-norm); of every decoder layer with ``kernel="dense"``."""
         d_ff = self.d_ff if self.d_ff is not None else 4 * self.d_model
         return TransformerConfig(self.d_model, self.n_heads, d_ff, dropout=self.dropout, norm_first=True,
-                                 kernel=self.kernel)
+                                 kernel=self.kernel if kernel is None else kernel)
+
+    def decoder_layers(self) -> TransformerConfig:
+        """The config of every decoder layer: dense attention (see the class docstring)."""
+        return self.encoder_layers("dense")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (``TransformerSeq2SeqConfig(**d)`` rebuilds it)."""
         return asdict(self)
+
+
+def _check_kernel_dropout(kernel: str, dropout: float) -> None:
+    """A kernel that never builds the weights refuses attention dropout when called: say so at config time."""
+    if dropout == 0.0:
+        return
+    x = torch.zeros(1, 1, 2, 2)  # (B, H, L, D): the smallest call that reaches the kernel's dropout check
+    try:
+        get_kernel(kernel)(x, x, x, dropout=dropout, return_weights=False)
+    except ConfigError as exc:
+        raise ConfigError(f"TransformerSeq2SeqConfig(kernel={kernel!r}, dropout={dropout}): {exc}") from None
 
 
 # --- what both models share -------------------------------------------------------------------------
@@ -342,8 +367,8 @@ class TransformerSeq2Seq(_Translator):
         self.register_buffer("position", sinusoids(config.max_length, m), persistent=False)  # (L_max, M)
         self.scale = math.sqrt(m)  # embeddings times sqrt(M), as in the paper
         self.drop = nn.Dropout(config.dropout)
-        self.encoder = TransformerEncoder(config.layers(), config.n_encoder_layers)
-        self.decoder = TransformerDecoder(config.layers(), config.n_decoder_layers)
+        self.encoder = TransformerEncoder(config.encoder_layers(), config.n_encoder_layers)
+        self.decoder = TransformerDecoder(config.decoder_layers(), config.n_decoder_layers)
         self.out = nn.Linear(m, config.tgt_vocab)
 
     def _embed(self, table: nn.Embedding, ids: Tensor, start: int) -> Tensor:
