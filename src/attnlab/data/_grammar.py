@@ -11,9 +11,9 @@ an exact translation under the grammar's rules (docs/grammar.md lists them with 
 * adjectives and relative clauses go before the noun (大狗, 猫看见的狗, 看见狗的猫);
 * yes/no questions end in 吗 with no inversion;
 * aspect: a past eventive verb takes 了 (猫看见了狗, 狗跑了), never in relative clauses, negations, stative
-  verbs or after a posture verb's 在-phrase; in a past question it moves to the end (猫看见狗了吗？) unless the
-  object is counted (女孩买了三本书吗？); negation is 没有 in the past, 不 in the present and for statives,
-  and 有's negation is always 没有.
+  verbs or an intransitive clause with a 在-phrase (猫坐在垫子上, 狗在花园里玩); in a past question it moves to
+  the end (猫看见狗了吗？, 猫坐在垫子上了吗？) unless the object is counted (女孩买了三本书吗？);
+  negation is 没有 in the past, 不 in the present and for statives, and 有's negation is always 没有.
 
 :func:`make_sentences` draws train/valid/test from one distribution (deduplicated by the English sentence, so
 disjoint) and a compositional test set of what training never shows: held-out (verb, object) pairs and
@@ -23,7 +23,7 @@ relative clauses nested two deep.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,6 +55,7 @@ TUTORIAL_PAIR = ("The cat sat on the mat.", "猫坐在垫子上。")
 MAX_PAIRS = 200_000  # train + valid + test; the grammar holds far more sentences, but draws repeat more and more
 
 Tense = Literal["past", "present"]
+Det = Literal["the", "a", "num", "name"]
 
 _NOUN = {n.en: n for n in NOUNS}
 _HELD_OUT = frozenset(HELD_OUT)
@@ -69,7 +70,7 @@ class NP:
     """A noun phrase: "the cat", "three big dogs", "an umbrella", "Tom", "the dog that the cat saw"."""
 
     head: Noun | Name
-    det: Literal["the", "a", "num", "name"] = "the"
+    det: Det = "the"
     count: int = 1  # 2..10 with det "num"
     adj: Adjective | None = None
     rel: Clause | None = None  # a relative clause with a gap that this NP fills
@@ -309,8 +310,9 @@ class _Sampler:
         fits = [a for a in ADJECTIVES if isinstance(head, Noun) and head.kind in a.zh]
         return self.rng.choice(fits) if fits else None
 
-    def np(self, heads: list[Noun | Name], *, det: str = "the", adj: bool = False, avoid: tuple[str, ...] = ()) -> NP:
-        choices = [h for h in heads if h.en not in avoid] or heads
+    def np(self, heads: Sequence[Noun | Name], *, det: Det = "the", adj: bool = False,
+           avoid: tuple[str, ...] = ()) -> NP:
+        choices = [h for h in heads if h.en not in avoid] or list(heads)
         if det != "the" or adj:  # names take no numeral, article or adjective
             choices = [h for h in choices if isinstance(h, Noun)] or choices
         head = self.rng.choice(choices)
@@ -319,7 +321,7 @@ class _Sampler:
         adjective = self.adjective(head) if adj else None
         if det == "num":
             return NP(head, "num", self.rng.randint(2, 10), adjective)
-        return NP(head, det, 1, adjective)  # type: ignore[arg-type]
+        return NP(head, det, 1, adjective)
 
     def object_np(self, verb: Verb, **kw) -> NP:
         """An object for ``verb``: the forced held-out noun if one is pending, never another held-out one."""
@@ -344,7 +346,7 @@ class _Sampler:
 
     # relative clauses --------------------------------------------------------------------------------------
 
-    def relative_np(self, heads: list[Noun | Name]) -> NP:
+    def relative_np(self, heads: Sequence[Noun | Name]) -> NP:
         """ "the dog that the cat saw" / "the cat that saw the dog" / "the cat that sat on the mat"."""
         nouns = [h for h in heads if isinstance(h, Noun)]
         agents = [n for n in nouns if n.kind in _AGENTS]
@@ -368,7 +370,7 @@ class _Sampler:
                 self.nest = False
                 fits = [o for o in _OBJECTS[verb.base] if isinstance(o, Noun) and o.en != head.en
                         and o.en in _OBJECT_OK[verb.base]]
-                obj = self.relative_np(fits)  # type: ignore[arg-type]
+                obj = self.relative_np(fits)
             else:
                 obj = self.object_np(verb, avoid=(head.en,))
             return NP(head, rel=Clause(None, verb, obj, tense=self.tense(verb), gap="subject"))
@@ -384,7 +386,7 @@ class _Sampler:
 
     # clauses -----------------------------------------------------------------------------------------------
 
-    def transitive(self, *, verbs: list[Verb] | None = None, subj_det: str = "the", obj_det: str = "the",
+    def transitive(self, *, verbs: list[Verb] | None = None, subj_det: Det = "the", obj_det: Det = "the",
                    adj: tuple[bool, bool] = (False, False), rel: str = "", loc: bool = False,
                    time: bool = False, neg: bool = False, question: bool = False) -> Clause:
         verb = self.transitive_verb(verbs or _TRANSITIVE)
@@ -399,14 +401,14 @@ class _Sampler:
                     and self._object_ok(verb, o.en)]
             if forced:  # the held-out noun heads the relative clause: "found the key that the girl bought"
                 self.force = None
-            obj = self.relative_np(fits)  # type: ignore[arg-type]
+            obj = self.relative_np(fits)
         else:
             obj = self.object_np(verb, det=obj_det, adj=adj[1], avoid=(subj.head.en,))
         place = self.location(verb, avoid=(subj.head.en, obj.head.en)) if loc else None
         when = self.time_for(tense) if time else None
         return Clause(subj, verb, obj, place, when, tense, neg, question)
 
-    def intransitive(self, *, loc: bool, subj_det: str = "the", adj: bool = False, rel: bool = False,
+    def intransitive(self, *, loc: bool, subj_det: Det = "the", adj: bool = False, rel: bool = False,
                      time: bool = False, neg: bool = False, question: bool = False) -> Clause:
         verb = self.rng.choice(_LOCATIVE if loc else _INTRANSITIVE)
         tense = self.tense(verb)
@@ -434,24 +436,49 @@ class _Sampler:
         return self.intransitive(loc=roll < 0.85, **kw)
 
 
+def _locative(s: _Sampler) -> Clause:
+    if s.chance(0.7):
+        return s.intransitive(loc=True)  # "The cat sat on the mat." / "The dog played in the garden."
+    return s.transitive(verbs=_TRANSITIVE_LOC, loc=True)  # "The boy read the book in the garden."
 
 
-# Each construction: a weight and how to build one.  Tag = the construction's name.
+def _measure(s: _Sampler) -> Clause:
+    roll = s.rng.random()
+    if roll < 0.7:
+        return s.transitive(obj_det=s.rng.choice(("a", "num", "num")))  # "The girl bought three books."
+    if roll < 0.88:
+        return s.transitive(subj_det="num", obj_det=s.rng.choice(("the", "a")))  # "Two dogs chased the cat."
+    return s.intransitive(loc=True, subj_det="num")  # "Three cats sat on the mat."
+
+
+def _adjective(s: _Sampler) -> Clause:
+    if s.chance(0.6):
+        return s.transitive(adj=s.rng.choice(((True, False), (False, True), (True, True))))
+    return s.intransitive(loc=True, adj=True)  # on the subject or on the place
+
+
+def _relative(s: _Sampler) -> Clause:
+    if s.chance(0.75):
+        return s.transitive(rel=s.rng.choice(("subject", "object", "object")))
+    return s.intransitive(loc=s.chance(0.7), rel=True)
+
+
+def _question(s: _Sampler) -> Clause:
+    if s.chance(0.8):
+        return s.base(question=True, time=s.chance(0.2))
+    return s.transitive(obj_det=s.rng.choice(("a", "num")), question=True)  # "Did the girl buy three books?"
+
+
+# Each construction: its share of the random splits and how to build one.  Tag = the construction's name.
 CONSTRUCTIONS: dict[str, tuple[float, Callable[[_Sampler], Clause]]] = {
     "transitive": (0.16, lambda s: s.transitive()),
     "intransitive": (0.05, lambda s: s.intransitive(loc=False)),
-    "locative": (0.16, lambda s: s.intransitive(loc=True) if s.chance(0.7)
-                 else s.transitive(verbs=_TRANSITIVE_LOC, loc=True)),
+    "locative": (0.16, _locative),
     "time": (0.10, lambda s: s.base(time=True)),
-    "measure": (0.12, lambda s: s.transitive(obj_det=s.rng.choice(("a", "num", "num")))
-                if s.chance(0.7) else s.transitive(subj_det="num", obj_det=s.rng.choice(("the", "a"))) if
-                s.chance(0.6) else s.intransitive(loc=True, subj_det="num")),
-    "adjective": (0.10, lambda s: s.transitive(adj=s.rng.choice(((True, False), (False, True), (True, True))))
-                  if s.chance(0.6) else s.intransitive(loc=True, adj=True)),
-    "relative": (0.15, lambda s: s.transitive(rel=s.rng.choice(("subject", "object", "object")))
-                 if s.chance(0.75) else s.intransitive(loc=s.chance(0.7), rel=True)),
-    "question": (0.10, lambda s: s.base(question=True, time=s.chance(0.2))
-                 if s.chance(0.8) else s.transitive(obj_det=s.rng.choice(("a", "num")), question=True)),
+    "measure": (0.12, _measure),
+    "adjective": (0.10, _adjective),
+    "relative": (0.15, _relative),
+    "question": (0.10, _question),
     "negation": (0.06, lambda s: s.base(neg=True)),
 }
 
@@ -521,9 +548,8 @@ def make_sentences(*, n_train: int = 30_000, n_valid: int = 2_000, n_test: int =
         verb = next(v for v in VERBS if v.base == verb_base)
         sampler.force = (verb, _NOUN[noun])
         clause, _ = _draw(sampler, names, weights)
-        spent = sampler.force is None
-        sampler.force = None
-        return (clause, "unseen_pair") if spent and clause.depth() <= 1 else None
+        sampler.force = None  # unspent when the construction drawn had no clause for this verb: draw again
+        return (clause, "unseen_pair") if (verb_base, noun) in clause.relations() and clause.depth() <= 1 else None
 
     def nested() -> tuple[Clause, str] | None:
         sampler.nest = True
