@@ -50,7 +50,7 @@ BUNDLE := $(PY) -c 'import sys; from attnlab.training import bundle_translator; 
 train-dates: $(STAMP)
 	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh.json \
 	  --out $(TRANSLATE_RUNS)/dates-zh $(TRAIN_ARGS)
-	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh.json --arch luong --score general \
+	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh.json --arch luong --score general --lr 0.005 \
 	  --out $(TRANSLATE_RUNS)/dates-zh-luong $(TRAIN_ARGS)
 	rm -rf src/attnlab/_bundled/dates-zh
 	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh src/attnlab/_bundled/dates-zh

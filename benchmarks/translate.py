@@ -35,6 +35,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 TASKS = {"dates": ("dates-zh", "unseen_years"), "sentences": ("tutorial-en-zh", "compositional")}
 ARCHS = ("bahdanau", "luong", "transformer")
 LUONG = {"score": "general"}
+LUONG_TRAIN = {"lr": 5e-3}  # as `make train-dates` trains the bundled Luong model
 TRANSFORMER = {"d_model": 128, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2, "d_ff": 256,
                "dropout": 0.1}
 TRANSFORMER_TRAIN = {"lr": 1e-3, "warmup": 0.1}
@@ -60,6 +61,7 @@ def train(task: str, arch: str, out: Path) -> dict[str, Any]:
         train_options.update(TRANSFORMER_TRAIN)
     elif arch == "luong":
         model.update(LUONG)
+        train_options.update(LUONG_TRAIN)
     resume = (out / "checkpoints" / "latest").is_file()
     return train_translator(spec["data"], out, arch=arch, model=model, config=TranslateConfig(**train_options),
                             max_length=int(spec.get("max_length", 64)), data_options=spec.get("data_options"),

@@ -82,8 +82,10 @@ class TranslateConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {check.got(value)}; 0 turns it off")
-        for name in ("warmup", "label_smoothing", "stop_at"):
+        for name in ("warmup", "label_smoothing"):
             check.probability(name, getattr(self, name))
+        if isinstance(self.stop_at, bool) or not isinstance(self.stop_at, (int, float)) or not 0 <= self.stop_at <= 1:
+            raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(self.stop_at)}; 0 turns it off")
         check.one_of("tokenizer", self.tokenizer, SOURCE_TOKENIZERS)
 
     def to_dict(self) -> dict[str, Any]:
