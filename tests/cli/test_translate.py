@@ -12,7 +12,7 @@ import pytest
 from attnlab import AttentionTrace
 from attnlab._bundled import bundled_folder
 from attnlab.cli import main
-from attnlab.data import make_dates
+from attnlab.data import make_dates, make_sentences
 from attnlab.training import Translator, load_translator
 
 
@@ -50,6 +50,16 @@ def test_translate_prints_the_translation_and_writes_the_alignment_and_viewer(
     assert main(["translate", "5 March 2021", "--model", "dates-zh", "--beam", "4", "--out", str(beam)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "2021年3月5日"
     assert (beam / "alignment.png").stat().st_size > 0
+
+
+def test_show_draws_a_translators_cross_attention(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "show"
+    assert main(["show", "Friday, March 5, 2021", "--model", "dates-zh", "--out", str(out), "--no-viewer"]) == 0
+    printed = capsys.readouterr().out
+    assert "translation: 2021年3月5日星期五" in printed and "cross-attention" in printed
+    assert {"heatmap.png", "heads.png", "model.png", "trace.attn"} <= {p.name for p in out.iterdir()}
+    assert main(["show", "Friday", "--model", "dates-zh", "--pair", "x", "--out", str(tmp_path / "no")]) == 2
+    assert "--pair" in one_error_line(capsys, "show") and not (tmp_path / "no").exists()
 
 
 def test_the_tutorial_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -140,3 +150,28 @@ def test_bundled_dates_models_look_at_the_year_while_writing_it() -> None:
         share, n = year_alignment(m)
         print(f"{m.run['arch']}: {share:.3f} of {n} year digits attend most to the source's year")
         assert n >= 800 and share >= 0.95, (m.run["arch"], share, n)
+
+
+def attended_words(translator: Translator, n: int = 2000) -> dict[str, list[str]]:
+    """For 垫 and 子 of 垫子 and for the locative 上 of held-out sentences translated right: the source token each
+    attends to most (one entry per occurrence)."""
+    test = make_sentences().test
+    chosen = [(s, tgt) for s, tgt in zip(test.source[:n], test.target[:n], strict=True)
+              if ("垫子" in tgt and " mat" in s) or (tgt.count("上") == 1 and s.lower().count(" on the ") == 1)]
+    looked: dict[str, list[str]] = {"垫": [], "子": [], "上": []}
+    for (source, target), t in zip(chosen, translator.translate([s for s, _ in chosen]), strict=True):
+        if t.text != target:
+            continue
+        for i, char in enumerate(t.target_tokens):
+            follows = t.target_tokens[i - 1] if i else ""
+            if char == "垫" or (char == "子" and follows == "垫") or (char == "上" and " on the " in source.lower()):
+                looked[char].append(t.source_tokens[int(t.alignment[i].argmax())])
+    return looked
+
+
+def test_bundled_sentence_model_writes_the_mat_looking_at_mat_and_the_locative_looking_at_on() -> None:
+    looked = attended_words(load_translator("tutorial-en-zh"))
+    for char, word in (("垫", "mat"), ("子", "mat"), ("上", "on")):
+        share = looked[char].count(word) / len(looked[char])
+        print(f"{char}: {share:.3f} of {len(looked[char])} attend most to {word!r}")
+        assert len(looked[char]) >= 30 and share >= 0.95, (char, share, sorted(set(looked[char])))

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -112,14 +113,21 @@ def test_two_torchrun_ranks_match_one_process(tmp_path: Path, child_env: dict[st
     assert final(one)["test_n"] == final(two)["test_n"]
 
 
-@pytest.fixture
-def run(tmp_path: Path, one_thread: None) -> tuple[Path, dict[str, object]]:
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, object]]]:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("translate") / "run"
     config = TranslateConfig(epochs=4, batch_size=10, lr=1e-2, warmup=0.1, checkpoint_every=7, patience=0,
                              label_smoothing=0.1)
-    result = train_translator(tagged_splits(160), out, arch="bahdanau", model={"d_embed": 8, "d_hidden": 16},
-                              config=config, max_length=10, progress=False, log=lambda _: None)
-    return out, result
+    try:
+        result = train_translator(tagged_splits(160), out, arch="bahdanau", model={"d_embed": 8, "d_hidden": 16},
+                                  config=config, max_length=10, progress=False, log=lambda _: None)
+    finally:
+        torch.set_num_threads(threads)
+    yield out, result
 
 
 def test_a_run_writes_its_files_and_the_figures_per_set_and_tag(run: tuple[Path, dict[str, object]]) -> None:
