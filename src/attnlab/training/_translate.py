@@ -84,7 +84,8 @@ class TranslateConfig:
                 raise ConfigError(f"{name} must be a finite number >= 0, got {check.got(value)}; 0 turns it off")
         for name in ("warmup", "label_smoothing"):
             check.probability(name, getattr(self, name))
-        if isinstance(self.stop_at, bool) or not isinstance(self.stop_at, (int, float)) or not 0 <= self.stop_at <= 1:
+        stop = self.stop_at
+        if isinstance(stop, bool) or not isinstance(stop, (int, float)) or not 0 <= stop <= 1:
             raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(self.stop_at)}; 0 turns it off")
         check.one_of("tokenizer", self.tokenizer, SOURCE_TOKENIZERS)
 
