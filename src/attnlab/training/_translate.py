@@ -86,7 +86,7 @@ class TranslateConfig:
             check.probability(name, getattr(self, name))
         stop = self.stop_at
         if isinstance(stop, bool) or not isinstance(stop, (int, float)) or not 0 <= stop <= 1:
-            raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(self.stop_at)}; 0 turns it off")
+            raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(stop)}; 0 turns it off")
         check.one_of("tokenizer", self.tokenizer, SOURCE_TOKENIZERS)
 
     def to_dict(self) -> dict[str, Any]:
