@@ -76,14 +76,18 @@ def capture_translation(translator: Any, text: str, beam: int) -> tuple[Any, Any
     if beam == 1:
         with capture(model) as trace:
             (translation,) = translator.translate([text], beam=1)
-    else:
-        (translation,) = translator.translate([text], beam=beam)
-        ids = translator.encode([text])
-        cfg = model.config
-        decoder_in = [[int(cfg.bos_id), *translator.tokenizer.encode_target([translation.text], 10_000)[0][1:-1]]]
-        with torch.no_grad(), capture(model) as trace:
-            model(collate(ids, torch.device("cpu"), int(cfg.pad_id)), collate(decoder_in, torch.device("cpu")))
-    trace = trace.with_tokens(translation.source_tokens, ["[BOS]", *translation.target_tokens, "[EOS]"])
+        return translation, trace.with_tokens(translation.source_tokens,
+                                              ["[BOS]", *translation.target_tokens, "[EOS]"])
+    (translation,) = translator.translate([text], beam=beam)
+    cfg = model.config
+    # [BOS] and every generated token: the inputs of every step, the last one's output EOS (none when the search
+    # stopped at max_length, which counts EOS)
+    read = [int(cfg.bos_id), *translation.ids][: int(cfg.max_length)]
+    with torch.no_grad(), capture(model) as trace:
+        model(collate(translator.encode([text]), torch.device("cpu"), int(cfg.pad_id)),
+              collate([read], torch.device("cpu"), int(cfg.pad_id)))
+    labels = ["[BOS]", *translation.target_tokens][: len(read)]
+    trace = trace.with_tokens(translation.source_tokens, labels)
     return translation, trace
 
 

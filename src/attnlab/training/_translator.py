@@ -32,6 +32,7 @@ class Translation:
     target_tokens: list[str]  # T labels: the generated tokens (no BOS, no EOS)
     alignment: torch.Tensor  # (T, S) float32: row i is where the model looked while generating token i
     score: float
+    ids: list[int]  # the T generated target ids (no BOS, no EOS)
 
 
 @dataclass
@@ -83,7 +84,7 @@ class Translator:
             src = self.tokenizer.source_tokens(text)  # [EOS] last
             out.append(Translation(text, self.tokenizer.decode_target(tokens), src[: weights.shape[1]],
                                    list(self.tokenizer.target_tokens(tokens))[: weights.shape[0]], weights,
-                                   float(gen.scores[i])))
+                                   float(gen.scores[i]), tokens))
         return out
 
 
