@@ -43,8 +43,10 @@ def test_translate_prints_the_translation_and_writes_the_alignment_and_viewer(
     assert printed[0] == "2021年3月5日星期五"
     assert sorted(p.name for p in out.iterdir()) == ["alignment.png", "trace.attn", "viewer.html"]
     trace = AttentionTrace.load(out / "trace.attn")
-    assert trace.kinds == ("cross",)
-    assert "Friday" in (out / "viewer.html").read_text(encoding="utf-8") or "F" in trace.records[0].key_tokens
+    assert list(trace.kinds) == ["cross"]  # the recurrent decoder's attention, one record per decoding step
+    assert trace.records[0].key_tokens == [*"Friday,", "▁", *"March", "▁", *"5,", "▁", *"2021", "[EOS]"]
+    assert [r.step for r in trace.records] == list(range(len("2021年3月5日星期五") + 1))  # the last step writes EOS
+    assert "cross" in (out / "viewer.html").read_text(encoding="utf-8")
 
     beam = tmp_path / "beam"
     assert main(["translate", "5 March 2021", "--model", "dates-zh", "--beam", "4", "--out", str(beam)]) == 0
@@ -83,7 +85,7 @@ def test_unseen_characters_are_read_as_unknown_with_one_warning(tmp_path: Path,
 
 @pytest.mark.parametrize(("args", "message"), [
     (["   "], "empty"),
-    (["1" * 300], r"300 tokens long .* at most \d+"),
+    (["1" * 300], r"301 tokens long .* at most 40"),
     (["Friday", "--beam", "0"], "--beam must be at least 1"),
     (["Friday", "--model", "NOWHERE"], "no translator at 'NOWHERE'"),
     (["Friday", "--model", "zh-sentiment"], "not a translator"),
