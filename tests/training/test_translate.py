@@ -59,7 +59,7 @@ def final(out: Path) -> dict[str, object]:
 
 
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_env: dict[str, str]) -> None:
-    data = write_pairs(tmp_path / "pairs.tsv", 180)
+    data = write_pairs(tmp_path / "pairs.tsv", 120)
     args = ["train", "translate", "--data", str(data), "--arch", "luong", "--score", "general", "--epochs", "3",
             "--batch-size", "8", "--dropout", "0.2", "--checkpoint-every", "3", "--lr", "1e-2", "--patience", "0",
             *TINY]
