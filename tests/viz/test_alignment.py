@@ -11,7 +11,7 @@ from attnlab.errors import ShapeError
 
 def test_the_axes_carry_the_source_and_the_generated_tokens() -> None:
     weights = torch.softmax(torch.randn(5, 7, generator=torch.Generator().manual_seed(0)), dim=-1)  # (T, S)
-    fig = viz.alignment(weights, list("abcdef") + ["[EOS]"], list("猫坐在垫子"))
+    fig = viz.alignment(weights, [*"abcdef", "[EOS]"], list("猫坐在垫子"))
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == [*"abcdef", "[EOS]"]
     assert [t.get_text() for t in ax.get_yticklabels()] == list("猫坐在垫子")
