@@ -67,3 +67,29 @@ def test_a_luong_location_model_refuses_a_source_past_its_positions() -> None:
     assert model.attention.weight.shape == (5, 6)  # one row per source position
     with pytest.raises(TooLongError, match="at most 5"):
         model.generate(torch.full((1, 6), 4))
+
+
+@pytest.mark.parametrize("layer", [BahdanauAttention(5, 6, d_attn=7), LuongAttention(5, 6, score="concat")])
+def test_a_precomputed_key_projection_gives_the_same_attention(layer: BahdanauAttention | LuongAttention) -> None:
+    """The decoders project the encoder states once per source (``project_keys``) instead of once per step."""
+    layer = layer.double()
+    g = torch.Generator().manual_seed(2)
+    query = torch.randn(3, 5, generator=g, dtype=torch.float64)
+    keys = torch.randn(3, 4, 6, generator=g, dtype=torch.float64)
+    real = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]], dtype=torch.bool)
+    projection = layer.project_keys(keys)
+    assert projection is not None and projection.shape == (3, 4, layer.config.d_attn)
+    plain = layer(query, keys, key_padding_mask=real)
+    fast = layer(query, keys, key_padding_mask=real, keys_projection=projection)
+    for a, b in zip(plain, fast, strict=True):
+        assert (a - b).abs().max() < 1e-12
+    with pytest.raises(ShapeError, match="keys_projection"):
+        layer(query, keys, keys_projection=projection[:, :3])
+
+
+def test_scores_without_a_key_projection_refuse_one() -> None:
+    layer = LuongAttention(5, 5, score="dot")
+    keys = torch.randn(2, 4, 5)
+    assert layer.project_keys(keys) is None
+    with pytest.raises(ConfigError, match="keys_projection"):
+        layer(torch.randn(2, 5), keys, keys_projection=torch.randn(2, 4, 5))

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ..errors import ShapeError
 
-__all__ = ["additive", "dot", "general", "location", "scaled_dot"]
+__all__ = ["additive", "additive_projected", "dot", "general", "location", "scaled_dot"]
 
 
 def _need_last(name: str, t: Tensor, size: int, what: str) -> None:
@@ -61,9 +61,18 @@ def additive(q: Tensor, k: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor, bias: Te
         )
     _need_last("q", q, w_q.shape[1], "w_q.shape[1]")
     _need_last("k", k, w_k.shape[1], "w_k.shape[1]")
-    pq = torch.matmul(q, w_q.t()).unsqueeze(-2)  # (..., L, 1, A)
-    pk = torch.matmul(k, w_k.t()).unsqueeze(-3)  # (..., 1, S, A)
-    h = pq + pk if bias is None else pq + pk + bias  # (..., L, S, A)
+    return additive_projected(torch.matmul(q, w_q.t()), torch.matmul(k, w_k.t()), v, bias)
+
+
+def additive_projected(pq: Tensor, pk: Tensor, v: Tensor, bias: Tensor | None = None) -> Tensor:
+    """:func:`additive` from the projections ``pq = W_q q`` ``(..., L, A)`` and ``pk = W_k k`` ``(..., S, A)``.
+
+    A decoder scores one query per step against the same keys: it projects them once and passes ``pk``."""
+    if v.ndim != 1 or pq.shape[-1] != v.shape[0] or pk.shape[-1] != v.shape[0]:
+        raise ShapeError(f"additive_projected needs pq (..., L, A), pk (..., S, A) and v (A,), got "
+                         f"{tuple(pq.shape)}, {tuple(pk.shape)}, {tuple(v.shape)}")
+    h = pq.unsqueeze(-2) + pk.unsqueeze(-3)  # (..., L, 1, A) + (..., 1, S, A) = (..., L, S, A)
+    h = h if bias is None else h + bias
     return torch.matmul(torch.tanh(h), v)  # (..., L, S)
 
 

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import _validate as check
-from ..errors import ConfigError
+from ..errors import ConfigError, ShapeError
 from ..functional import masked_softmax, scores
 from ..trace import Kind
 from ._config import Configured, build
@@ -99,9 +99,27 @@ class _SingleQueryAttention(Configured, nn.Module):
             _uniform(self.weight, config.d_query)
         self.attn_hook = AttentionHook()
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+    def project_keys(self, keys: Tensor) -> Tensor | None:
+        """``W_k k`` ``(B, S, A)``, the part of an additive or concat score that depends on the keys alone; None for
+        the other scores.  A decoder attends over the same keys at every step: it computes this once per source
+        and passes it to each call as ``keys_projection=`` (the result is the same, one matmul cheaper)."""
+        if self.config.d_attn is None:
+            return None
+        check.features("keys", keys, 3, self.config.d_key, "(batch, src_len, d_key)", self.w_key)
+        return torch.matmul(keys, self.w_key.t())  # (B, S, A)
+
+    def score(self, query: Tensor, keys: Tensor, keys_projection: Tensor | None = None) -> Tensor:
         """``(B, 1, Eq)`` queries and ``(B, S, Ek)`` keys to ``(B, 1, S)`` scores."""
         name = self.config.score
+        if keys_projection is not None:
+            if self.config.d_attn is None:
+                raise ConfigError(f"keys_projection only applies to score='concat' or 'additive', got score={name!r}; "
+                                  f"leave it None (project_keys returns None for this score)")
+            want = (*keys.shape[:2], self.config.d_attn)
+            if tuple(keys_projection.shape) != want:
+                raise ShapeError(f"keys_projection must be (batch, src_len, d_attn) = {want}, got "
+                                 f"{tuple(keys_projection.shape)}; compute it with project_keys(keys)")
+            return scores.additive_projected(torch.matmul(query, self.w_query.t()), keys_projection, self.v)
         if name == "dot":
             return scores.dot(query, keys)
         if name == "general":
@@ -111,7 +129,13 @@ class _SingleQueryAttention(Configured, nn.Module):
         return scores.additive(query, keys, self.w_query, self.w_key, self.v)
 
     def forward(
-        self, query: Tensor, keys: Tensor, values: Tensor | None = None, key_padding_mask: Tensor | None = None
+        self,
+        query: Tensor,
+        keys: Tensor,
+        values: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        *,
+        keys_projection: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Attend from one decoder state per sequence to the encoder states.
 
@@ -120,6 +144,8 @@ class _SingleQueryAttention(Configured, nn.Module):
             keys: ``(B, S, d_key)``, the encoder states.
             values: ``(B, S, Ev)``; None means ``keys``.
             key_padding_mask: ``(B, S)`` bool, **True = real token**.
+            keys_projection: ``project_keys(keys)``, precomputed once for many calls over the same keys
+                (additive and concat scores only).
 
         Returns:
             ``(context (B, Ev), weights (B, S))``; a sequence with no real token gets zeros.
@@ -137,7 +163,7 @@ class _SingleQueryAttention(Configured, nn.Module):
         mask = None
         if key_padding_mask is not None:
             mask = check.key_padding(key_padding_mask, b, s)[:, None, :]  # (B, 1, S)
-        e = self.score(query[:, None, :], keys)  # (B, 1, S)
+        e = self.score(query[:, None, :], keys, keys_projection)  # (B, 1, S)
         w = masked_softmax(e, mask).to(values.dtype)  # (B, 1, S)
         kind: Kind = "cross"  # a decoder state attends over the encoder states
         w = self.attn_hook(w[:, None], kind)[:, 0]  # (B, 1, 1, S) for capture, back to (B, 1, S)

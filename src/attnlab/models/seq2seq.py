@@ -319,22 +319,28 @@ class _RecurrentStepper:
         self.model = model
         self.memory, self.real, self.state = memory, real, state  # (N, S, H), (N, S), (N, H)
         self.feed = state.new_zeros(state.shape)  # (N, H) h~_{t-1}; zeros before the first step
+        self.keys = model.attention.project_keys(memory)  # (N, S, A) W_k h_j, once per source; None: no such part
 
     def reorder(self, index: Tensor) -> None:
         self.memory, self.real = self.memory[index], self.real[index]
         self.state, self.feed = self.state[index], self.feed[index]
+        self.keys = None if self.keys is None else self.keys[index]
+
+    def attend(self, state: Tensor) -> tuple[Tensor, Tensor]:
+        """``(context (N, H), weights (N, S))`` of ``state`` over the encoder states."""
+        return self.model.attention(state, self.memory, key_padding_mask=self.real, keys_projection=self.keys)
 
     def step(self, tokens: Tensor, position: int) -> tuple[Tensor, Tensor]:
         m = self.model
         y = m.drop(m.tgt_embed(tokens))  # (N, E)
         if m.config.attention == "bahdanau":
-            context, w = m.attention(self.state, self.memory, key_padding_mask=self.real)  # (N, H), (N, S)
+            context, w = self.attend(self.state)  # (N, H), (N, S): the previous state scores the source
             self.state = m.cell(torch.cat([y, context], dim=-1), self.state)  # (N, H)
             vector = torch.tanh(m.combine(torch.cat([self.state, context, y], dim=-1)))  # (N, H)
         else:
             x = torch.cat([y, self.feed], dim=-1) if m.config.input_feeding else y  # (N, E + H) or (N, E)
             self.state = m.cell(x, self.state)  # (N, H)
-            context, w = m.attention(self.state, self.memory, key_padding_mask=self.real)  # (N, H), (N, S)
+            context, w = self.attend(self.state)  # (N, H), (N, S): the current state scores the source
             vector = torch.tanh(m.combine(torch.cat([context, self.state], dim=-1)))  # (N, H) h~_t
             self.feed = vector
         return m.out(m.drop(vector)), w  # (N, V), (N, S)
