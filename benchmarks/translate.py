@@ -138,7 +138,7 @@ def table(results: dict[str, Any]) -> str:
              "Written by `benchmarks/translate.py` (figures in translate.json). Exact match of the greedy output, "
              "in % ± one standard error; training on one thread (`torch.set_num_threads(1)`), CPU time by "
              "`time.process_time` over the training loop (validations included); the wall time is long because the "
-             "runs shared the machine's 2 cores with each other and with other jobs (load average 6-9 while they "
+             "runs shared the machine's 2 cores with each other and with other jobs (load average 3-9 while they "
              "trained). Decoding: 400 test sources in batches of 64, one thread, fastest of 3 interleaved repeats, "
              "with the 1-minute load average before and after.", "",
              "| task | model | params | test | extra set | train CPU min | train wall s | steps | greedy sent/s "
