@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test test-floor install system lint lint-js typecheck pytest bench train-zh mutation clean
+.PHONY: demo test test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -47,6 +47,27 @@ train-zh: $(STAMP)
 	mkdir -p $(ZH_BUNDLED)
 	cp $(addprefix $(ZH_OUT)/,model.safetensors config.json tokenizer.json final.json metrics.jsonl curves.png \
 	  train.log) $(ZH_BUNDLED)/
+
+# The bundled translators, trained from scratch on one thread (configs/dates-zh.json, configs/tutorial-en-zh.json),
+# then copied into src/attnlab/_bundled/ with float16 weights; bundle_translator re-tests the stored weights on every
+# test set (bundled.json). The runs go to $(TRANSLATE_RUNS)/ (TRAIN_ARGS=--resume continues one after a crash).
+# dates-zh holds the Bahdanau model and, in dates-zh/luong/, the Luong one (the alignment tests check both).
+TRANSLATE_RUNS ?= translate-runs
+BUNDLE := $(PY) -c 'import sys; from attnlab.training import bundle_translator; print(bundle_translator(*sys.argv[1:]))'
+train-dates: $(STAMP)
+	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh.json \
+	  --out $(TRANSLATE_RUNS)/dates-zh $(TRAIN_ARGS)
+	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh.json --arch luong --score general --lr 0.005 \
+	  --out $(TRANSLATE_RUNS)/dates-zh-luong $(TRAIN_ARGS)
+	rm -rf src/attnlab/_bundled/dates-zh
+	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh src/attnlab/_bundled/dates-zh
+	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh-luong src/attnlab/_bundled/dates-zh/luong
+
+train-sentences: $(STAMP)
+	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/tutorial-en-zh.json \
+	  --out $(TRANSLATE_RUNS)/tutorial-en-zh $(TRAIN_ARGS)
+	rm -rf src/attnlab/_bundled/tutorial-en-zh
+	$(BUNDLE) $(TRANSLATE_RUNS)/tutorial-en-zh src/attnlab/_bundled/tutorial-en-zh
 
 # The viewer's JavaScript: tsc checks its JSDoc types (tsconfig.json, strict). TypeScript's version is pinned by
 # package-lock.json; `npm ci` installs it into node_modules/ once, and again only when package*.json change.
@@ -99,4 +120,4 @@ mutation: $(STAMP)
 	@echo "list the survivors with: $(VENV)/bin/mutmut results; show one with: $(VENV)/bin/mutmut show NAME"
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) mutants node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)
+	rm -rf $(VENV) $(FLOOR_VENV) $(TRANSLATE_RUNS) mutants node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)

@@ -66,6 +66,7 @@ examples:
   attnlab show "some text" --model ./my-bert-folder       # any local Hugging Face encoder folder
   attnlab show "$(cat essay.txt)" --truncate --tokens 100:160 --compact   # positions 100..159 of a long text
   attnlab show "The cat sat." --scale power --gamma 0.3   # brighten small weights on a short input
+  attnlab show "Friday, March 5, 2021" --model dates-zh  # a translator's cross-attention (see attnlab translate)
 """
 
 
@@ -83,7 +84,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--model", metavar="NAME_OR_FOLDER", help="'minilm' (the bundled all-MiniLM-L6-v2, the default), "
         "'zh-sentiment' (the bundled Chinese sentiment classifier, one token per character), a local Hugging Face "
-        "model folder or the --out folder of `attnlab train`; nothing is downloaded"
+        "model folder, the --out folder of `attnlab train classify`, or a translator (dates-zh, tutorial-en-zh, the "
+        "--out of `attnlab train translate`: its cross-attention while it translates TEXT); nothing is downloaded"
     )
     p.add_argument("--merge", choices=("words",), help="'words': merge sub-word tokens into whole words")
     p.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's limit)")
@@ -132,14 +134,17 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
-    if trace is None:  # check what the model's config.json can tell before the slow load
+    translated = None
+    if trace is None and _is_translator(args.model):  # a translator: its cross-attention while it translates TEXT
+        translated = _translate(args)
+    elif trace is None:  # check what the model's config.json can tell before the slow load
         _check_against_config(args.model or "minilm", args.kind, layer, head)
         _check_span_against_limit(args, span)
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
     out, base = _check_out(out_arg)
 
     with _staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
-        trace = trace if trace is not None else _capture(args)
+        trace = trace if trace is not None else translated if translated is not None else _capture(args)
         kind = args.kind
         if kind is not None and kind not in trace.kinds:
             raise InputError(f"--kind {kind}: this trace has no {kind} attention, only {', '.join(trace.kinds)}; "
@@ -182,6 +187,39 @@ def _capture(args: argparse.Namespace) -> Any:
             f"the input is {exc.n_tokens} tokens long (special tokens included) but at most {exc.limit} are taken; "
             f"shorten the text, or add --truncate to keep the first {exc.limit} tokens"
         ) from None
+
+
+def _is_translator(model: str | None) -> bool:
+    """Whether --model names a bundled translator or a folder `attnlab train translate` wrote."""
+    import json
+
+    from .._bundled import MODELS
+
+    if model is None:
+        return False
+    if MODELS.get(model, ("", ""))[0] == "translator" and not Path(model).exists():
+        return True
+    try:
+        header = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(header, dict) and str(header.get("format", "")).startswith("attnlab.seq2seq")
+
+
+def _translate(args: argparse.Namespace) -> Any:
+    """The captured cross-attention of a translator translating TEXT (see `attnlab translate`)."""
+    from ..training import load_translator
+    from .translate import capture_translation
+
+    given = [o for o, v in (("--pair", args.pair), ("--merge", args.merge), ("--max-length", args.max_length),
+                            ("--truncate", args.truncate)) if v]
+    if given:
+        raise InputError(f"{', '.join(given)} apply to encoders, not to the translator {args.model!r}")
+    if not args.text.strip():
+        raise InputError(f"the text to translate is empty (got {args.text!r}); give some text")
+    translation, trace = capture_translation(load_translator(args.model), args.text, 1)
+    print(f"translation: {translation.text}")
+    return trace
 
 
 def _run_name(args: argparse.Namespace, trace: Any) -> str:

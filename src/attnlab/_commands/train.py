@@ -1,4 +1,5 @@
-"""``attnlab train classify``: train the tutorials' attention text classifier.  The work lives in
+"""``attnlab train classify``: train the tutorials' attention text classifier; ``attnlab train translate``: a
+sequence-to-sequence translator (Bahdanau, Luong or transformer).  The work lives in
 ``attnlab.training``; this module only parses the options and calls it.  Under ``torchrun`` the same command
 runs as one rank of a DistributedDataParallel job."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +73,8 @@ FLAGS: dict[str, tuple[str, str]] = {  # --flag -> (section, help); sets the opt
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("train", help="train a model (classify: the tutorials' attention text classifier)",
+    p = sub.add_parser("train", help="train a model (classify: the attention text classifier; translate: a "
+                       "sequence-to-sequence translator)",
                        description="Train a model on local data, offline.")
     tasks = p.add_subparsers(dest="task", metavar="TASK", required=True)
     c = tasks.add_parser("classify", help="train an attention text classifier", epilog=EXAMPLES,
@@ -98,6 +101,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     c.add_argument("--no-progress", action="store_true", help="no progress bar (the log lines still print)")
     c.set_defaults(run=run)
+    _add_translate(tasks)
 
 
 def _kernel_options(items: list[str]) -> dict[str, Any]:
@@ -153,4 +157,124 @@ def run(args: argparse.Namespace) -> int:
                      text_column=args.text_column, label_column=args.label_column, resume=args.resume,
                      device=args.device, progress=not args.no_progress)
     print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, curves.png, checkpoints/")
+    return 0
+
+
+TRANSLATE_EXAMPLES = """\
+Files written into --out: model.safetensors and config.json (the best model by valid exact match, with its
+tokenizer and run in the header), tokenizer.json, run.json, metrics.jsonl (one row per step and per
+validation), train.log, curves.png, final.json (greedy exact match on test and on each extra test set, per tag,
+with standard errors, and the first wrong translations) and checkpoints/ (`--resume` continues exactly).
+
+examples:
+  attnlab train translate --data dates --arch bahdanau --out dates-run
+  attnlab train translate --data dates --arch luong --score location --out dates-luong
+  attnlab train translate --data sentences --arch transformer --kernel local --out s-run
+  attnlab train translate --data pairs.tsv --arch bahdanau --tokenizer bpe --out my-run   # source<TAB>target
+  attnlab train translate --config configs/dates-zh.json --out dates-zh   # what `make train-dates` runs
+  attnlab train translate --data dates --data-option n_train=5000 --epochs 2 --out quick
+  attnlab train translate --data dates --out dates-run --resume            # after a crash or Ctrl-C
+"""
+
+# option name -> (type, help); a model option the --arch does not have is refused
+SEQ2SEQ_OPTIONS: dict[str, tuple[type, str]] = {
+    "score": (str, "Luong's score: dot | general | concat | location (default general; --arch luong)"),
+    "d_embed": (int, "embedding width of the GRU models (default 64)"),
+    "d_hidden": (int, "GRU width (default 128)"),
+    "kernel": (str, "the transformer's attention kernel: dense, local, linear, ... (default dense)"),
+    "d_model": (int, "the transformer's width (default 128)"),
+    "n_heads": (int, "the transformer's heads (default 4)"),
+    "n_encoder_layers": (int, "the transformer's encoder layers (default 2)"),
+    "n_decoder_layers": (int, "the transformer's decoder layers (default 2)"),
+    "d_ff": (int, "the transformer's feed-forward width (default 4 * d_model)"),
+    "dropout": (float, "dropout (default 0.1)"),
+}
+TRANSLATE_OPTIONS: dict[str, tuple[type, str]] = {
+    "epochs": (int, "passes over the training split (default 10)"),
+    "batch_size": (int, "global batch of pairs, over all processes (default 64)"),
+    "lr": (float, "peak learning rate of AdamW (default 2e-3)"),
+    "weight_decay": (float, "AdamW weight decay on matrices (default 0.01)"),
+    "warmup": (float, "share of steps with linear warm-up before the cosine decay (default 0.05)"),
+    "clip_norm": (float, "gradient norm clipping, 0 = off (default 1.0)"),
+    "label_smoothing": (float, "label smoothing of the loss (default 0)"),
+    "patience": (int, "stop after this many validations without improvement, 0 = off (default 2)"),
+    "stop_at": (float, "stop once the valid exact match reaches this, 0 = off (default 0)"),
+    "eval_every": (int, "steps between validations, 0 = each epoch (default 0)"),
+    "eval_size": (int, "validate on this many valid pairs, 0 = all (default 0)"),
+    "checkpoint_every": (int, "steps between checkpoints (default 200)"),
+    "max_steps": (int, "stop after this many steps, 0 = no limit (default 0)"),
+    "seed": (int, "one seed fixes initialisation, data order and dropout (default 0)"),
+    "bucket": (int, "length bucketing: batches cut from windows of this many batches sorted by length (default 50)"),
+    "tokenizer": (str, "the source side: char | bpe | wordpiece | word (default char; the target is characters)"),
+    "vocab_size": (int, "the most source tokens bpe/wordpiece learn (default 8000)"),
+    "min_frequency": (int, "the fewest occurrences for a token to get an id (default 1)"),
+}
+
+
+def _add_translate(tasks: Any) -> None:
+    t = tasks.add_parser("translate", help="train a sequence-to-sequence translator with attention",
+                         epilog=TRANSLATE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Train Seq2Seq (GRU with Bahdanau or Luong attention) or TransformerSeq2Seq on "
+                         "'dates' (CLDR dates -> Chinese), 'sentences' (the tutorials' toy English-Chinese grammar) "
+                         "or a TSV file of source<TAB>target pairs.")
+    t.add_argument("--data", help="dates | sentences | a .tsv file of pairs (default: dates)")
+    t.add_argument("--arch", choices=("bahdanau", "luong", "transformer"), help="the model (default bahdanau)")
+    t.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
+    t.add_argument("--config", type=Path, help="a JSON file {\"data\": ..., \"arch\": ..., \"model\": {...}, "
+                   "\"train\": {...}, \"max_length\": N, \"data_options\": {...}}; the command line wins")
+    t.add_argument("--max-length", type=int, metavar="N", help="the most tokens of a source or target (default 64)")
+    for name, (kind, text) in {**SEQ2SEQ_OPTIONS, **TRANSLATE_OPTIONS}.items():
+        metavar = {int: "N", float: "X", str: "NAME"}[kind]
+        t.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
+    t.add_argument("--data-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an argument of make_dates/make_sentences, e.g. n_train=5000 (repeatable)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
+    t.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar (the log lines still print)")
+    t.set_defaults(run=run_translate)
+
+
+def _translate_config_file(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--config {str(path)!r} is not valid JSON ({exc}); fix the file") from None
+    allowed = {"model", "train", "max_length", "data", "arch", "data_options", "comment"}
+    unknown = set(data) - allowed if isinstance(data, dict) else {"?"}
+    if unknown:
+        raise InputError(f"--config {str(path)!r} has unknown keys {sorted(unknown)}; it takes "
+                         f"{', '.join(sorted(allowed))}")
+    return data
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    from ..training import TranslateConfig, train_translator
+
+    file = _translate_config_file(args.config)
+    model = dict(file.get("model", {}))
+    model.update({k: getattr(args, k) for k in SEQ2SEQ_OPTIONS if getattr(args, k) is not None})
+    train = dict(file.get("train", {}))
+    train.update({k: getattr(args, k) for k in TRANSLATE_OPTIONS if getattr(args, k) is not None})
+    try:
+        config = TranslateConfig(**train)
+    except TypeError as exc:
+        raise ConfigError(f"--config: {exc}; the train section takes {', '.join(TRANSLATE_OPTIONS)}") from None
+    data_options = dict(file.get("data_options", {}))
+    for item in args.data_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--data-option takes KEY=VALUE, got {item!r}; e.g. --data-option n_train=5000")
+        try:
+            data_options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            data_options[key] = value
+    final = train_translator(
+        args.data or file.get("data", "dates"), args.out, arch=args.arch or file.get("arch", "bahdanau"),
+        model=model, config=config, max_length=args.max_length or int(file.get("max_length", 64)),
+        data_options=data_options, resume=args.resume, device=args.device, progress=not args.no_progress)
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 alone speaks
+        print(f"test exact match {final['test_exact_match']:.4f} ± {final['test_stderr']:.4f}; wrote the run to "
+              f"{args.out}/: model.safetensors, config.json, final.json, metrics.jsonl, curves.png, checkpoints/")
     return 0

@@ -16,17 +16,32 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from .._io import atomic_write, atomic_write_text
 from ..errors import ModelLoadError
-from ..models import MODEL_FILE, AttentionClassifier, load_classifier, save_classifier
+from ..models import MODEL_FILE, load_classifier, save_classifier
 
 __all__ = ["Checkpoint", "latest_checkpoint", "read_checkpoint", "write_checkpoint"]
+
+# How a checkpoint stores its model: ``save(folder, model, meta)`` and ``load(folder) -> (model, meta)``.  The
+# default is the classifier's one file; the translator passes its own (attnlab.models.save_seq2seq).
+SaveModel = Callable[[Path, nn.Module, dict[str, str]], object]
+LoadModel = Callable[[Path], tuple[nn.Module, dict[str, str]]]
+
+
+def _save_classifier(folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
+    save_classifier(folder / MODEL_FILE, model, meta)  # type: ignore[arg-type]
+
+
+def _load_classifier(folder: Path) -> tuple[nn.Module, dict[str, str]]:
+    return load_classifier(folder / MODEL_FILE)
 
 FOLDER = "checkpoints"
 LATEST = "latest"
@@ -37,7 +52,7 @@ KEEP = 2  # the newest checkpoint and the one before it
 class Checkpoint:
     """What :func:`read_checkpoint` returns: the model, the optimizer tensors and the run state."""
 
-    def __init__(self, folder: Path, model: AttentionClassifier, meta: dict[str, str],
+    def __init__(self, folder: Path, model: nn.Module, meta: dict[str, str],
                  optimizer: dict[str, Any], state: dict[str, Any], rng: dict[str, torch.Tensor],
                  extra: dict[str, torch.Tensor] | None = None) -> None:
         self.folder, self.model, self.meta, self.optimizer, self.state, self.rng = (
@@ -75,9 +90,9 @@ def restore_rng(rng: dict[str, torch.Tensor], info: dict[str, Any]) -> None:
     random.setstate((version, tuple(internal), gauss))
 
 
-def write_checkpoint(out: Path, step: int, model: AttentionClassifier, meta: dict[str, str],
+def write_checkpoint(out: Path, step: int, model: nn.Module, meta: dict[str, str],
                      optimizer: torch.optim.Optimizer, state: dict[str, Any], tokenizer_json: str,
-                     extra: dict[str, torch.Tensor] | None = None) -> Path:
+                     extra: dict[str, torch.Tensor] | None = None, save_model: SaveModel = _save_classifier) -> Path:
     """Write checkpoint ``step`` under ``out/checkpoints`` and point ``latest`` at it; drop older ones."""
     from safetensors.torch import save_file
 
@@ -86,7 +101,7 @@ def write_checkpoint(out: Path, step: int, model: AttentionClassifier, meta: dic
     name = f"step-{step:08d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
     try:
-        save_classifier(tmp / MODEL_FILE, model, meta)
+        save_model(tmp, model, meta)
         tensors, groups = _optimizer_tensors(optimizer)
         save_file(tensors, str(tmp / "optimizer.safetensors"), metadata={"param_groups": groups})
         rng, rng_info = _rng_state()
@@ -123,12 +138,12 @@ def latest_checkpoint(out: Path) -> Path | None:
     return folder
 
 
-def read_checkpoint(folder: Path) -> Checkpoint:
+def read_checkpoint(folder: Path, load_model: LoadModel = _load_classifier) -> Checkpoint:
     """Everything :func:`write_checkpoint` wrote; a damaged file is a ModelLoadError naming it."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
-    model, meta = load_classifier(folder / MODEL_FILE)
+    model, meta = load_model(folder)
     try:
         opt_path, rng_path, state_path = (folder / "optimizer.safetensors", folder / "rng.safetensors",
                                           folder / "state.json")
@@ -148,9 +163,9 @@ def read_checkpoint(folder: Path) -> Checkpoint:
     return Checkpoint(folder, model, meta, {"state": slots, "param_groups": groups}, state, rng, extra)
 
 
-def write_model(path: Path, model: AttentionClassifier, meta: dict[str, str]) -> None:
+def write_model(path: Path, model: nn.Module, meta: dict[str, str]) -> None:
     """The best model so far, as one file (atomically)."""
-    save_classifier(path, model, meta)
+    save_classifier(path, model, meta)  # type: ignore[arg-type]
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._alignment import alignment as alignment
     from .html import compare_html as compare_html
     from .html import save_html as save_html
     from .html import to_html as to_html
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 # public name -> the submodule that defines it (imported on first access)
 _LAZY = {
+    "alignment": "_alignment",
     "heatmap": "static",
     "heads": "static",
     "model_grid": "static",

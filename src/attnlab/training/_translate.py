@@ -1,0 +1,597 @@
+"""Training a translator: the classifier's runtime (progress bar, metrics.jsonl, curves, AdamW with warm-up and
+cosine decay, clipping, early stopping, atomic checkpoints, exact resume, DDP under ``torchrun``) around a
+sequence-to-sequence model, validated by greedy exact match.
+
+Exact resume works as in :mod:`._loop`: the batches of epoch ``e`` are fixed by a generator seeded with
+``(seed, e)``, so the position in the data is ``(epoch, batch)``; every RNG state, AdamW's moments and the step are
+in each checkpoint.  Batches are length-bucketed: the shuffled pairs are cut into windows of ``bucket`` batches,
+each window is sorted by length and cut into batches, and the batches are shuffled, so a batch pads little.
+
+Under ``torchrun`` each rank takes every ``size``-th pair of each global batch; the loss is the sum over the
+global batch's target tokens divided by their global count, so the gradient equals one process's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import _validate as check
+from ..data import Pairs, PairSplits
+from ..errors import ConfigError, InputError
+from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
+from ._config import differing_keys
+from ._distributed import World, world
+from ._loop import _memory_error, accuracy_stderr, collate, lr_at, seed_everything
+from ._plot import plot_curves
+
+__all__ = ["ARCHITECTURES", "TranslateConfig", "build_translator", "exact_match", "train_translator"]
+
+ARCHITECTURES = ("bahdanau", "luong", "transformer")
+SOURCE_TOKENIZERS = ("char", "bpe", "wordpiece", "word")
+METRICS = "metrics.jsonl"
+FINAL = "final.json"
+CURVES = "curves.png"
+RUN = "run.json"
+LOG = "train.log"
+FIXED = ("src_vocab", "tgt_vocab", "max_length", "pad_id", "bos_id", "eos_id", "attention")
+SHOWN_ERRORS = 20  # wrong translations listed per test set in final.json
+
+
+@dataclass(frozen=True)
+class TranslateConfig:
+    """How to train a translator (the model's shape is its Seq2SeqConfig / TransformerSeq2SeqConfig)."""
+
+    epochs: int = 10  # passes over the training split (early stopping may end sooner)
+    batch_size: int = 64  # the global batch: pairs per optimizer step over all processes together
+    lr: float = 2e-3  # peak learning rate of AdamW, reached after the warm-up
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay, on matrices only (not biases, norms, embeddings)
+    warmup: float = 0.05  # share of the steps with a linear warm-up; a cosine decay to 0 follows
+    clip_norm: float = 1.0  # gradient norm clipping; 0 = off
+    label_smoothing: float = 0.0  # share of each target's probability spread over the vocabulary
+    patience: int = 2  # early stopping: stop after this many validations without a better exact match; 0 = off
+    stop_at: float = 0.0  # early stopping: stop once the valid exact match reaches this; 0 = off
+    eval_every: int = 0  # optimizer steps between validations; 0 = at the end of each epoch
+    eval_size: int = 0  # validate on the first this-many valid pairs; 0 = all of them
+    checkpoint_every: int = 200  # optimizer steps between checkpoints (and one after each validation)
+    seed: int = 0  # fixes everything: initialisation, data order, dropout
+    max_steps: int = 0  # stop after this many optimizer steps in all; 0 = no limit
+    bucket: int = 50  # length bucketing: batches are cut from windows of this many batches sorted by length
+    tokenizer: str = "char"  # the source side: char | bpe | wordpiece | word (the target side is characters)
+    vocab_size: int = 8000  # the most source tokens a bpe/wordpiece tokenizer learns
+    min_frequency: int = 1  # a token must occur this often in the training split to get an id
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "vocab_size", "min_frequency", "checkpoint_every", "bucket"):
+            check.positive_int(name, getattr(self, name))
+        for name in ("patience", "eval_every", "eval_size", "max_steps", "seed"):
+            check.non_negative_int(name, getattr(self, name))
+        check.positive_float("lr", self.lr, fix="e.g. lr=2e-3")
+        for name in ("weight_decay", "clip_norm"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise ConfigError(f"{name} must be a finite number >= 0, got {check.got(value)}; 0 turns it off")
+        for name in ("warmup", "label_smoothing"):
+            check.probability(name, getattr(self, name))
+        stop = self.stop_at
+        if isinstance(stop, bool) or not isinstance(stop, (int, float)) or not 0 <= stop <= 1:
+            raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(stop)}; 0 turns it off")
+        check.one_of("tokenizer", self.tokenizer, SOURCE_TOKENIZERS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- data and model -----------------------------------------------------------------------------------------
+
+
+def load_task(data: str | os.PathLike[str] | PairSplits, options: dict[str, Any] | None = None) -> PairSplits:
+    """The splits of ``data``: "dates" / "sentences" (generated; ``options`` are make_dates's / make_sentences's
+    keyword arguments, e.g. ``n_train``), a TSV file of pairs, or a :class:`PairSplits` itself."""
+    import importlib
+
+    from ..data import load_pairs
+
+    if isinstance(data, PairSplits):
+        return data
+    options = dict(options or {})
+    spec = str(data)
+    if spec in ("dates", "sentences"):
+        maker: Callable[..., PairSplits] = getattr(importlib.import_module("attnlab.data"),
+                                                  "make_dates" if spec == "dates" else "make_sentences")
+        try:
+            return maker(**options)
+        except TypeError as exc:
+            raise ConfigError(f"data_options {sorted(options)} do not fit {spec!r} ({exc}); see "
+                              f"attnlab.data.make_{spec}") from None
+    if options:
+        raise ConfigError(f"data_options {sorted(options)} apply to 'dates' and 'sentences', not to a pairs file "
+                          f"({spec!r}); leave them out")
+    return load_pairs(spec)
+
+
+def _model_fields(arch: str) -> dict[str, Any]:
+    """The defaults of the model config of ``arch``, without the fields the data fix."""
+    from ..models import Seq2SeqConfig, TransformerSeq2SeqConfig
+
+    cls = TransformerSeq2SeqConfig if arch == "transformer" else Seq2SeqConfig
+    return {f.name: f.default for f in dataclasses.fields(cls)
+            if f.name not in FIXED and f.default is not dataclasses.MISSING}
+
+
+def build_translator(arch: str, options: dict[str, Any], src_vocab: int, tgt_vocab: int, max_length: int
+                     ) -> nn.Module:
+    """A fresh Seq2Seq (``arch`` "bahdanau" or "luong") or TransformerSeq2Seq with ``options`` as its config."""
+    from ..models import Seq2Seq, Seq2SeqConfig, TransformerSeq2Seq, TransformerSeq2SeqConfig
+
+    check.one_of("arch", arch, ARCHITECTURES)
+    if arch == "transformer":
+        return TransformerSeq2Seq(TransformerSeq2SeqConfig(src_vocab=src_vocab, tgt_vocab=tgt_vocab,
+                                                           max_length=max_length, **options))
+    return Seq2Seq(Seq2SeqConfig(src_vocab=src_vocab, tgt_vocab=tgt_vocab, max_length=max_length, attention=arch,
+                                 **options))
+
+
+def _save_model(folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
+    from ..models import save_seq2seq
+
+    save_seq2seq(folder, model, meta)  # type: ignore[arg-type]
+
+
+def model_config(model: nn.Module) -> Any:
+    """The config of a Seq2Seq or TransformerSeq2Seq (DDP's wrapper unwrapped)."""
+    return getattr(model, "module", model).config
+
+
+def _load_model(folder: Path) -> tuple[nn.Module, dict[str, str]]:
+    from ..models import load_seq2seq
+
+    return load_seq2seq(folder)
+
+
+# --- decoding and exact match ----------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def decode_ids(model: nn.Module, ids: Sequence[list[int]], *, beam: int = 1, batch_size: int = 256,
+               device: torch.device | None = None, alignment: bool = False
+               ) -> tuple[list[list[int]], list[torch.Tensor] | None]:
+    """The generated token ids for each source (in the given order), decoded in batches of similar length;
+    with ``alignment`` also each generation's alignment ``(T_i, S_i)``."""
+    device = device or torch.device("cpu")
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    tokens: list[list[int]] = [[] for _ in ids]
+    maps: list[torch.Tensor] = [torch.empty(0) for _ in ids]
+    pad = int(model_config(model).pad_id)
+    for start in range(0, len(order), batch_size):
+        part = order[start: start + batch_size]
+        gen = model.generate(collate([ids[i] for i in part], device, pad), beam=beam)  # type: ignore[operator]
+        for j, i in enumerate(part):
+            tokens[i] = list(gen.tokens[j])
+            if alignment:
+                maps[i] = gen.alignment[j].detach().float().cpu()
+    model.train(was_training)
+    return tokens, (maps if alignment else None)
+
+
+def _rate(correct: int, n: int) -> dict[str, Any]:
+    acc = correct / n if n else float("nan")
+    return {"exact_match": acc, "stderr": accuracy_stderr(acc, n), "n": n}
+
+
+def exact_match(model: nn.Module, tokenizer: Any, pairs: Pairs, *, beam: int = 1, batch_size: int = 256,
+                max_length: int | None = None, w: World | None = None) -> dict[str, Any]:
+    """Exact match of the decoded translations against ``pairs.target``, with its standard error, per tag, and the
+    first wrong translations; under DDP each rank decodes its share and the counts are summed."""
+    w = w or World(0, 1, torch.device("cpu"))
+    limit = max_length or int(model_config(model).max_length)
+    mine = list(range(w.rank, len(pairs), w.size))
+    ids = tokenizer.encode_source([pairs.source[i] for i in mine], limit, truncate=True)
+    out, _ = decode_ids(model, ids, beam=beam, batch_size=batch_size, device=w.device)
+    hits = [tokenizer.decode_target(o) == pairs.target[i] for o, i in zip(out, mine, strict=True)]
+    tags = sorted(set(pairs.tag))
+    counts = [float(sum(hits))] + [float(sum(h for h, i in zip(hits, mine, strict=True) if pairs.tag[i] == t))
+                                   for t in tags] + [float(sum(1 for i in mine if pairs.tag[i] == t)) for t in tags]
+    counts = w.all_sum(counts)
+    result = _rate(int(counts[0]), len(pairs))
+    if len(tags) > 1 or (tags and tags[0]):
+        k = len(tags)
+        result["by_tag"] = {t: _rate(int(counts[1 + j]), int(counts[1 + k + j])) for j, t in enumerate(tags)}
+    result["errors"] = [{"source": pairs.source[i], "target": pairs.target[i], "output": tokenizer.decode_target(o),
+                         "tag": pairs.tag[i]}
+                        for o, i, h in zip(out, mine, hits, strict=True) if not h][:SHOWN_ERRORS]
+    return result
+
+
+def _teacher_loss(model: nn.Module, src: list[list[int]], tgt: list[list[int]], device: torch.device,
+                  smoothing: float) -> tuple[torch.Tensor, int, int, torch.Tensor]:
+    """``(summed token loss, correct tokens, tokens, logits)`` of a teacher-forced pass over one batch."""
+    pad = int(model_config(model).pad_id)
+    x = collate(src, device, pad)  # (B, S)
+    y = collate(tgt, device, pad)  # (B, T + 1): BOS ... EOS
+    y_in, y_out = y[:, :-1], y[:, 1:]  # (B, T) each
+    logits = model(x, y_in)  # (B, T, V)
+    flat = logits.float().reshape(-1, logits.shape[-1])  # (B * T, V)
+    loss = F.cross_entropy(flat, y_out.reshape(-1), ignore_index=pad, label_smoothing=smoothing, reduction="sum")
+    keep = y_out != pad
+    correct = int(((logits.detach().argmax(-1) == y_out) & keep).sum())
+    return loss, correct, int(keep.sum()), logits
+
+
+@torch.no_grad()
+def teacher_loss(model: nn.Module, src: Sequence[list[int]], tgt: Sequence[list[int]], batch: int, w: World
+                 ) -> float:
+    """Mean token loss (no smoothing) of the teacher-forced model over every rank's share."""
+    was_training = model.training
+    model.eval()
+    mine = list(range(w.rank, len(src), w.size))
+    total = tokens = 0.0
+    for start in range(0, len(mine), batch):
+        part = mine[start: start + batch]
+        loss, _, n, _ = _teacher_loss(model, [src[i] for i in part], [tgt[i] for i in part], w.device, 0.0)
+        total, tokens = total + float(loss), tokens + n
+    model.train(was_training)
+    total, tokens = w.all_sum([total, tokens])
+    return total / tokens if tokens else float("nan")
+
+
+# --- the run ---------------------------------------------------------------------------------------------------
+
+
+class _Run:
+    """One translator run's moving parts; :func:`train_translator` builds it and calls :meth:`loop`."""
+
+    def __init__(self, out: Path, w: World, config: TranslateConfig, run: dict[str, Any], splits: PairSplits,
+                 tokenizer: Any, model: nn.Module, log: Callable[[str], None], progress: bool) -> None:
+        self.out, self.w, self.config, self.run, self.splits = out, w, config, run, splits
+        self.tokenizer, self.model, self.log, self.progress = tokenizer, model, log, progress
+        self.tokenizer_json = tokenizer.to_json()
+        limit = int(run["max_length"])
+        self.src = {k: tokenizer.encode_source(list(getattr(splits, k).source), limit, truncate=True)
+                    for k in ("train", "valid")}
+        self.tgt = {k: tokenizer.encode_target(list(getattr(splits, k).target), limit, truncate=True)
+                    for k in ("train", "valid")}
+        cut = sum(len(s) >= limit for s in self.src["train"]) + sum(len(t) >= limit for t in self.tgt["train"])
+        if cut:
+            log(f"{cut} training sources or targets reach max_length={limit} tokens (longer ones were cut); "
+                f"raise max_length if that is many")
+        self.valid = splits.valid if not config.eval_size else Pairs(
+            splits.valid.source[: config.eval_size], splits.valid.target[: config.eval_size],
+            splits.valid.tag[: config.eval_size])
+        self.steps_per_epoch = len(splits.train) // config.batch_size
+        total = config.epochs * self.steps_per_epoch
+        self.total = min(total, config.max_steps) if config.max_steps else total
+        self.warmup = round(config.warmup * self.total)
+        decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
+        rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+            lr=config.lr)
+        self.net: nn.Module = model
+        if w.distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.net = DistributedDataParallel(model, device_ids=[w.device.index] if w.device.type == "cuda" else None)
+        self.state: dict[str, Any] = {"step": 0, "epoch": 0, "in_epoch": 0, "best": None, "best_loss": None,
+                                      "best_step": 0, "bad": 0, "stopped": False, "metrics_bytes": 0,
+                                      "sums": [0.0, 0.0, 0.0], "cpu_s": 0.0, "wall_s": 0.0}
+        self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self._batches: tuple[int, list[list[int]]] = (-1, [])
+
+    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, str]:
+        return {"tokenizer": self.tokenizer_json, "run": json.dumps(self.run), "metrics": json.dumps(extra or {})}
+
+    def restore(self, folder: Path) -> None:
+        ckpt = read_checkpoint(folder, _load_model)
+        self.model.load_state_dict(ckpt.model.state_dict())
+        self.optimizer.load_state_dict(ckpt.optimizer)
+        rng_info = ckpt.state.pop("rng")
+        ckpt.state.pop("run", None)
+        self.state = ckpt.state
+        if self.state["best"] is not None:
+            best, _ = _load_model(self.out)
+            self.best_state = {k: v.detach().clone().to(self.best_state[k].dtype)
+                               for k, v in best.state_dict().items()}
+        if self.w.main and (self.out / METRICS).exists():  # drop the rows written after the last checkpoint
+            with open(self.out / METRICS, "r+b") as f:
+                f.truncate(self.state["metrics_bytes"])
+        restore_rng(ckpt.rng, rng_info)
+        self.log(f"resumed from {folder.name}: step {self.state['step']} of {self.total}, epoch "
+                 f"{self.state['epoch'] + 1}, batch {self.state['in_epoch']} of {self.steps_per_epoch}")
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """The batches of ``epoch`` (indices into the training split), fixed by the seed and the epoch alone."""
+        if self._batches[0] != epoch:
+            c = self.config
+            g = torch.Generator().manual_seed(c.seed * 1_000_003 + epoch)
+            used = self.steps_per_epoch * c.batch_size
+            perm = torch.randperm(len(self.src["train"]), generator=g).tolist()[:used]
+            window = c.batch_size * c.bucket
+            batches: list[list[int]] = []
+            for start in range(0, used, window):
+                chunk = sorted(perm[start: start + window],
+                               key=lambda i: (len(self.src["train"][i]), len(self.tgt["train"][i])))
+                batches += [chunk[j: j + c.batch_size] for j in range(0, len(chunk), c.batch_size)]
+            shuffled = torch.randperm(len(batches), generator=g).tolist()
+            self._batches = (epoch, [batches[i] for i in shuffled])
+        return self._batches[1]
+
+    def loop(self) -> dict[str, Any]:
+        from tqdm import tqdm
+
+        c, st = self.config, self.state
+        bar = tqdm(total=self.total, initial=st["step"], disable=not (self.w.main and self.progress),
+                   unit="step", file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+        try:
+            while st["step"] < self.total and not st["stopped"]:
+                wall, cpu = time.perf_counter(), time.process_time()
+                loss, acc, tokens = self.step(self.batches(st["epoch"])[st["in_epoch"]])
+                seconds = max(time.perf_counter() - wall, 1e-9)
+                st["step"] += 1
+                st["in_epoch"] += 1
+                self.record({"split": "train", "step": st["step"], "epoch": st["epoch"] + 1, "loss": loss,
+                             "accuracy": acc, "lr": self.optimizer.param_groups[0]["lr"],
+                             "samples_per_s": round(c.batch_size / seconds, 1),
+                             "tokens_per_s": round(tokens / seconds, 1)})
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", tok_acc=f"{acc:.3f}", pairs_s=f"{c.batch_size / seconds:.0f}")
+                evaluate = bool(c.eval_every) and st["step"] % c.eval_every == 0
+                if st["in_epoch"] == self.steps_per_epoch:
+                    evaluate = evaluate or not c.eval_every
+                    st["epoch"], st["in_epoch"] = st["epoch"] + 1, 0
+                evaluate = evaluate or st["step"] == self.total
+                if evaluate:
+                    self.validate(bar)
+                st["cpu_s"] += time.process_time() - cpu
+                st["wall_s"] += time.perf_counter() - wall
+                if evaluate or st["step"] % c.checkpoint_every == 0 or st["stopped"]:
+                    self.checkpoint()
+        finally:
+            bar.close()
+        return self.finish()
+
+    def step(self, batch: list[int]) -> tuple[float, float, int]:
+        """One optimizer step on ``batch``; ``(global mean token loss, global token accuracy, tokens)``."""
+        c, w = self.config, self.w
+        picked = batch[w.rank:: w.size]
+        src, tgt = [self.src["train"][i] for i in picked], [self.tgt["train"][i] for i in picked]
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr_at(self.state["step"] + 1, self.total, self.warmup, c.lr)
+        mine = sum(len(t) - 1 for t in tgt)  # target tokens this rank predicts
+        n = w.all_sum([float(mine)])[0]
+        try:
+            loss, correct, _, _ = _teacher_loss(self.net, src, tgt, w.device, c.label_smoothing)
+            (loss * w.size / n).backward()  # DDP averages over ranks: the global sum over tokens / their count
+        except (RuntimeError, MemoryError) as exc:
+            error = _memory_error(exc, len(src), max(map(len, src)), c)  # type: ignore[arg-type]
+            if error is None:
+                raise
+            raise error from None
+        if c.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.clip_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        total_loss, total_correct = w.all_sum([float(loss.detach()), float(correct)])
+        sums = self.state["sums"]
+        sums[0], sums[1], sums[2] = sums[0] + total_loss, sums[1] + total_correct, sums[2] + n
+        return total_loss / n, total_correct / n, int(n)
+
+    def validate(self, bar: Any) -> None:
+        st, c = self.state, self.config
+        n_valid = len(self.valid)
+        loss = teacher_loss(self.model, self.src["valid"][:n_valid], self.tgt["valid"][:n_valid], 256, self.w)
+        result = exact_match(self.model, self.tokenizer, self.valid, max_length=int(self.run["max_length"]),
+                             w=self.w)
+        acc, n = result["exact_match"], result["n"]
+        s = st["sums"]
+        self.record({"split": "valid", "step": st["step"], "epoch": st["epoch"] + (st["in_epoch"] > 0),
+                     "loss": loss, "accuracy": acc, "n": n,
+                     "train_loss": s[0] / s[2] if s[2] else None, "train_accuracy": s[1] / s[2] if s[2] else None})
+        st["sums"] = [0.0, 0.0, 0.0]
+        better = st["best"] is None or acc > st["best"] or (acc == st["best"] and loss < st["best_loss"])
+        if better:
+            st["best"], st["best_loss"], st["best_step"], st["bad"] = acc, loss, st["step"], 0
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            if self.w.main:
+                _save_model(self.out, self.model, self.meta({"valid_exact_match": acc, "step": st["step"]}))
+        else:
+            st["bad"] += 1
+            if c.patience and st["bad"] >= c.patience:
+                st["stopped"] = True
+        if c.stop_at and acc >= c.stop_at:
+            st["stopped"] = True
+        line = (f"step {st['step']}: valid loss {loss:.4f}, exact match {acc:.4f} (n={n})"
+                f"{'  best so far' if better else ''}{'  stop' if st['stopped'] else ''}")
+        if self.w.main and self.progress:
+            bar.write(line)
+            _append_log(self.out, line)
+        else:
+            self.log(line)
+
+    def record(self, row: dict[str, Any]) -> None:
+        if not self.w.main:
+            return
+        with open(self.out / METRICS, "ab") as f:
+            f.write((json.dumps(row) + "\n").encode("utf-8"))
+            self.state["metrics_bytes"] = f.tell()
+
+    def checkpoint(self) -> None:
+        if self.w.main:
+            write_checkpoint(self.out, self.state["step"], self.model, self.meta(), self.optimizer,
+                             {**self.state, "run": self.run}, self.tokenizer_json, save_model=_save_model)
+        self.w.barrier()
+
+    def finish(self) -> dict[str, Any]:
+        """Test the best model on test and every extra set; write final.json, the curves and the best model."""
+        st = self.state
+        self.model.load_state_dict(self.best_state)
+        limit = int(self.run["max_length"])
+        sets = {"test": self.splits.test, **self.splits.extra}
+        results = {name: exact_match(self.model, self.tokenizer, pairs, max_length=limit, w=self.w)
+                   for name, pairs in sets.items() if len(pairs)}
+        final: dict[str, Any] = {
+            "test_exact_match": results["test"]["exact_match"], "test_stderr": results["test"]["stderr"],
+            "test_n": results["test"]["n"], "valid_exact_match": st["best"], "best_step": st["best_step"],
+            "steps": st["step"], "early_stopped": st["stopped"],
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "train_cpu_s": round(st["cpu_s"], 2), "train_wall_s": round(st["wall_s"], 2),
+            "threads": torch.get_num_threads(), "processes": self.w.size, "sets": results}
+        if self.w.main:
+            _save_model(self.out, self.model, self.meta({k: v for k, v in final.items() if k != "sets"}))
+            write_json(self.out / FINAL, final)
+            (self.out / "tokenizer.json").write_text(self.tokenizer_json, encoding="utf-8")
+            write_json(self.out / RUN, self.run)
+            rows = [json.loads(line) for line in (self.out / METRICS).read_text(encoding="utf-8").splitlines()]
+            plot_curves(rows, self.out / CURVES, f"{self.run['arch']} on {self.run['data']}: test exact match "
+                        f"{final['test_exact_match']:.4f} ± {final['test_stderr']:.4f} (n={final['test_n']}); "
+                        f"train: token accuracy, valid: exact match")
+        self.w.barrier()
+        return final
+
+
+def _append_log(out: Path, line: str) -> None:
+    with open(out / LOG, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def _prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
+    """Refuse what would lose work before anything is written; the checkpoint to resume from, if any."""
+    folder = latest_checkpoint(out) if out.is_dir() else None
+    if resume and folder is None:
+        raise InputError(f"--resume: {str(out)!r} holds no checkpoint to continue; run without --resume to start")
+    if not resume and folder is not None:
+        raise InputError(f"{str(out)!r} already holds a run (checkpoint {folder.name}); pass --resume to continue "
+                         f"it, or choose another --out (nothing was changed)")
+    if folder is not None:
+        state_file = folder / "state.json"
+        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
+        saved = state.get("run")
+        diffs = differing_keys(saved, run) if isinstance(saved, dict) else ["run (missing from the checkpoint)"]
+        if diffs:
+            raise ConfigError(f"cannot resume {str(out)!r} with other settings: {'; '.join(diffs)}; resume with the "
+                              f"options it was started with, or start a new run with another --out")
+    return folder
+
+
+def train_translator(
+    data: str | os.PathLike[str] | PairSplits,
+    out: str | os.PathLike[str],
+    *,
+    arch: str = "bahdanau",
+    model: dict[str, Any] | None = None,
+    config: TranslateConfig | None = None,
+    max_length: int = 64,
+    data_options: dict[str, Any] | None = None,
+    resume: bool = False,
+    device: str | None = None,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train a translator on ``data`` and write the run into ``out``.
+
+    Args:
+        data: ``"dates"``, ``"sentences"``, a TSV file of pairs (see :func:`attnlab.data.load_pairs`), or
+            :class:`PairSplits`.
+        out: the run's folder: the best model by valid exact match (``model.safetensors`` and ``config.json``,
+            with the tokenizer and the run in its header), ``tokenizer.json``, ``run.json``, ``metrics.jsonl``,
+            ``curves.png``, ``final.json``, ``train.log`` and ``checkpoints/``.
+        arch: ``"bahdanau"`` or ``"luong"`` (:class:`attnlab.models.Seq2Seq`) or ``"transformer"``.
+        model: fields of the model's config other than the vocabularies, ``max_length`` and the special ids.
+        config: the :class:`TranslateConfig`.
+        max_length: the most tokens of a source or a target (EOS included), and the longest generation.
+        data_options: keyword arguments of ``make_dates`` / ``make_sentences`` (e.g. ``{"n_train": 20000}``).
+        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
+
+    Returns:
+        final.json's content: ``test_exact_match`` (greedy), ``test_stderr``, and under ``sets`` each test
+        set's exact match with its standard error, per tag, and its first wrong translations.
+    """
+    from ..data import PairTokenizer, build_pair_tokenizer
+
+    config = config if config is not None else TranslateConfig()
+    check.one_of("arch", arch, ARCHITECTURES)
+    check.positive_int("max_length", max_length)
+    options = dict(model or {})
+    fixed = sorted(set(options) & set(FIXED))
+    if fixed:
+        raise ConfigError(f"model options {fixed} are fixed by the data, --arch and max_length; leave them out")
+    unknown = sorted(set(options) - set(_model_fields(arch)))
+    if unknown:
+        raise ConfigError(f"model options {unknown} are not options of the {arch} model; it takes "
+                          f"{', '.join(sorted(_model_fields(arch)))}")
+    out = Path(out)
+    if isinstance(data, PairSplits):
+        source = data.source
+    else:
+        source = str(data) if str(data) in ("dates", "sentences") else str(Path(data).resolve())
+    run = json.loads(json.dumps({"data": source, "data_options": dict(data_options or {}), "arch": arch,
+                                 "max_length": max_length, "model": {**_model_fields(arch), **options},
+                                 "train": config.to_dict()}))
+    build_translator(arch, options, 8, 8, max_length)  # the model's own checks, before anything is written
+    checkpoint = _prepare_out(out, resume, run)
+    w = world(device)
+    try:
+        if config.batch_size % w.size:
+            raise ConfigError(f"batch_size={config.batch_size} is the global batch and must divide evenly over "
+                              f"{w.size} processes; pass a multiple of {w.size}")
+        say = log if w.main else (lambda _: None)
+        splits = load_task(data, data_options)
+        for name in ("train", "valid", "test"):
+            if len(getattr(splits, name)) == 0:
+                raise InputError(f"the {name} split of {source} is empty; give more pairs")
+        if len(splits.train) < config.batch_size:
+            raise InputError(f"the training split has {len(splits.train)} pairs, fewer than one batch "
+                             f"(batch_size={config.batch_size}); lower --batch-size")
+        seed_everything(config.seed)
+        tokenizer = (PairTokenizer.from_json((checkpoint / "tokenizer.json").read_text(encoding="utf-8"))
+                     if checkpoint is not None else
+                     build_pair_tokenizer(splits.train, source=config.tokenizer, vocab_size=config.vocab_size,
+                                          min_frequency=config.min_frequency))
+        seed_everything(config.seed)
+        net = build_translator(arch, options, tokenizer.source_vocab_size, tokenizer.target_vocab_size,
+                               max_length).to(w.device)
+        if w.main:
+            out.mkdir(parents=True, exist_ok=True)
+        w.barrier()
+        logged = _logger(out, say) if w.main else say
+        if checkpoint is None and w.main:
+            (out / METRICS).write_bytes(b"")
+            (out / LOG).write_text("", encoding="utf-8")
+        logged(splits.summary())
+        run_ = _Run(out, w, config, run, splits, tokenizer, net, logged, progress)
+        if checkpoint is not None:
+            run_.restore(checkpoint)
+        logged(f"model: {arch}, {sum(p.numel() for p in net.parameters()):,} parameters; vocabularies "
+               f"{tokenizer.source_vocab_size} source, {tokenizer.target_vocab_size} target tokens; {run_.total} "
+               f"steps of {config.batch_size} pairs on {w.size} process(es), {w.device}, "
+               f"{torch.get_num_threads()} thread(s)")
+        final = run_.loop()
+        for name, res in final["sets"].items():
+            logged(f"{name}: exact match {res['exact_match']:.4f} ± {res['stderr']:.4f} (standard error, "
+                   f"n={res['n']}, greedy)")
+        logged(f"best valid exact match {final['valid_exact_match']:.4f} at step {final['best_step']}; "
+               f"training took {final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall)")
+        return final
+    finally:
+        w.close()
+
+
+def _logger(out: Path, say: Callable[[str], None]) -> Callable[[str], None]:
+    """``say`` that also appends each line to ``out/train.log``."""
+    def log(text: str) -> None:
+        say(text)
+        _append_log(out, text)
+    return log

@@ -1,0 +1,187 @@
+"""`attnlab translate` and `attnlab train translate`: the translation and the files it writes, every bad input (one
+line on stderr, exit 2, nothing written or overwritten), and what the BUNDLED models' alignments look like."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from attnlab import AttentionTrace
+from attnlab._bundled import bundled_folder
+from attnlab.cli import main
+from attnlab.data import make_dates, make_sentences
+from attnlab.training import Translator, load_translator
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"attnlab {command}: error: "), err
+    return err
+
+
+def dates_models() -> list[Translator]:
+    """The bundled dates-zh translator and the other recurrent one bundled in its folder."""
+    folder = bundled_folder("dates-zh")
+    assert folder is not None, "dates-zh is not built: run `make train-dates`"
+    return [load_translator(f) for f in [folder, *sorted(p.parent for p in folder.glob("*/config.json"))]]
+
+
+def test_translate_prints_the_translation_and_writes_the_alignment_and_viewer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "fri"
+    assert main(["translate", "Friday, March 5, 2021", "--model", "dates-zh", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "2021年3月5日星期五"
+    assert sorted(p.name for p in out.iterdir()) == ["alignment.png", "trace.attn", "viewer.html"]
+    trace = AttentionTrace.load(out / "trace.attn")
+    assert list(trace.kinds) == ["cross"]  # the recurrent decoder's attention, one record per decoding step
+    assert trace.records[0].key_tokens == [*"Friday,", "▁", *"March", "▁", *"5,", "▁", *"2021", "[EOS]"]
+    assert [r.step for r in trace.records] == list(range(len("2021年3月5日星期五") + 1))  # the last step writes EOS
+    assert "cross" in (out / "viewer.html").read_text(encoding="utf-8")
+
+    beam = tmp_path / "beam"
+    assert main(["translate", "5 March 2021", "--model", "dates-zh", "--beam", "4", "--out", str(beam)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "2021年3月5日"
+    assert (beam / "alignment.png").stat().st_size > 0
+
+
+def test_show_draws_a_translators_cross_attention(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "show"
+    assert main(["show", "Friday, March 5, 2021", "--model", "dates-zh", "--out", str(out), "--no-viewer"]) == 0
+    printed = capsys.readouterr().out
+    assert "translation: 2021年3月5日星期五" in printed and "cross-attention" in printed
+    assert {"heatmap.png", "heads.png", "model.png", "trace.attn"} <= {p.name for p in out.iterdir()}
+    assert main(["show", "Friday", "--model", "dates-zh", "--pair", "x", "--out", str(tmp_path / "no")]) == 2
+    assert "--pair" in one_error_line(capsys, "show") and not (tmp_path / "no").exists()
+
+
+def test_the_tutorial_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cat"
+    assert main(["translate", "The cat sat on the mat.", "--model", "tutorial-en-zh", "--out", str(out),
+                 "--no-viewer"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "猫坐在垫子上。"
+    assert sorted(p.name for p in out.iterdir()) == ["alignment.png"]
+
+
+def test_unseen_characters_are_read_as_unknown_with_one_warning(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["translate", "Friday, March 5, 2021 ☃", "--model", "dates-zh", "--out", str(tmp_path / "o"),
+                 "--no-viewer"]) == 0
+    captured = capsys.readouterr()
+    warning = captured.err.strip()
+    assert len(warning.splitlines()) == 1 and warning.startswith("attnlab translate: warning: "), warning
+    assert "☃" in warning and "[UNK]" in warning
+    assert captured.out.strip()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["   "], "empty"),
+    (["1" * 300], r"301 tokens long .* at most 40"),
+    (["Friday", "--beam", "0"], "--beam must be at least 1"),
+    (["Friday", "--model", "NOWHERE"], "no translator at 'NOWHERE'"),
+    (["Friday", "--model", "zh-sentiment"], "not a translator"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["translate", *args, "--out", str(out)]
+    if "--model" not in args:
+        argv += ["--model", "dates-zh"]
+    assert main(argv) == 2
+    assert re.search(message, one_error_line(capsys, "translate"))
+    assert not out.exists()
+
+
+def test_a_bad_input_overwrites_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["translate", "5 March 2021", "--model", "dates-zh", "--out", str(out)]) == 0
+    before = fingerprint(out)
+    capsys.readouterr()
+    assert main(["translate", "2" * 300, "--model", "dates-zh", "--out", str(out)]) == 2
+    one_error_line(capsys, "translate")
+    assert fingerprint(out) == before
+
+
+def test_a_bad_pairs_file_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "pairs.tsv"
+    data.write_text("one\t一\ntwo\t二\nthree 三\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "translate", "--data", str(data), "--out", str(out), "--no-progress"]) == 2
+    assert "line 3" in one_error_line(capsys, "train")
+    assert not out.exists()
+    data.write_text("one\n", encoding="utf-8")
+    assert main(["train", "translate", "--data", str(data), "--out", str(out), "--no-progress"]) == 2
+    assert "line 1" in one_error_line(capsys, "train")
+    assert main(["train", "translate", "--data", "dates", "--arch", "bahdanau", "--n-heads", "2", "--out", str(out),
+                 "--no-progress"]) == 2
+    assert "n_heads" in one_error_line(capsys, "train")
+    assert not out.exists()
+
+
+def year_alignment(translator: Translator, n: int = 300) -> tuple[float, int]:
+    """The share of generated year digits whose largest weight lies on the source's year, over held-out dates
+    whose source writes the year in four digits and whose translation starts with it; and how many digits."""
+    test = make_dates(n_train=1, n_valid=1, n_test=n, n_unseen=1, seed=1).test
+    hits = total = 0
+    for source, target, t in zip(test.source, test.target, translator.translate(list(test.source)), strict=True):
+        year = re.search(r"(?<!\d)\d{4}(?!\d)", source)
+        if year is None or year.group() != target[:4] or not t.text.startswith(target[:4]):
+            continue
+        spans = translator.tokenizer.source_spans(source)
+        for row in range(4):  # the rows of the four year digits
+            start, end = spans[int(t.alignment[row].argmax())]
+            hits += year.start() <= start and end <= year.end()
+            total += 1
+    return hits / total, total
+
+
+def test_bundled_dates_models_look_at_the_year_while_writing_it() -> None:
+    models = dates_models()
+    assert {m.run["arch"] for m in models} == {"bahdanau", "luong"}
+    for m in models:
+        share, n = year_alignment(m)
+        print(f"{m.run['arch']}: {share:.3f} of {n} year digits attend most to the source's year")
+        assert n >= 800 and share >= 0.95, (m.run["arch"], share, n)
+
+
+def attended_words(translator: Translator, n: int = 2000) -> dict[str, list[str]]:
+    """For 垫, 子 and the word 垫子 (its two rows summed) and for the locative 上, in held-out sentences translated
+    right: the source token each attends to most (one entry per occurrence)."""
+    test = make_sentences().test
+    chosen = [(s, tgt) for s, tgt in zip(test.source[:n], test.target[:n], strict=True)
+              if ("垫子" in tgt and " mat" in s) or (tgt.count("上") == 1 and s.lower().count(" on the ") == 1)]
+    looked: dict[str, list[str]] = {"垫": [], "子": [], "垫子": [], "上": []}
+    for (source, target), t in zip(chosen, translator.translate([s for s, _ in chosen]), strict=True):
+        if t.text != target:
+            continue
+        chars = t.target_tokens
+        for i, char in enumerate(chars):
+            if char == "垫" and chars[i + 1: i + 2] == ["子"]:
+                for key, row in (("垫", t.alignment[i]), ("子", t.alignment[i + 1]),
+                                 ("垫子", t.alignment[i] + t.alignment[i + 1])):
+                    looked[key].append(t.source_tokens[int(row.argmax())])
+            if char == "上" and " on the " in source.lower():
+                looked["上"].append(t.source_tokens[int(t.alignment[i].argmax())])
+    return looked
+
+
+def test_bundled_sentence_model_writes_the_mat_looking_at_mat_and_the_locative_looking_at_on() -> None:
+    looked = attended_words(load_translator("tutorial-en-zh"))
+    shares = {}
+    for key, words in (("垫", {"mat", "mats"}), ("子", {"mat", "mats"}), ("垫子", {"mat", "mats"}), ("上", {"on"})):
+        shares[key] = sum(w in words for w in looked[key]) / len(looked[key])
+        print(f"{key}: {shares[key]:.3f} of {len(looked[key])} attend most to {sorted(words)} "
+              f"(all: {sorted(set(looked[key]))})")
+    assert len(looked["垫子"]) >= 30 and len(looked["上"]) >= 30
+    # the word 垫子 and its first character look at mat; its second character sometimes already at the next word
+    assert shares["垫"] >= 0.95 and shares["垫子"] >= 0.95 and shares["上"] >= 0.95, shares
