@@ -1,5 +1,5 @@
-"""AttentionClassifier's summed bigram (and trigram) embeddings, meanmax pooling and embedding norm: a pair's row is found by its
-saved key, padding never leaks, and the keys travel in the model file."""
+"""AttentionClassifier's summed bigram (and trigram) embeddings, meanmax pooling and embedding norm: a pair's row
+is found by its saved key, padding never leaks, and the keys travel in the model file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The training options of the snownlp recipe: length buckets, masked-language pre-training, EMA of the weights,
-label smoothing, fused AdamW, bigram and trigram embeddings: each does what it says, and a run using them all resumes exactly."""
+label smoothing, fused AdamW, bigram and trigram embeddings: each does what it says, and a run using them all
+resumes exactly."""
 
 from __future__ import annotations
 
