@@ -107,12 +107,15 @@ def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: No
     out = tmp_path / "cli"
     assert main(["train", "classify", "--data", str(reviews), "--out", str(out), "--d-model", "12", "--n-heads", "3",
                  "--n-layers", "1", "--min-frequency", "1", "--batch-size", "16", "--max-steps", "3", "--no-progress",
-                 "--bigrams", "20", "--pooling", "meanmax", "--embed-norm", "--embed-dropout", "0.2",
+                 "--bigrams", "20", "--trigrams", "10", "--pooling", "meanmax", "--embed-norm",
+                 "--embed-dropout", "0.2",
                  "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket",
                  "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2"]) == 0
     saved = json.loads((out / "config.json").read_text())
-    assert {k: saved["model"][k] for k in ("bigrams", "pooling", "embed_norm", "embed_dropout", "head_dropout")} == {
-        "bigrams": 20, "pooling": "meanmax", "embed_norm": True, "embed_dropout": 0.2, "head_dropout": 0.3}
+    assert {k: saved["model"][k] for k in ("bigrams", "trigrams", "pooling", "embed_norm", "embed_dropout",
+                                           "head_dropout")} == {
+        "bigrams": 20, "trigrams": 10, "pooling": "meanmax", "embed_norm": True, "embed_dropout": 0.2,
+        "head_dropout": 0.3}
     train = saved["train"]
     assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"], train["pretrain_epochs"],
             train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, True, 1, 0.002, 0.2)
