@@ -1,5 +1,5 @@
-"""AttentionClassifier's summed bigram embeddings, meanmax pooling and embedding norm: a pair's row is found by its
-saved key, padding never leaks, and the keys travel in the model file."""
+"""AttentionClassifier's summed bigram (and trigram) embeddings, meanmax pooling and embedding norm: a pair's row
+is found by its saved key, padding never leaks, and the keys travel in the model file."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 
 from attnlab.errors import ConfigError, InputError
 from attnlab.models import AttentionClassifier, ClassifierConfig, count_bigrams, load_classifier, save_classifier
+from attnlab.models.classifier import count_trigrams
 
 V = 23
 
@@ -86,3 +87,42 @@ def test_bad_bigram_settings() -> None:
         tiny(bigrams=0).set_bigrams(torch.tensor([1]))
     with pytest.raises(InputError, match="at most bigrams=4"):
         tiny().set_bigrams(torch.arange(5))
+
+
+def test_each_position_gets_the_row_of_the_triple_starting_there() -> None:
+    model = tiny(trigrams=3)
+    model.set_trigrams(torch.tensor([(6 * V + 7) * V + 5, (5 * V + 6) * V + 7]))  # (5, 6, 7) and (6, 7, 5)
+    rows = model.trigram_ids(torch.tensor([[2, 5, 6, 7, 0, 0], [2, 6, 7, 5, 6, 7]]))
+    # sorted keys: (5, 6, 7) -> row 2, (6, 7, 5) -> row 3; 1 = not kept; 0 = reaches padding or the end
+    assert rows.tolist() == [[1, 2, 0, 0, 0, 0], [1, 3, 1, 2, 0, 0]]
+    assert model.trigram_ids(torch.tensor([[2, 5]])).tolist() == [[0, 0]]  # too short for any triple
+    model.set_bigrams(torch.tensor([5 * V + 6]))  # the pairs are looked up as before
+    assert model.bigram_ids(torch.tensor([[2, 5, 6, 7]])).tolist() == [[1, 2, 1, 0]]
+
+
+def test_count_trigrams_keeps_the_most_frequent_triples_deterministically() -> None:
+    ids = [[2, 5, 6, 7], [2, 5, 6, 0, 0], [9, 5, 6, 7, 1]]
+    key = {t: (t[0] * V + t[1]) * V + t[2] for t in [(5, 6, 7), (2, 5, 6), (6, 7, 1), (9, 5, 6)]}
+    assert count_trigrams(ids, 2, V).tolist() == sorted([key[5, 6, 7], key[2, 5, 6]])  # twice each
+    assert count_trigrams(ids, 10, V, min_count=2).tolist() == sorted([key[5, 6, 7], key[2, 5, 6]])
+    assert len(count_trigrams(ids, 10, V)) == 4  # (5, 6, 0) and (6, 0, 0) touch padding: not counted
+
+
+def test_trigrams_matter_travel_in_the_model_file_and_padding_changes_nothing(tmp_path: Path) -> None:
+    model = tiny(trigrams=4)
+    ids = torch.tensor([[2, 5, 6, 7, 5, 6]])
+    before = model(ids)
+    model.set_trigrams(count_trigrams([[2, 5, 6, 7, 5, 6], [2, 9, 9, 4]], 4, V))
+    assert (model(ids) - before).abs().max() > 1e-4
+    padded = model(torch.tensor([[2, 5, 6, 7, 5, 6, 0, 0, 0], [2, 9, 9, 4, 9, 9, 4, 9, 9]]))
+    torch.testing.assert_close(padded[:1], model(ids), atol=1e-6, rtol=1e-5)
+    save_classifier(tmp_path / "m.safetensors", model, {})
+    loaded, _ = load_classifier(tmp_path / "m.safetensors")
+    assert loaded.config == model.config and torch.equal(loaded.trigram_keys, model.trigram_keys)
+    torch.testing.assert_close(loaded(ids), model(ids))
+    with pytest.raises(ConfigError, match="no trigram table"):
+        tiny().set_trigrams(torch.tensor([1]))
+    with pytest.raises(InputError, match="at most trigrams=4"):
+        model.set_trigrams(torch.arange(5))
+    with pytest.raises(ConfigError, match="trigrams"):
+        ClassifierConfig(V, trigrams=-1)

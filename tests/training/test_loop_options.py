@@ -1,5 +1,6 @@
 """The training options of the snownlp recipe: length buckets, masked-language pre-training, EMA of the weights,
-label smoothing, fused AdamW, bigram embeddings: each does what it says, and a run using them all resumes exactly."""
+label smoothing, fused AdamW, bigram and trigram embeddings: each does what it says, and a run using them all
+resumes exactly."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import torch
 from safetensors.torch import load_file
 
 from attnlab.errors import ConfigError
+from attnlab.models import load_classifier
 from attnlab.training import TrainConfig, train_classifier
 from attnlab.training._loop import data_order
 from attnlab.training._pretrain import mask_tokens
 
-MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.1, "bigrams": 30,
+MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.1, "bigrams": 30, "trigrams": 20,
          "pooling": "meanmax", "embed_norm": True, "positional": "learned"}
 OPTIONS = {"epochs": 2, "batch_size": 16, "lr": 3e-3, "min_frequency": 1, "checkpoint_every": 7, "patience": 0,
            "eval_every": 38,
@@ -82,6 +84,9 @@ def test_a_run_with_every_option_resumes_exactly(reviews: Path, tmp_path: Path, 
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     keys = a["bigram_keys"]
     assert len(keys) == 30 and bool((keys[1:] > keys[:-1]).all())  # the 30 kept pairs, sorted
+    vocab = load_classifier(tmp_path / "whole" / "model.safetensors")[0].config.vocab_size
+    triples = a["trigram_keys"]  # the 20 most frequent triples of the training split: real ones (< V**3)
+    assert len(triples) == 20 and bool((triples[1:] > triples[:-1]).all()) and int(triples[-1]) < vocab**3
 
     # what was saved is the moving average of step 38, not the live weights of that step
     last = tmp_path / "whole" / "checkpoints" / "step-00000038"
@@ -102,12 +107,15 @@ def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: No
     out = tmp_path / "cli"
     assert main(["train", "classify", "--data", str(reviews), "--out", str(out), "--d-model", "12", "--n-heads", "3",
                  "--n-layers", "1", "--min-frequency", "1", "--batch-size", "16", "--max-steps", "3", "--no-progress",
-                 "--bigrams", "20", "--pooling", "meanmax", "--embed-norm", "--embed-dropout", "0.2",
+                 "--bigrams", "20", "--trigrams", "10", "--pooling", "meanmax", "--embed-norm",
+                 "--embed-dropout", "0.2",
                  "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket",
                  "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2"]) == 0
     saved = json.loads((out / "config.json").read_text())
-    assert {k: saved["model"][k] for k in ("bigrams", "pooling", "embed_norm", "embed_dropout", "head_dropout")} == {
-        "bigrams": 20, "pooling": "meanmax", "embed_norm": True, "embed_dropout": 0.2, "head_dropout": 0.3}
+    assert {k: saved["model"][k] for k in ("bigrams", "trigrams", "pooling", "embed_norm", "embed_dropout",
+                                           "head_dropout")} == {
+        "bigrams": 20, "trigrams": 10, "pooling": "meanmax", "embed_norm": True, "embed_dropout": 0.2,
+        "head_dropout": 0.3}
     train = saved["train"]
     assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"], train["pretrain_epochs"],
             train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, True, 1, 0.002, 0.2)

@@ -41,6 +41,8 @@ MODEL_OPTIONS: dict[str, tuple[type, str]] = {
     "kernel": (str, "attention kernel: dense, memory_efficient, local, linear, performer, ... (default dense)"),
     "bigrams": (int, "also embed the pair starting at each position: the N most frequent pairs of the training "
                 "split, summed with the token's embedding (default 0 = off)"),
+    "trigrams": (int, "also embed the triple starting at each position: the N most frequent triples of the "
+                 "training split, summed like --bigrams (default 0 = off)"),
     "embed_dropout": (float, "dropout on the embeddings (default: --dropout)"),
     "head_dropout": (float, "dropout before the head (default: --dropout)"),
 }

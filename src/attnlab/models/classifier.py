@@ -6,7 +6,8 @@ Letters: B batch, L length (tokens, padding included), M d_model, C classes.
 kernel) -> pooling ([CLS], mean over real tokens, or additive attention with a learned query) -> linear head
 -> ``logits (B, C)``.  With ``bigrams=N`` each position also embeds the token pair that starts there (the N
 most frequent pairs of the training split, looked up in the ``bigram_keys`` buffer, saved with the weights) and
-adds it to the token's embedding: the sequence keeps its length.  With ``n_layers=0`` and
+adds it to the token's embedding: the sequence keeps its length; ``trigrams=N`` does the same for the token triple
+that starts there (``trigram_keys``).  With ``n_layers=0`` and
 ``pooling="attention"`` it is the tutorials' single additive-attention pooling model.  Padding is always
 masked: every attention gets ``key_padding_mask`` (True = real token) built from ``ids != pad_id``, and mean
 (and max) pooling read real tokens only.
@@ -14,7 +15,6 @@ masked: every attention gets ``key_padding_mask`` (True = real token) built from
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -30,7 +30,7 @@ from ..layers import BahdanauAttention, TransformerConfig, TransformerEncoder
 from ..layers._config import frozen_options
 
 __all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding",
-           "count_bigrams"]
+           "count_bigrams", "count_trigrams"]
 
 POSITIONALS = ("sinusoidal", "learned", "rotary", "none")
 POOLINGS = ("cls", "mean", "attention", "meanmax")
@@ -57,6 +57,7 @@ class ClassifierConfig:
     pad_id: int = 0  # the padding token's id: masked everywhere
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # the kernel's own options
     bigrams: int = 0  # embed the pair of tokens starting at each position (this many kept pairs); 0 = off
+    trigrams: int = 0  # embed the triple of tokens starting at each position (this many kept triples); 0 = off
     embed_norm: bool = False  # BERT-style embeddings: N(0, 0.02), not scaled by sqrt(d_model), summed (token +
     # bigram + position), then a LayerNorm
     embed_dropout: float | None = None  # dropout on the embeddings; None = dropout
@@ -72,6 +73,7 @@ class ClassifierConfig:
         check.boolean("norm_first", self.norm_first, "True = pre-norm, False = post-norm")
         check.non_negative_int("pad_id", self.pad_id)
         check.non_negative_int("bigrams", self.bigrams)
+        check.non_negative_int("trigrams", self.trigrams)
         check.boolean("embed_norm", self.embed_norm, "True = LayerNorm the summed embeddings")
         for name in ("embed_dropout", "head_dropout"):
             if getattr(self, name) is not None:
@@ -143,6 +145,7 @@ class AttentionClassifier(nn.Module):
     """
 
     bigram_keys: Tensor  # (bigrams,) a buffer, when the config has bigrams
+    trigram_keys: Tensor  # (trigrams,) a buffer, when the config has trigrams
 
     def __init__(self, config: ClassifierConfig) -> None:
         super().__init__()
@@ -168,6 +171,14 @@ class AttentionClassifier(nn.Module):
             # (N,) sorted keys first * vocab_size + second; until set_bigrams(), keys no pair can have
             self.register_buffer("bigram_keys", torch.arange(config.bigrams, dtype=torch.long)
                                  + config.vocab_size**2)
+        self.trigram: nn.Embedding | None = None
+        if config.trigrams:  # the same layout for triples: keys (first * V + second) * V + third
+            self.trigram = nn.Embedding(config.trigrams + 2, m, padding_idx=NO_BIGRAM)
+            nn.init.normal_(self.trigram.weight, std=std)
+            with torch.no_grad():
+                self.trigram.weight[NO_BIGRAM].zero_()
+            self.register_buffer("trigram_keys", torch.arange(config.trigrams, dtype=torch.long)
+                                 + config.vocab_size**3)
         self.embed_norm = nn.LayerNorm(m) if config.embed_norm else None
         self.embed_drop = nn.Dropout(config.dropout if config.embed_dropout is None else config.embed_dropout)
         self.head_drop = nn.Dropout(config.dropout if config.head_dropout is None else config.head_dropout)
@@ -183,25 +194,31 @@ class AttentionClassifier(nn.Module):
 
     def set_bigrams(self, keys: Tensor) -> None:
         """Keep the token pairs ``keys`` (``(N,)`` int64, ``first * vocab_size + second``): see count_bigrams."""
-        if self.bigram is None:
-            raise ConfigError("this model has no bigram table (bigrams=0); build it with bigrams=N")
-        n = self.config.bigrams
+        self._set_keys("bigram", 2, keys)
+
+    def set_trigrams(self, keys: Tensor) -> None:
+        """Keep the token triples ``keys`` (``(N,)`` int64, ``(first * V + second) * V + third``, V the
+        vocabulary size): see count_trigrams."""
+        self._set_keys("trigram", 3, keys)
+
+    def _set_keys(self, name: str, order: int, keys: Tensor) -> None:
+        if getattr(self, name) is None:
+            raise ConfigError(f"this model has no {name} table ({name}s=0); build it with {name}s=N")
+        n = getattr(self.config, f"{name}s")
         if not isinstance(keys, Tensor) or keys.dtype != torch.long or keys.dim() != 1 or len(keys) > n:
-            raise InputError(f"keys must be a 1-d int64 tensor of at most bigrams={n} pairs, got {check.got(keys)}; "
-                             f"use count_bigrams(ids, {n}, vocab_size)")
-        filler = torch.arange(n - len(keys), dtype=torch.long) + self.config.vocab_size**2  # (n - K,) never match
+            raise InputError(f"keys must be a 1-d int64 tensor of at most {name}s={n} keys, got {check.got(keys)}; "
+                             f"use count_{name}s(ids, {n}, vocab_size)")
+        filler = torch.arange(n - len(keys), dtype=torch.long) + self.config.vocab_size**order  # (n - K,) no match
         with torch.no_grad():
-            self.bigram_keys.copy_(torch.cat([keys.sort().values, filler]))
+            getattr(self, f"{name}_keys").copy_(torch.cat([keys.sort().values, filler]))
 
     def bigram_ids(self, ids: Tensor) -> Tensor:
         """``(B, L)`` rows of the bigram table: the pair starting at each position (0 where there is none)."""
-        pad, keys = self.config.pad_id, self.bigram_keys
-        pair = ids[:, :-1] * self.config.vocab_size + ids[:, 1:]  # (B, L-1)
-        where = torch.searchsorted(keys, pair).clamp(max=len(keys) - 1)  # (B, L-1)
-        found = keys[where] == pair
-        rows = torch.where(found, where + 2, torch.full_like(where, UNKNOWN_BIGRAM))  # (B, L-1)
-        rows = rows.masked_fill((ids[:, :-1] == pad) | (ids[:, 1:] == pad), NO_BIGRAM)
-        return torch.cat([rows, torch.full_like(ids[:, :1], NO_BIGRAM)], dim=1)  # (B, L)
+        return _ngram_rows(ids, 2, self.bigram_keys, self.config.vocab_size, self.config.pad_id)
+
+    def trigram_ids(self, ids: Tensor) -> Tensor:
+        """``(B, L)`` rows of the trigram table: the triple starting at each position (0 where there is none)."""
+        return _ngram_rows(ids, 3, self.trigram_keys, self.config.vocab_size, self.config.pad_id)
 
     def forward(self, ids: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """``ids (B, L)`` integer token ids to ``logits (B, C)``.
@@ -230,6 +247,8 @@ class AttentionClassifier(nn.Module):
         x = self.embed(ids)  # (B, L, M)
         if self.bigram is not None:
             x = x + self.bigram(self.bigram_ids(ids))
+        if self.trigram is not None:
+            x = x + self.trigram(self.trigram_ids(ids))
         x = self.position(x * self.scale)
         if self.embed_norm is not None:
             x = self.embed_norm(x)
@@ -253,13 +272,46 @@ class AttentionClassifier(nn.Module):
         return self.pool(query, x, key_padding_mask=real)[0]
 
 
+def _ngram_rows(ids: Tensor, order: int, keys: Tensor, vocab_size: int, pad: int) -> Tensor:
+    """``(B, L)`` rows of an n-gram table (``order`` tokens starting at each position): ``NO_BIGRAM`` where the
+    n-gram would reach padding or past the end, ``UNKNOWN_BIGRAM`` for one not kept, else 2 + its key's index."""
+    span = ids.shape[1] - order + 1
+    if span <= 0:
+        return torch.full_like(ids, NO_BIGRAM)
+    key = ids[:, :span]  # (B, L-order+1)
+    hits_pad = ids[:, :span] == pad
+    for k in range(1, order):
+        key = key * vocab_size + ids[:, k: k + span]
+        hits_pad = hits_pad | (ids[:, k: k + span] == pad)
+    where = torch.searchsorted(keys, key).clamp(max=len(keys) - 1)  # (B, L-order+1)
+    found = keys[where] == key
+    rows = torch.where(found, where + 2, torch.full_like(where, UNKNOWN_BIGRAM)).masked_fill(hits_pad, NO_BIGRAM)
+    return torch.cat([rows, torch.full_like(ids[:, : order - 1], NO_BIGRAM)], dim=1)  # (B, L)
+
+
+def _count_ngrams(ids: Sequence[Sequence[int]], order: int, n: int, vocab_size: int, min_count: int,
+                  pad_id: int) -> Tensor:
+    counts: Counter[int] = Counter()
+    for row in ids:
+        for gram in zip(*(row[k:] for k in range(order)), strict=False):
+            if pad_id not in gram:
+                key = 0
+                for t in gram:
+                    key = key * vocab_size + t
+                counts[key] += 1
+    ranked = sorted((key for key, c in counts.items() if c >= min_count), key=lambda k: (-counts[k], k))
+    return torch.tensor(sorted(ranked[:n]), dtype=torch.long)
+
+
 def count_bigrams(ids: Sequence[Sequence[int]], n: int, vocab_size: int, *, min_count: int = 1,
                   pad_id: int = 0) -> Tensor:
     """The keys (``first * vocab_size + second``, int64) of the ``n`` most frequent neighbouring token pairs of
     ``ids`` (the training split's encoded texts) that occur at least ``min_count`` times; ties go to the
     smaller key, so the choice is deterministic."""
-    counts: Counter[int] = Counter()
-    for row in ids:
-        counts.update(a * vocab_size + b for a, b in itertools.pairwise(row) if a != pad_id and b != pad_id)
-    ranked = sorted((key for key, c in counts.items() if c >= min_count), key=lambda k: (-counts[k], k))
-    return torch.tensor(sorted(ranked[:n]), dtype=torch.long)
+    return _count_ngrams(ids, 2, n, vocab_size, min_count, pad_id)
+
+
+def count_trigrams(ids: Sequence[Sequence[int]], n: int, vocab_size: int, *, min_count: int = 1,
+                   pad_id: int = 0) -> Tensor:
+    """As :func:`count_bigrams` for three neighbouring tokens: keys ``(first * V + second) * V + third``."""
+    return _count_ngrams(ids, 3, n, vocab_size, min_count, pad_id)

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from ..data import Splits, build_tokenizer, encode, load_data, tokenizer_from_json
 from ..errors import ConfigError, InputError
 from ..models import MODEL_FILE, AttentionClassifier, ClassifierConfig, count_bigrams, load_classifier
+from ..models.classifier import count_trigrams
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json, write_model
 from ._config import TrainConfig, differing_keys
 from ._distributed import World, world
@@ -115,6 +116,9 @@ class _Run:
         if model.config.bigrams:  # the most frequent pairs of the training split (a resume loads the same keys)
             model.set_bigrams(count_bigrams(self.ids["train"], model.config.bigrams, model.config.vocab_size,
                                             min_count=config.min_frequency, pad_id=model.config.pad_id))
+        if model.config.trigrams:  # the same for triples
+            model.set_trigrams(count_trigrams(self.ids["train"], model.config.trigrams, model.config.vocab_size,
+                                              min_count=config.min_frequency, pad_id=model.config.pad_id))
         self.steps_per_epoch = len(splits.train) // config.batch_size
         total = config.epochs * self.steps_per_epoch
         self.total = min(total, config.max_steps) if config.max_steps else total
