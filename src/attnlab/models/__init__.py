@@ -12,6 +12,7 @@ from .classifier import (
     ClassifierConfig,
     PositionalEncoding,
     count_bigrams,
+    count_trigrams,
 )
 from .seq2seq import Seq2Seq, Seq2SeqConfig, TransformerSeq2Seq, TransformerSeq2SeqConfig
 
@@ -28,6 +29,7 @@ __all__ = [
     "TransformerSeq2Seq",
     "TransformerSeq2SeqConfig",
     "count_bigrams",
+    "count_trigrams",
     "length_penalty",
     "load_classifier",
     "load_seq2seq",
