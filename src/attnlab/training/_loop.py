@@ -27,8 +27,7 @@ import torch.nn.functional as F
 
 from ..data import Splits, build_tokenizer, encode, load_data, tokenizer_from_json
 from ..errors import ConfigError, InputError
-from ..models import MODEL_FILE, AttentionClassifier, ClassifierConfig, count_bigrams, load_classifier
-from ..models.classifier import count_trigrams
+from ..models import MODEL_FILE, AttentionClassifier, ClassifierConfig, count_bigrams, count_trigrams, load_classifier
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json, write_model
 from ._config import TrainConfig, differing_keys
 from ._distributed import World, world
