@@ -36,9 +36,11 @@ TASKS = {"dates": ("dates-zh", "unseen_years"), "sentences": ("tutorial-en-zh", 
 ARCHS = ("bahdanau", "luong", "transformer")
 LUONG = {"score": "general"}
 LUONG_TRAIN = {"lr": 5e-3}  # as `make train-dates` trains the bundled Luong model
-TRANSFORMER = {"d_model": 128, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2, "d_ff": 256,
-               "dropout": 0.1}
-TRANSFORMER_TRAIN = {"lr": 1e-3, "warmup": 0.1}
+# a small pre-norm transformer with rotary positions (configs/dates-zh-transformer.json): more steps per CPU minute,
+# a high peak lr, and no position table, so copying the year's digits is a relative lookup in every locale
+TRANSFORMER = {"d_model": 64, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2, "d_ff": 128,
+               "dropout": 0.1, "positions": "rotary"}
+TRANSFORMER_TRAIN = {"lr": 5e-3, "warmup": 0.1, "stop_at": 0.0}
 EXAMPLES = {"dates": ["Friday, March 5, 2021", "vendredi 5 mars 2021", "2021년 3월 5일 금요일"],
             "sentences": ["The cat sat on the mat.", "The dog that the cat saw slept under the table."]}
 SPEED_N = 400  # test sources decoded per speed measurement

@@ -100,3 +100,16 @@ def test_a_rotary_model_saves_and_loads(tmp_path: Path) -> None:
     src, tgt_in = sources([5, 3], seed=9), targets([4, 3], seed=10)
     with torch.no_grad():
         assert torch.equal(model(src, tgt_in), loaded.eval()(src, tgt_in))
+
+
+def test_the_dates_transformer_config_file_builds() -> None:
+    """configs/dates-zh-transformer.json (the benchmark's transformer) is a valid model and training config."""
+    import json
+
+    from attnlab.training import TranslateConfig
+
+    spec = json.loads((Path(__file__).resolve().parents[2] / "configs" / "dates-zh-transformer.json").read_text())
+    assert spec["arch"] == "transformer"
+    TranslateConfig(**spec["train"])
+    config = TransformerSeq2SeqConfig(SRC_VOCAB, TGT_VOCAB, max_length=spec["max_length"], **spec["model"])
+    assert config.positions == "rotary"
