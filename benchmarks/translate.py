@@ -141,8 +141,9 @@ def table(results: dict[str, Any]) -> str:
              "in % ± one standard error; training on one thread (`torch.set_num_threads(1)`), CPU time by "
              "`time.process_time` over the training loop (validations included); the wall time is long because the "
              "runs shared the machine's 2 cores with each other and with other jobs (load average 3-9 while they "
-             "trained). Decoding: 400 test sources in batches of 64, one thread, fastest of 3 interleaved repeats, "
-             "with the 1-minute load average before and after.", "",
+             "trained; 2-5 for the transformer rows, retrained later with rotary positions, see "
+             "docs/translate.md). Decoding: 400 test sources in batches of 64, one thread, fastest of 3 interleaved "
+             "repeats, with the 1-minute load average before and after.", "",
              "| task | model | params | test | extra set | train CPU min | train wall s | steps | greedy sent/s "
              "| beam=4 sent/s | load while decoding |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results.values():

@@ -56,7 +56,8 @@ from . import _decode
 from ._decode import Generation, Specials
 from .classifier import sinusoids
 
-__all__ = ["ATTENTIONS", "POSITIONS", "SCORES", "Seq2Seq", "Seq2SeqConfig", "TransformerSeq2Seq", "TransformerSeq2SeqConfig"]
+__all__ = ["ATTENTIONS", "POSITIONS", "SCORES", "Seq2Seq", "Seq2SeqConfig", "TransformerSeq2Seq",
+           "TransformerSeq2SeqConfig"]
 
 ATTENTIONS = ("bahdanau", "luong")
 POSITIONS = ("sinusoidal", "rotary")
