@@ -36,9 +36,11 @@ TASKS = {"dates": ("dates-zh", "unseen_years"), "sentences": ("tutorial-en-zh", 
 ARCHS = ("bahdanau", "luong", "transformer")
 LUONG = {"score": "general"}
 LUONG_TRAIN = {"lr": 5e-3}  # as `make train-dates` trains the bundled Luong model
-TRANSFORMER = {"d_model": 128, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2, "d_ff": 256,
-               "dropout": 0.1}
-TRANSFORMER_TRAIN = {"lr": 1e-3, "warmup": 0.1}
+# a small pre-norm transformer with rotary positions (configs/dates-zh-transformer.json): more steps per CPU minute,
+# a high peak lr, and no position table, so copying the year's digits is a relative lookup in every locale
+TRANSFORMER = {"d_model": 64, "n_heads": 4, "n_encoder_layers": 2, "n_decoder_layers": 2, "d_ff": 128,
+               "dropout": 0.1, "positions": "rotary"}
+TRANSFORMER_TRAIN = {"lr": 5e-3, "warmup": 0.1, "stop_at": 0.0}
 EXAMPLES = {"dates": ["Friday, March 5, 2021", "vendredi 5 mars 2021", "2021년 3월 5일 금요일"],
             "sentences": ["The cat sat on the mat.", "The dog that the cat saw slept under the table."]}
 SPEED_N = 400  # test sources decoded per speed measurement
@@ -139,8 +141,9 @@ def table(results: dict[str, Any]) -> str:
              "in % ± one standard error; training on one thread (`torch.set_num_threads(1)`), CPU time by "
              "`time.process_time` over the training loop (validations included); the wall time is long because the "
              "runs shared the machine's 2 cores with each other and with other jobs (load average 3-9 while they "
-             "trained). Decoding: 400 test sources in batches of 64, one thread, fastest of 3 interleaved repeats, "
-             "with the 1-minute load average before and after.", "",
+             "trained; 2-5 for the transformer rows, retrained later with rotary positions, see "
+             "docs/translate.md). Decoding: 400 test sources in batches of 64, one thread, fastest of 3 interleaved "
+             "repeats, with the 1-minute load average before and after.", "",
              "| task | model | params | test | extra set | train CPU min | train wall s | steps | greedy sent/s "
              "| beam=4 sent/s | load while decoding |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results.values():

@@ -17,7 +17,10 @@ start the decoder, a GRU cell that attends over the encoder states once per targ
   section 3.3; ``input_feeding=False`` feeds ``y_{t-1}`` alone).
 
 :class:`TransformerSeq2Seq` is Vaswani et al. (2017) from attnlab's pre-norm encoder and decoder layers (the
-encoder with any registered kernel, the decoder dense), sinusoidal positions, embeddings times ``sqrt(M)``.
+encoder with any registered kernel, the decoder dense), embeddings times ``sqrt(M)``, and either sinusoidal
+positions added to the embeddings (``positions="sinusoidal"``, the paper's) or rotary positions in every
+self-attention and none added (``positions="rotary"``): the scores then depend on the offset between tokens only,
+so "the digit two places after this one" is the same query wherever the source writes its year.
 It decodes with a key/value cache per decoder layer, so each step projects only the new token.
 
 Both take right-padded ``src (B, S)`` and ``tgt_in (B, T)`` (BOS first) and return logits ``(B, T, V)``; the source
@@ -53,9 +56,11 @@ from . import _decode
 from ._decode import Generation, Specials
 from .classifier import sinusoids
 
-__all__ = ["ATTENTIONS", "SCORES", "Seq2Seq", "Seq2SeqConfig", "TransformerSeq2Seq", "TransformerSeq2SeqConfig"]
+__all__ = ["ATTENTIONS", "POSITIONS", "SCORES", "Seq2Seq", "Seq2SeqConfig", "TransformerSeq2Seq",
+           "TransformerSeq2SeqConfig"]
 
 ATTENTIONS = ("bahdanau", "luong")
+POSITIONS = ("sinusoidal", "rotary")
 SCORES = ("concat", "dot", "general", "location")
 
 
@@ -138,19 +143,24 @@ class TransformerSeq2SeqConfig:
     pad_id: int = 0  # padding, on both sides: masked in the source, never generated
     bos_id: int = 2  # the first decoder input
     eos_id: int = 3  # ends a generated sequence
+    # "sinusoidal": the paper's table added to the embeddings; "rotary": RoPE in every encoder and decoder
+    # self-attention and no table (cross-attention has no positions then: it matches content only)
+    positions: str = "sinusoidal"
 
     def __post_init__(self) -> None:
         _check_ids(self, self.src_vocab, self.tgt_vocab)
         check.positive_int("n_encoder_layers", self.n_encoder_layers)
         check.positive_int("n_decoder_layers", self.n_decoder_layers)
-        self.encoder_layers()  # d_model, n_heads, d_ff, dropout and kernel are checked there
+        check.one_of("positions", self.positions, POSITIONS)
+        self.encoder_layers()  # d_model, n_heads, d_ff, dropout and kernel are checked there (rotary: even d_k)
         _check_kernel_dropout(self.kernel, self.dropout)
 
     def encoder_layers(self, kernel: str | None = None) -> TransformerConfig:
         """The config of every encoder layer (pre-norm); of every decoder layer with ``kernel="dense"``."""
         d_ff = self.d_ff if self.d_ff is not None else 4 * self.d_model
         return TransformerConfig(self.d_model, self.n_heads, d_ff, dropout=self.dropout, norm_first=True,
-                                 kernel=self.kernel if kernel is None else kernel)
+                                 kernel=self.kernel if kernel is None else kernel,
+                                 rotary=self.positions == "rotary")
 
     def decoder_layers(self) -> TransformerConfig:
         """The config of every decoder layer: dense attention (see the class docstring)."""
@@ -379,8 +389,10 @@ class TransformerSeq2Seq(_Translator):
 
     def _embed(self, table: nn.Embedding, ids: Tensor, start: int) -> Tensor:
         """``ids (N, L)`` at positions ``start .. start + L - 1`` to ``(N, L, M)``."""
-        pos: Tensor = self.position  # type: ignore[assignment]  # a buffer
-        x = table(ids) * self.scale + pos[start : start + ids.shape[1]].to(table.weight.dtype)  # (N, L, M)
+        x = table(ids) * self.scale  # (N, L, M)
+        if self.config.positions == "sinusoidal":  # rotary: the self-attention layers rotate by position instead
+            pos: Tensor = self.position  # type: ignore[assignment]  # a buffer
+            x = x + pos[start : start + ids.shape[1]].to(table.weight.dtype)  # (N, L, M)
         return self.drop(x)
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
