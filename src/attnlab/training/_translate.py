@@ -365,6 +365,7 @@ class _Run(Runtime):
         return super().better(acc, loss) or (acc == st["best"] and loss < st["best_loss"])
 
     def keep_best(self, acc: float, loss: float) -> None:
+        """The runtime's, plus the loss that breaks a later tie."""
         self.state["best_loss"] = loss
         super().keep_best(acc, loss)
 
