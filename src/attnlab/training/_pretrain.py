@@ -25,6 +25,7 @@ from torch import Tensor
 from ..models import AttentionClassifier
 from ._config import TrainConfig
 from ._distributed import World
+from ._runtime import lr_at
 
 __all__ = ["mask_tokens", "pretrain_mlm"]
 
@@ -51,8 +52,6 @@ def pretrain_mlm(model: AttentionClassifier, ids: Sequence[list[int]], config: T
     ``order(epoch)`` gives the data order, ``collate`` pads a batch; under DDP each rank takes its share of every
     batch and the gradients are averaged by hand (the model is not wrapped here).
     """
-    from ._loop import lr_at  # (the loop imports this module)
-
     vocab = model.config.vocab_size
     bias = torch.zeros(vocab, device=w.device, requires_grad=True)  # (V,) the output bias of the tied head
     params = [p for p in model.parameters() if p.requires_grad]

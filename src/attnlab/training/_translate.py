@@ -1,6 +1,6 @@
-"""Training a translator: the classifier's runtime (progress bar, metrics.jsonl, curves, AdamW with warm-up and
-cosine decay, clipping, early stopping, atomic checkpoints, exact resume, DDP under ``torchrun``) around a
-sequence-to-sequence model, validated by greedy exact match.
+"""Training a translator: the runtime the classifier shares (:mod:`._runtime`: progress bar, metrics.jsonl, curves,
+AdamW with warm-up and cosine decay, clipping, early stopping, atomic checkpoints, exact resume, DDP under
+``torchrun``) around a sequence-to-sequence model, validated by greedy exact match.
 
 Exact resume works as in :mod:`._loop`: the batches of epoch ``e`` are fixed by a generator seeded with
 ``(seed, e)``, so the position in the data is ``(epoch, batch)``; every RNG state, AdamW's moments and the step are
@@ -16,8 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,20 +27,29 @@ from torch import nn
 
 from .. import _validate as check
 from ..data import Pairs, PairSplits
-from ..errors import ConfigError, InputError
-from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
-from ._config import differing_keys
+from ..errors import ConfigError
 from ._distributed import World, world
-from ._loop import _memory_error, accuracy_stderr, collate, lr_at, seed_everything
-from ._plot import plot_curves
+from ._runtime import (
+    METRICS,
+    Runtime,
+    accuracy_stderr,
+    adamw,
+    check_global_batch,
+    check_splits,
+    collate,
+    distributed,
+    logger,
+    make_out,
+    memory_guard,
+    prepare_out,
+    seed_everything,
+    snapshot,
+)
 
 __all__ = ["ARCHITECTURES", "TranslateConfig", "build_translator", "exact_match", "train_translator"]
 
 ARCHITECTURES = ("bahdanau", "luong", "transformer")
 SOURCE_TOKENIZERS = ("char", "bpe", "wordpiece", "word")
-METRICS = "metrics.jsonl"
-FINAL = "final.json"
-CURVES = "curves.png"
 RUN = "run.json"
 LOG = "train.log"
 FIXED = ("src_vocab", "tgt_vocab", "max_length", "pad_id", "bos_id", "eos_id", "attention")
@@ -251,13 +258,22 @@ def teacher_loss(model: nn.Module, src: Sequence[list[int]], tgt: Sequence[list[
 # --- the run ---------------------------------------------------------------------------------------------------
 
 
-class _Run:
-    """One translator run's moving parts; :func:`train_translator` builds it and calls :meth:`loop`."""
+class _Run(Runtime):
+    """The translator's run on the shared :class:`Runtime`: source/target pairs in length-bucketed batches, the
+    token cross-entropy over the global batch, validation by greedy exact match (ties broken by the loss), and the
+    CPU and wall time it took; :func:`train_translator` builds it and calls :meth:`loop`."""
+
+    METRIC = "exact match"
+    BEST_KEY = "valid_exact_match"
+    STOP = "  stop"
+    BAR_ACCURACY, BAR_RATE = "tok_acc", "pairs_s"
+
+    config: TranslateConfig
 
     def __init__(self, out: Path, w: World, config: TranslateConfig, run: dict[str, Any], splits: PairSplits,
                  tokenizer: Any, model: nn.Module, log: Callable[[str], None], progress: bool) -> None:
-        self.out, self.w, self.config, self.run, self.splits = out, w, config, run, splits
-        self.tokenizer, self.model, self.log, self.progress = tokenizer, model, log, progress
+        super().__init__(out, w, config, run, model, log, progress, log_file=out / LOG)
+        self.splits, self.tokenizer = splits, tokenizer
         self.tokenizer_json = tokenizer.to_json()
         limit = int(run["max_length"])
         self.src = {k: tokenizer.encode_source(list(getattr(splits, k).source), limit, truncate=True)
@@ -271,46 +287,27 @@ class _Run:
         self.valid = splits.valid if not config.eval_size else Pairs(
             splits.valid.source[: config.eval_size], splits.valid.target[: config.eval_size],
             splits.valid.tag[: config.eval_size])
-        self.steps_per_epoch = len(splits.train) // config.batch_size
-        total = config.epochs * self.steps_per_epoch
-        self.total = min(total, config.max_steps) if config.max_steps else total
-        self.warmup = round(config.warmup * self.total)
-        decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
-        rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
-        self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-            lr=config.lr)
-        self.net: nn.Module = model
-        if w.distributed:
-            from torch.nn.parallel import DistributedDataParallel
-
-            self.net = DistributedDataParallel(model, device_ids=[w.device.index] if w.device.type == "cuda" else None)
-        self.state: dict[str, Any] = {"step": 0, "epoch": 0, "in_epoch": 0, "best": None, "best_loss": None,
-                                      "best_step": 0, "bad": 0, "stopped": False, "metrics_bytes": 0,
-                                      "sums": [0.0, 0.0, 0.0], "cpu_s": 0.0, "wall_s": 0.0}
-        self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.plan(len(splits.train))
+        self.optimizer = adamw(model, config, lambda name: "embed" in name)
+        self.net = distributed(model, w)
+        self.state = {"step": 0, "epoch": 0, "in_epoch": 0, "best": None, "best_loss": None, "best_step": 0,
+                      "bad": 0, "stopped": False, "metrics_bytes": 0, "sums": [0.0, 0.0, 0.0], "cpu_s": 0.0,
+                      "wall_s": 0.0}
+        self.best_state = snapshot(model)
         self._batches: tuple[int, list[list[int]]] = (-1, [])
+
+    # --- the model and its files -------------------------------------------------------------------------------
 
     def meta(self, extra: dict[str, Any] | None = None) -> dict[str, str]:
         return {"tokenizer": self.tokenizer_json, "run": json.dumps(self.run), "metrics": json.dumps(extra or {})}
 
-    def restore(self, folder: Path) -> None:
-        ckpt = read_checkpoint(folder, _load_model)
-        self.model.load_state_dict(ckpt.model.state_dict())
-        self.optimizer.load_state_dict(ckpt.optimizer)
-        rng_info = ckpt.state.pop("rng")
-        ckpt.state.pop("run", None)
-        self.state = ckpt.state
-        if self.state["best"] is not None:
-            best, _ = _load_model(self.out)
-            self.best_state = {k: v.detach().clone().to(self.best_state[k].dtype)
-                               for k, v in best.state_dict().items()}
-        if self.w.main and (self.out / METRICS).exists():  # drop the rows written after the last checkpoint
-            with open(self.out / METRICS, "r+b") as f:
-                f.truncate(self.state["metrics_bytes"])
-        restore_rng(ckpt.rng, rng_info)
-        self.log(f"resumed from {folder.name}: step {self.state['step']} of {self.total}, epoch "
-                 f"{self.state['epoch'] + 1}, batch {self.state['in_epoch']} of {self.steps_per_epoch}")
+    def save_model(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
+        _save_model(folder, model, meta)
+
+    def load_model(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
+        return _load_model(folder)
+
+    # --- training ----------------------------------------------------------------------------------------------
 
     def batches(self, epoch: int) -> list[list[int]]:
         """The batches of ``epoch`` (indices into the training split), fixed by the seed and the epoch alone."""
@@ -329,110 +326,51 @@ class _Run:
             self._batches = (epoch, [batches[i] for i in shuffled])
         return self._batches[1]
 
-    def loop(self) -> dict[str, Any]:
-        from tqdm import tqdm
+    def batch(self, epoch: int, index: int) -> list[int]:
+        return self.batches(epoch)[index]
 
-        c, st = self.config, self.state
-        bar = tqdm(total=self.total, initial=st["step"], disable=not (self.w.main and self.progress),
-                   unit="step", file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
-        try:
-            while st["step"] < self.total and not st["stopped"]:
-                wall, cpu = time.perf_counter(), time.process_time()
-                loss, acc, tokens = self.step(self.batches(st["epoch"])[st["in_epoch"]])
-                seconds = max(time.perf_counter() - wall, 1e-9)
-                st["step"] += 1
-                st["in_epoch"] += 1
-                self.record({"split": "train", "step": st["step"], "epoch": st["epoch"] + 1, "loss": loss,
-                             "accuracy": acc, "lr": self.optimizer.param_groups[0]["lr"],
-                             "samples_per_s": round(c.batch_size / seconds, 1),
-                             "tokens_per_s": round(tokens / seconds, 1)})
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", tok_acc=f"{acc:.3f}", pairs_s=f"{c.batch_size / seconds:.0f}")
-                evaluate = bool(c.eval_every) and st["step"] % c.eval_every == 0
-                if st["in_epoch"] == self.steps_per_epoch:
-                    evaluate = evaluate or not c.eval_every
-                    st["epoch"], st["in_epoch"] = st["epoch"] + 1, 0
-                evaluate = evaluate or st["step"] == self.total
-                if evaluate:
-                    self.validate(bar)
-                st["cpu_s"] += time.process_time() - cpu
-                st["wall_s"] += time.perf_counter() - wall
-                if evaluate or st["step"] % c.checkpoint_every == 0 or st["stopped"]:
-                    self.checkpoint()
-        finally:
-            bar.close()
-        return self.finish()
-
-    def step(self, batch: list[int]) -> tuple[float, float, int]:
+    def train_step(self, batch: list[int]) -> tuple[float, float, int | None]:
         """One optimizer step on ``batch``; ``(global mean token loss, global token accuracy, tokens)``."""
         c, w = self.config, self.w
         picked = batch[w.rank:: w.size]
         src, tgt = [self.src["train"][i] for i in picked], [self.tgt["train"][i] for i in picked]
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr_at(self.state["step"] + 1, self.total, self.warmup, c.lr)
+        self.set_lr()
         mine = sum(len(t) - 1 for t in tgt)  # target tokens this rank predicts
         n = w.all_sum([float(mine)])[0]
-        try:
+        with memory_guard(src, c):
             loss, correct, _, _ = _teacher_loss(self.net, src, tgt, w.device, c.label_smoothing)
             (loss * w.size / n).backward()  # DDP averages over ranks: the global sum over tokens / their count
-        except (RuntimeError, MemoryError) as exc:
-            error = _memory_error(exc, len(src), max(map(len, src)), c)  # type: ignore[arg-type]
-            if error is None:
-                raise
-            raise error from None
-        if c.clip_norm:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.clip_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer_step()
         total_loss, total_correct = w.all_sum([float(loss.detach()), float(correct)])
-        sums = self.state["sums"]
-        sums[0], sums[1], sums[2] = sums[0] + total_loss, sums[1] + total_correct, sums[2] + n
+        self.add_sums(total_loss, total_correct, n)
         return total_loss / n, total_correct / n, int(n)
 
-    def validate(self, bar: Any) -> None:
-        st, c = self.state, self.config
+    def add_time(self, cpu_s: float, wall_s: float) -> None:
+        self.state["cpu_s"] += cpu_s
+        self.state["wall_s"] += wall_s
+
+    # --- validation and the end --------------------------------------------------------------------------------
+
+    def evaluate(self) -> tuple[float, float, int]:
+        """``(teacher-forced token loss, greedy exact match, n)`` on the (first ``eval_size``) valid pairs."""
         n_valid = len(self.valid)
         loss = teacher_loss(self.model, self.src["valid"][:n_valid], self.tgt["valid"][:n_valid], 256, self.w)
         result = exact_match(self.model, self.tokenizer, self.valid, max_length=int(self.run["max_length"]),
                              w=self.w)
-        acc, n = result["exact_match"], result["n"]
-        s = st["sums"]
-        self.record({"split": "valid", "step": st["step"], "epoch": st["epoch"] + (st["in_epoch"] > 0),
-                     "loss": loss, "accuracy": acc, "n": n,
-                     "train_loss": s[0] / s[2] if s[2] else None, "train_accuracy": s[1] / s[2] if s[2] else None})
-        st["sums"] = [0.0, 0.0, 0.0]
-        better = st["best"] is None or acc > st["best"] or (acc == st["best"] and loss < st["best_loss"])
-        if better:
-            st["best"], st["best_loss"], st["best_step"], st["bad"] = acc, loss, st["step"], 0
-            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-            if self.w.main:
-                _save_model(self.out, self.model, self.meta({"valid_exact_match": acc, "step": st["step"]}))
-        else:
-            st["bad"] += 1
-            if c.patience and st["bad"] >= c.patience:
-                st["stopped"] = True
-        if c.stop_at and acc >= c.stop_at:
-            st["stopped"] = True
-        line = (f"step {st['step']}: valid loss {loss:.4f}, exact match {acc:.4f} (n={n})"
-                f"{'  best so far' if better else ''}{'  stop' if st['stopped'] else ''}")
-        if self.w.main and self.progress:
-            bar.write(line)
-            _append_log(self.out, line)
-        else:
-            self.log(line)
+        return loss, result["exact_match"], result["n"]
 
-    def record(self, row: dict[str, Any]) -> None:
-        if not self.w.main:
-            return
-        with open(self.out / METRICS, "ab") as f:
-            f.write((json.dumps(row) + "\n").encode("utf-8"))
-            self.state["metrics_bytes"] = f.tell()
+    def better(self, acc: float, loss: float) -> bool:
+        """A higher exact match, or the same with a lower loss."""
+        st = self.state
+        return super().better(acc, loss) or (acc == st["best"] and loss < st["best_loss"])
 
-    def checkpoint(self) -> None:
-        if self.w.main:
-            write_checkpoint(self.out, self.state["step"], self.model, self.meta(), self.optimizer,
-                             {**self.state, "run": self.run}, self.tokenizer_json, save_model=_save_model)
-        self.w.barrier()
+    def keep_best(self, acc: float, loss: float) -> None:
+        """The runtime's, plus the loss that breaks a later tie."""
+        self.state["best_loss"] = loss
+        super().keep_best(acc, loss)
+
+    def reached_goal(self, acc: float) -> bool:
+        return bool(self.config.stop_at) and acc >= self.config.stop_at
 
     def finish(self) -> dict[str, Any]:
         """Test the best model on test and every extra set; write final.json, the curves and the best model."""
@@ -449,41 +387,10 @@ class _Run:
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "train_cpu_s": round(st["cpu_s"], 2), "train_wall_s": round(st["wall_s"], 2),
             "threads": torch.get_num_threads(), "processes": self.w.size, "sets": results}
-        if self.w.main:
-            _save_model(self.out, self.model, self.meta({k: v for k, v in final.items() if k != "sets"}))
-            write_json(self.out / FINAL, final)
-            (self.out / "tokenizer.json").write_text(self.tokenizer_json, encoding="utf-8")
-            write_json(self.out / RUN, self.run)
-            rows = [json.loads(line) for line in (self.out / METRICS).read_text(encoding="utf-8").splitlines()]
-            plot_curves(rows, self.out / CURVES, f"{self.run['arch']} on {self.run['data']}: test exact match "
-                        f"{final['test_exact_match']:.4f} ± {final['test_stderr']:.4f} (n={final['test_n']}); "
-                        f"train: token accuracy, valid: exact match")
-        self.w.barrier()
+        self.publish(final, {k: v for k, v in final.items() if k != "sets"}, RUN, self.run,
+                     f"{self.run['arch']} on {self.run['data']}: test exact match {final['test_exact_match']:.4f} "
+                     f"± {final['test_stderr']:.4f} (n={final['test_n']}); train: token accuracy, valid: exact match")
         return final
-
-
-def _append_log(out: Path, line: str) -> None:
-    with open(out / LOG, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-
-
-def _prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
-    """Refuse what would lose work before anything is written; the checkpoint to resume from, if any."""
-    folder = latest_checkpoint(out) if out.is_dir() else None
-    if resume and folder is None:
-        raise InputError(f"--resume: {str(out)!r} holds no checkpoint to continue; run without --resume to start")
-    if not resume and folder is not None:
-        raise InputError(f"{str(out)!r} already holds a run (checkpoint {folder.name}); pass --resume to continue "
-                         f"it, or choose another --out (nothing was changed)")
-    if folder is not None:
-        state_file = folder / "state.json"
-        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
-        saved = state.get("run")
-        diffs = differing_keys(saved, run) if isinstance(saved, dict) else ["run (missing from the checkpoint)"]
-        if diffs:
-            raise ConfigError(f"cannot resume {str(out)!r} with other settings: {'; '.join(diffs)}; resume with the "
-                              f"options it was started with, or start a new run with another --out")
-    return folder
 
 
 def train_translator(
@@ -541,20 +448,13 @@ def train_translator(
                                  "max_length": max_length, "model": {**_model_fields(arch), **options},
                                  "train": config.to_dict()}))
     build_translator(arch, options, 8, 8, max_length)  # the model's own checks, before anything is written
-    checkpoint = _prepare_out(out, resume, run)
+    checkpoint = prepare_out(out, resume, run)
     w = world(device)
     try:
-        if config.batch_size % w.size:
-            raise ConfigError(f"batch_size={config.batch_size} is the global batch and must divide evenly over "
-                              f"{w.size} processes; pass a multiple of {w.size}")
+        check_global_batch(config, w)
         say = log if w.main else (lambda _: None)
         splits = load_task(data, data_options)
-        for name in ("train", "valid", "test"):
-            if len(getattr(splits, name)) == 0:
-                raise InputError(f"the {name} split of {source} is empty; give more pairs")
-        if len(splits.train) < config.batch_size:
-            raise InputError(f"the training split has {len(splits.train)} pairs, fewer than one batch "
-                             f"(batch_size={config.batch_size}); lower --batch-size")
+        check_splits(splits, ("train", "valid", "test"), source, "pairs", "pairs", config.batch_size)
         seed_everything(config.seed)
         tokenizer = (PairTokenizer.from_json((checkpoint / "tokenizer.json").read_text(encoding="utf-8"))
                      if checkpoint is not None else
@@ -563,10 +463,8 @@ def train_translator(
         seed_everything(config.seed)
         net = build_translator(arch, options, tokenizer.source_vocab_size, tokenizer.target_vocab_size,
                                max_length).to(w.device)
-        if w.main:
-            out.mkdir(parents=True, exist_ok=True)
-        w.barrier()
-        logged = _logger(out, say) if w.main else say
+        make_out(out, w)
+        logged = logger(out / LOG, say) if w.main else say
         if checkpoint is None and w.main:
             (out / METRICS).write_bytes(b"")
             (out / LOG).write_text("", encoding="utf-8")
@@ -587,11 +485,3 @@ def train_translator(
         return final
     finally:
         w.close()
-
-
-def _logger(out: Path, say: Callable[[str], None]) -> Callable[[str], None]:
-    """``say`` that also appends each line to ``out/train.log``."""
-    def log(text: str) -> None:
-        say(text)
-        _append_log(out, text)
-    return log
