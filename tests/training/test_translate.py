@@ -180,3 +180,18 @@ def test_options_the_model_does_not_have_are_refused_before_anything_is_written(
     with pytest.raises(ConfigError, match="label_smoothing"):
         TranslateConfig(label_smoothing=1.5)
     assert not (tmp_path / "x").exists()
+
+
+def test_the_cli_passes_positions_to_the_transformer_and_refuses_it_for_a_gru(tmp_path: Path, capsys) -> None:
+    from attnlab.cli import main
+
+    data = write_pairs(tmp_path / "pairs.tsv", 40)
+    out = tmp_path / "rot"
+    assert main(["train", "translate", "--data", str(data), "--arch", "transformer", "--positions", "rotary",
+                 "--d-model", "16", "--n-heads", "2", "--n-encoder-layers", "1", "--n-decoder-layers", "1",
+                 "--max-steps", "2", "--max-length", "8", "--batch-size", "8", "--no-progress", "--out", str(out)]) == 0
+    assert load_translator(out).model.config.positions == "rotary"
+    assert main(["train", "translate", "--data", str(data), "--arch", "bahdanau", "--positions", "rotary",
+                 "--out", str(tmp_path / "gru")]) == 2
+    assert "['positions'] are not options of the bahdanau model" in capsys.readouterr().err
+    assert not (tmp_path / "gru").exists()

@@ -214,6 +214,8 @@ SEQ2SEQ_OPTIONS: dict[str, tuple[type, str]] = {
     "d_embed": (int, "embedding width of the GRU models (default 64)"),
     "d_hidden": (int, "GRU width (default 128)"),
     "kernel": (str, "the transformer's attention kernel: dense, local, linear, ... (default dense)"),
+    "positions": (str, "the transformer's positions: sinusoidal | rotary (default sinusoidal; rotary generalises "
+                       "to unseen years on dates)"),
     "d_model": (int, "the transformer's width (default 128)"),
     "n_heads": (int, "the transformer's heads (default 4)"),
     "n_encoder_layers": (int, "the transformer's encoder layers (default 2)"),
