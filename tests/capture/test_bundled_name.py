@@ -6,13 +6,12 @@ so they run the same whether or not this checkout has the real model built."""
 
 from __future__ import annotations
 
-import csv
-import random
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from review_helpers import write_reviews
 
 import attnlab._bundled as bundled
 from attnlab import trace_text
@@ -22,24 +21,11 @@ from attnlab.errors import ModelLoadError
 from attnlab.training import TrainConfig, train_classifier
 
 
-def write_reviews(path: Path, n: int) -> Path:
-    r = random.Random(0)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(["text", "label"])
-        for _ in range(n):
-            positive = r.random() < 0.5
-            chars = [r.choice("abcdefghijk") for _ in range(r.randint(3, 12))]
-            chars.insert(r.randint(0, len(chars)), "好" if positive else "差")
-            out.writerow(["".join(chars), "pos" if positive else "neg"])
-    return path
-
-
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny classifier's run folder (trained once for this module, 1 thread)."""
     root = tmp_path_factory.mktemp("zh")
-    data = write_reviews(root / "reviews.csv", 200)
+    data = write_reviews(root / "reviews.csv", 200, longest=12)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import random
 from pathlib import Path
 
 import pytest
 import torch
+from review_helpers import write_reviews
 
 from attnlab.errors import ConfigError
 from attnlab.models import AttentionClassifier, ClassifierConfig, load_classifier, save_classifier
@@ -50,22 +49,10 @@ def test_file_round_trip(tmp_path: Path) -> None:
     torch.testing.assert_close(loaded(ids), model(ids), atol=0, rtol=0)
 
 
-def write_reviews(path: Path, n: int) -> Path:
-    """Random letters with one sentiment character (好 positive, 差 negative) somewhere inside."""
-    r = random.Random(0)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(["text", "label"])
-        for _ in range(n):
-            positive = r.random() < 0.5
-            chars = [r.choice("abcdefghijk") for _ in range(r.randint(3, 12))]
-            chars.insert(r.randint(0, len(chars)), "好" if positive else "差")
-            out.writerow(["".join(chars), "pos" if positive else "neg"])
-    return path
 
 
 def test_trains_saves_and_loads(tmp_path: Path) -> None:
-    data = write_reviews(tmp_path / "reviews.csv", 300)
+    data = write_reviews(tmp_path / "reviews.csv", 300, longest=12)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import os
-import random
 from pathlib import Path
 
 import pytest
+from review_helpers import write_reviews
 
 import attnlab
-
-
-def write_reviews(path: Path, n: int, seed: int = 0) -> Path:
-    """``n`` short texts of random letters with one sentiment character (好 positive, 差 negative) inside."""
-    r = random.Random(seed)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(["text", "label"])
-        for _ in range(n):
-            positive = r.random() < 0.5
-            chars = [r.choice("abcdefghijk") for _ in range(r.randint(3, 14))]
-            chars.insert(r.randint(0, len(chars)), "好" if positive else "差")
-            out.writerow(["".join(chars), "pos" if positive else "neg"])
-    return path
 
 
 @pytest.fixture
