@@ -3,28 +3,17 @@ line on stderr, exit 2, nothing written or overwritten), and what the BUNDLED mo
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
 import pytest
+from cli_helpers import fingerprint, one_error_line
 
 from attnlab import AttentionTrace
 from attnlab._bundled import bundled_folder
 from attnlab.cli import main
 from attnlab.data import make_dates, make_sentences
 from attnlab.training import Translator, load_translator
-
-
-def fingerprint(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def one_error_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(f"attnlab {command}: error: "), err
-    return err
 
 
 def dates_models() -> list[Translator]:

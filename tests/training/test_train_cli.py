@@ -3,12 +3,12 @@ one line on stderr, exit 2, and leaves the last good checkpoint as it was."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
 
 import pytest
+from cli_helpers import fingerprint, one_error_line
 
 from attnlab.cli import main
 from attnlab.training import lr_at
@@ -19,18 +19,6 @@ TINY = ["--d-model", "12", "--n-heads", "3", "--n-layers", "1", "--d-ff", "20", 
 
 def train(data: Path, out: Path, *extra: str) -> int:
     return main(["train", "classify", "--data", str(data), "--out", str(out), *TINY, *extra])
-
-
-def fingerprint(folder: Path) -> dict[str, str]:
-    """Every file under ``folder`` with a hash of its bytes."""
-    return {str(p.relative_to(folder)): hashlib.sha1(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def one_error_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(f"attnlab {command}: error: "), err
-    return err
 
 
 @pytest.fixture
