@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -19,3 +23,19 @@ def one_error_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"attnlab {command}: error: "), err
     return err
+
+
+def kill_at_checkpoint(command: list[str], env: dict[str, str], out: Path, step: int) -> str:
+    """Run a training ``command`` writing to ``out`` and SIGKILL it as soon as it has a checkpoint of step
+    ``step`` or later; the name of the checkpoint ``latest`` pointed to when it died."""
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    latest = out / "checkpoints" / "latest"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        if latest.is_file() and int(latest.read_text().strip().split("-")[1]) >= step:
+            os.kill(child.pid, signal.SIGKILL)
+            break
+        time.sleep(0.002)
+    assert child.wait(timeout=60) == -signal.SIGKILL, "the run finished before it could be killed"
+    assert not (out / "final.json").exists()
+    return latest.read_text().strip()

@@ -4,13 +4,11 @@ bit, and two torchrun ranks compute the same losses as one process with the same
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from cli_helpers import kill_at_checkpoint
 from safetensors.torch import load_file
 
 TINY = ["--d-model", "12", "--n-heads", "3", "--n-layers", "1", "--d-ff", "20", "--min-frequency", "1",
@@ -34,18 +32,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, reviews
     whole, broken = tmp_path / "whole", tmp_path / "broken"
     subprocess.run(cli(*args, "--out", str(whole)), env=child_env, check=True, capture_output=True, timeout=120)
 
-    child = subprocess.Popen(cli(*args, "--out", str(broken)), env=child_env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    latest = broken / "checkpoints" / "latest"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and child.poll() is None:  # kill it once a checkpoint of epoch 2 exists
-        if latest.is_file() and int(latest.read_text().strip().split("-")[1]) >= 45:
-            os.kill(child.pid, signal.SIGKILL)
-            break
-        time.sleep(0.002)
-    assert child.wait(timeout=60) == -signal.SIGKILL, "the run finished before it could be killed"
-    assert not (broken / "final.json").exists()
-    killed_at = latest.read_text().strip()
+    killed_at = kill_at_checkpoint(cli(*args, "--out", str(broken)), child_env, broken, 45)  # a step of epoch 2
 
     done = subprocess.run(cli(*args, "--out", str(broken), "--resume"), env=child_env, capture_output=True,
                           text=True, timeout=120)

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_helpers import kill_at_checkpoint
 from safetensors.torch import load_file
 
 from attnlab.data import Pairs, PairSplits
@@ -67,18 +65,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_e
     subprocess.run(cli(*args, "--out", str(whole)), env=child_env, check=True, capture_output=True, timeout=120)
     steps = max(r["step"] for r in rows(whole))  # type: ignore[type-var]
 
-    child = subprocess.Popen(cli(*args, "--out", str(broken)), env=child_env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    latest = broken / "checkpoints" / "latest"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and child.poll() is None:  # kill it in the second epoch
-        if latest.is_file() and int(latest.read_text().strip().split("-")[1]) >= steps // 2:
-            os.kill(child.pid, signal.SIGKILL)
-            break
-        time.sleep(0.002)
-    assert child.wait(timeout=60) == -signal.SIGKILL, "the run finished before it could be killed"
-    assert not (broken / "final.json").exists()
-    killed_at = latest.read_text().strip()
+    killed_at = kill_at_checkpoint(cli(*args, "--out", str(broken)), child_env, broken, steps // 2)  # epoch 2
 
     done = subprocess.run(cli(*args, "--out", str(broken), "--resume"), env=child_env, capture_output=True,
                           text=True, timeout=120)
