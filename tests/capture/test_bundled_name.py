@@ -97,3 +97,15 @@ def test_the_real_package_folder() -> None:
     else:
         with pytest.raises(ModelLoadError, match="make train-zh"):
             bundled_classifier("zh-sentiment")
+
+
+def test_load_trained_reads_the_bundled_classifier_by_name() -> None:
+    from attnlab._bundled import bundled_folder
+    from attnlab.training import load_trained
+
+    folder = bundled_folder("zh-sentiment")
+    assert folder is not None, "the bundled zh-sentiment folder is part of the package"
+    by_name = load_trained("zh-sentiment")
+    by_path = load_trained(folder)
+    text = ["质量太差了，不推荐。"]
+    assert by_name.predict(text) == by_path.predict(text)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["MODELS", "bundled_folder"]
+from ..errors import ModelLoadError
+
+__all__ = ["MODELS", "bundled_folder", "resolve"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,3 +28,22 @@ def bundled_folder(name: str) -> Path | None:
         return None
     folder = HERE / name
     return folder if (folder / "config.json").is_file() else None
+
+
+def resolve(model: object, kind: str) -> Path | None:
+    """The folder of the bundled ``kind`` (``"classifier"`` or ``"translator"``) that ``model`` names, or None when
+    ``model`` is no such name.  The name wins over a folder of the same name in the working directory (pass
+    ``./NAME`` for that).
+
+    Raises:
+        ModelLoadError: the name is known but its folder was not built into this installation.
+    """
+    if not isinstance(model, str) or MODELS.get(model, ("", ""))[0] != kind:
+        return None
+    folder = bundled_folder(model)
+    if folder is None:
+        raise ModelLoadError(
+            f"the bundled model {model!r} is not in this installation (attnlab/_bundled/{model}/ holds no "
+            f"config.json); reproduce it from a source checkout with `{MODELS[model][1]}` and pass its output folder "
+            f"as the model, or pass the --out folder of any `attnlab train` run")
+    return folder

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._bundled import MODELS, bundled_folder
+from .._bundled import MODELS, resolve
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
 from ._checkpoint import classifier_config, classifier_file, trace_classifier
@@ -51,21 +51,8 @@ def bundled_model_path() -> Path:
 
 def bundled_classifier(model: object) -> Path | None:
     """The folder of the bundled classifier ``model`` names (``"zh-sentiment"``), or None when ``model`` is no such
-    name.  The name wins over a folder of the same name in the working directory (pass ``./zh-sentiment`` for that).
-
-    Raises:
-        ModelLoadError: the name is known but its folder was not built into this installation.
-    """
-    if not isinstance(model, str) or MODELS.get(model, ("", ""))[0] != "classifier":
-        return None
-    folder = bundled_folder(model)
-    if folder is None:
-        target = MODELS[model][1]
-        raise ModelLoadError(
-            f"the bundled model {model!r} is not in this installation (attnlab/_bundled/{model}/ holds no "
-            f"config.json); reproduce it from a source checkout with `{target}` and pass its output folder as the "
-            f"model, or pass the --out folder of any `attnlab train classify` run")
-    return folder
+    name (see :func:`attnlab._bundled.resolve`)."""
+    return resolve(model, "classifier")
 
 
 def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:

@@ -162,23 +162,8 @@ class AttentionClassifier(nn.Module):
             self.embed.weight[config.pad_id].zero_()
         self.position = PositionalEncoding(config.positional, config.max_length, m)
         self.scale = 1.0 if config.embed_norm else math.sqrt(m)
-        self.bigram: nn.Embedding | None = None
-        if config.bigrams:  # row 0: no pair (padding, the last position); row 1: a pair not kept; then the keys
-            self.bigram = nn.Embedding(config.bigrams + 2, m, padding_idx=NO_BIGRAM)
-            nn.init.normal_(self.bigram.weight, std=std)
-            with torch.no_grad():
-                self.bigram.weight[NO_BIGRAM].zero_()
-            # (N,) sorted keys first * vocab_size + second; until set_bigrams(), keys no pair can have
-            self.register_buffer("bigram_keys", torch.arange(config.bigrams, dtype=torch.long)
-                                 + config.vocab_size**2)
-        self.trigram: nn.Embedding | None = None
-        if config.trigrams:  # the same layout for triples: keys (first * V + second) * V + third
-            self.trigram = nn.Embedding(config.trigrams + 2, m, padding_idx=NO_BIGRAM)
-            nn.init.normal_(self.trigram.weight, std=std)
-            with torch.no_grad():
-                self.trigram.weight[NO_BIGRAM].zero_()
-            self.register_buffer("trigram_keys", torch.arange(config.trigrams, dtype=torch.long)
-                                 + config.vocab_size**3)
+        self.bigram = self._ngram_table("bigram", 2, config.bigrams, std)
+        self.trigram = self._ngram_table("trigram", 3, config.trigrams, std)
         self.embed_norm = nn.LayerNorm(m) if config.embed_norm else None
         self.embed_drop = nn.Dropout(config.dropout if config.embed_dropout is None else config.embed_dropout)
         self.head_drop = nn.Dropout(config.dropout if config.head_dropout is None else config.head_dropout)
@@ -191,6 +176,20 @@ class AttentionClassifier(nn.Module):
     @classmethod
     def from_config(cls, config: ClassifierConfig) -> AttentionClassifier:
         return cls(config)
+
+    def _ngram_table(self, name: str, order: int, n: int, std: float) -> nn.Embedding | None:
+        """The embedding of ``n`` kept n-grams of ``order`` tokens (None when ``n`` is 0), and their keys as the
+        buffer ``{name}_keys``.  Row 0: no n-gram (padding, the last positions); row 1: one not kept; then the
+        keys, sorted, each ``((first * V + second) * V + ...)``; until set_bigrams()/set_trigrams() they are keys
+        no n-gram can have."""
+        if not n:
+            return None
+        table = nn.Embedding(n + 2, self.config.d_model, padding_idx=NO_BIGRAM)
+        nn.init.normal_(table.weight, std=std)
+        with torch.no_grad():
+            table.weight[NO_BIGRAM].zero_()
+        self.register_buffer(f"{name}_keys", torch.arange(n, dtype=torch.long) + self.config.vocab_size**order)
+        return table
 
     def set_bigrams(self, keys: Tensor) -> None:
         """Keep the token pairs ``keys`` (``(N,)`` int64, ``first * vocab_size + second``): see count_bigrams."""

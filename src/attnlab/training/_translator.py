@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._bundled import MODELS, bundled_folder
+from .._bundled import MODELS, resolve
 from ..errors import InputError, ModelLoadError, TooLongError
 from ._checkpoint import latest_checkpoint
 from ._loop import collate
@@ -93,14 +93,11 @@ def translator_folder(model: str | os.PathLike[str]) -> Path:
     model folder itself."""
     name = str(model)
     if name in MODELS and not Path(name).exists():
-        kind, target = MODELS[name]
-        folder = bundled_folder(name)
+        kind = MODELS[name][0]
         if kind != "translator":
             raise ModelLoadError(f"{name!r} is the bundled {kind}, not a translator; pass dates-zh, tutorial-en-zh "
                                  f"or the --out folder of `attnlab train translate`")
-        if folder is None:
-            raise ModelLoadError(f"the bundled model {name!r} is not built in this checkout; run `{target}`")
-        return folder
+        return resolve(name, "translator")  # type: ignore[return-value]  # a translator's name: never None
     path = Path(model)
     if not path.is_dir():
         names = " or ".join(n for n, (k, _) in MODELS.items() if k == "translator")

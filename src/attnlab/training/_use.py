@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from .._bundled import resolve
 from ..data import encode, load_data, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
 from ..models import MODEL_FILE, AttentionClassifier, load_classifier
@@ -48,8 +49,8 @@ class Classifier:
 
 def model_file(path: str | os.PathLike[str]) -> Path:
     """The model file of a run folder (its best model, else its latest checkpoint's), a checkpoint folder, or a
-    model file itself."""
-    path = Path(path)
+    model file itself; a bundled classifier's name (``"zh-sentiment"``) reads its folder."""
+    path = resolve(path, "classifier") or Path(path)
     if path.is_file():
         return path
     if not path.is_dir():
