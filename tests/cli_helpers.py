@@ -6,6 +6,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -39,3 +40,15 @@ def kill_at_checkpoint(command: list[str], env: dict[str, str], out: Path, step:
     assert child.wait(timeout=60) == -signal.SIGKILL, "the run finished before it could be killed"
     assert not (out / "final.json").exists()
     return latest.read_text().strip()
+
+
+def one_and_two_ranks(command: list[str], args: list[str], env: dict[str, str], one: Path, two: Path) -> str:
+    """Run ``attnlab ARGS`` once as one process (``command`` + args, into ``one``) and once under torchrun with 2
+    ranks (into ``two``); torchrun's stdout, after checking that it succeeded and that 2 processes ran."""
+    subprocess.run([*command, *args, "--out", str(one)], env=env, check=True, capture_output=True, timeout=120)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                "-m", "attnlab.cli", *args, "--out", str(two)]
+    done = subprocess.run(torchrun, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "on 2 process(es)" in done.stdout
+    return done.stdout

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_helpers import kill_at_checkpoint
+from cli_helpers import kill_at_checkpoint, one_and_two_ranks
 from safetensors.torch import load_file
 
 TINY = ["--d-model", "12", "--n-heads", "3", "--n-layers", "1", "--d-ff", "20", "--min-frequency", "1",
@@ -49,12 +49,8 @@ def test_two_torchrun_ranks_match_one_process(tmp_path: Path, reviews: Path, chi
     args = ["train", "classify", "--data", str(reviews), "--batch-size", "8", "--max-steps", "6", "--dropout", "0",
             "--lr", "3e-3", "--warmup", "0", *TINY]
     one, two = tmp_path / "one", tmp_path / "two"
-    subprocess.run(cli(*args, "--out", str(one)), env=child_env, check=True, capture_output=True, timeout=120)
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                "-m", "attnlab.cli", *args, "--out", str(two)]
-    done = subprocess.run(torchrun, env=child_env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "on 2 process(es)" in done.stdout and done.stdout.count("test accuracy") == 1  # rank 0 alone speaks
+    stdout = one_and_two_ranks(cli(), args, child_env, one, two)
+    assert stdout.count("test accuracy") == 1  # rank 0 alone speaks
 
     def losses(out: Path) -> list[float]:
         rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

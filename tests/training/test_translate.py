@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import kill_at_checkpoint
+from cli_helpers import kill_at_checkpoint, one_and_two_ranks
 from safetensors.torch import load_file
 
 from attnlab.data import Pairs, PairSplits
@@ -82,12 +82,8 @@ def test_two_torchrun_ranks_match_one_process(tmp_path: Path, child_env: dict[st
     args = ["train", "translate", "--data", str(data), "--batch-size", "8", "--max-steps", "5", "--dropout", "0",
             "--lr", "1e-2", "--warmup", "0", *TINY]
     one, two = tmp_path / "one", tmp_path / "two"
-    subprocess.run(cli(*args, "--out", str(one)), env=child_env, check=True, capture_output=True, timeout=120)
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                "-m", "attnlab.cli", *args, "--out", str(two)]
-    done = subprocess.run(torchrun, env=child_env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "on 2 process(es)" in done.stdout and done.stdout.count("test exact match") == 1  # rank 0 alone speaks
+    stdout = one_and_two_ranks(cli(), args, child_env, one, two)
+    assert stdout.count("test exact match") == 1  # rank 0 alone speaks
 
     def losses(out: Path) -> list[float]:
         return [float(r["loss"]) for r in rows(out) if r["split"] == "train"]  # type: ignore[arg-type]
