@@ -1,7 +1,7 @@
 """``attnlab train classify``: train the tutorials' attention text classifier; ``attnlab train translate``: a
 sequence-to-sequence translator (Bahdanau, Luong or transformer).  The work lives in
 ``attnlab.training``; this module only parses the options and calls it.  Under ``torchrun`` the same command
-runs as one rank of a DistributedDataParallel job."""
+runs as one rank of a data-parallel job."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Training: the loop, checkpoints that resume exactly, DDP under torchrun, evaluation and prediction; the same
+"""Training: the loop, checkpoints that resume exactly, data parallelism under torchrun, evaluation and prediction; the same
 runtime for the text classifier and for translators."""
 
 from ._config import TrainConfig

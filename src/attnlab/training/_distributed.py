@@ -1,12 +1,24 @@
 """One process or many: ``torchrun`` sets ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``, and the same code then runs
-as one rank of a DistributedDataParallel job (gloo on CPU, nccl on GPU).  Only rank 0 writes files."""
+as one rank of a data-parallel job (gloo on CPU, nccl on GPU).  Only rank 0 writes files.
+
+Data parallelism is done here, not by ``DistributedDataParallel``: every rank starts from rank 0's weights
+(:meth:`World.share_weights`) and, after each backward, :meth:`World.average_gradients` replaces every gradient by its
+mean over the ranks in one flat all-reduce.  The reason is the process's end: in torch 2.13 a DDP wrapper keeps a
+reference to the gloo process group that ``destroy_process_group`` does not drop, so the group's worker threads
+outlive it and are still running while the interpreter finalises; a worker that then releases its last collective's
+tensors must take the GIL, the finalising interpreter ends that thread, and the rank dies of ``std::terminate``
+(SIGABRT, "terminate called without an active exception").  Without the wrapper, :meth:`World.close` destroys the
+group and joins its threads while the interpreter is whole (tests/training/test_distributed.py checks that no gloo
+thread is left)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 __all__ = ["World", "world"]
 
@@ -36,6 +48,35 @@ class World:
         dist.all_reduce(t)
         return t.tolist()
 
+    def share_weights(self, model: nn.Module) -> None:
+        """Every rank takes rank 0's parameters and buffers (they are seeded alike; this makes it certain)."""
+        if not self.distributed:
+            return
+        import torch.distributed as dist
+
+        for t in [*model.parameters(), *model.buffers()]:
+            dist.broadcast(t.data, src=0)
+
+    def average_gradients(self, params: Iterable[torch.Tensor]) -> None:
+        """Replace each gradient by its mean over the ranks, in one flat all-reduce.  A parameter with a gradient on
+        some ranks only counts zeros for the others; one with no gradient on any rank keeps ``None``, as it would in
+        one process (so the optimizer skips it there too)."""
+        if not self.distributed:
+            return
+        import torch.distributed as dist
+
+        params = [p for p in params if p.requires_grad]
+        if not params:
+            return
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        has = torch.tensor([float(p.grad is not None) for p in params], dtype=grads[0].dtype, device=grads[0].device)
+        flat = torch.cat([*(g.reshape(-1) for g in grads), has])  # (sum of numels + P,)
+        dist.all_reduce(flat)
+        flat[: flat.numel() - len(params)] /= self.size
+        sums, anyone = flat[: flat.numel() - len(params)], flat[flat.numel() - len(params):]
+        for p, g, used in zip(params, sums.split([q.numel() for q in params]), anyone.tolist(), strict=True):
+            p.grad = g.view_as(p).clone() if used else None
+
     def barrier(self) -> None:
         if self.distributed:
             import torch.distributed as dist
@@ -43,6 +84,7 @@ class World:
             dist.barrier()
 
     def close(self) -> None:
+        """Destroy the process group, which joins its threads, while the interpreter is whole."""
         if self.distributed:
             import torch.distributed as dist
 

@@ -1,7 +1,7 @@
 """The classifier's training run: texts, tokenizer, :class:`AttentionClassifier`, cross-entropy over the classes,
 validation accuracy, masked-language pre-training and a moving average of the weights, on the runtime the
 translator shares (:mod:`._runtime`: AdamW with warm-up + cosine, clipping, early stopping, checkpoints that
-resume exactly, DDP under ``torchrun``).
+resume exactly, data-parallel under ``torchrun``).
 
 Exact resume: the data order of epoch ``e`` is a permutation drawn from a generator seeded with ``(seed, e)``,
 so the position in the data is just ``(epoch, batch)``; dropout draws from torch's global generator, whose
@@ -158,7 +158,7 @@ class _Run(Runtime):
             ids = collate(seqs, w.device)
             y = torch.tensor([self.splits.train.labels[i] for i in picked], device=w.device)
             logits = self.net(ids)
-            # the mean over this rank's share; DDP averages the ranks
+            # the mean over this rank's share; the runtime averages the ranks' gradients
             loss = F.cross_entropy(logits.float(), y, label_smoothing=c.label_smoothing)
             loss.backward()
         self.optimizer_step()
@@ -258,7 +258,7 @@ def train_classifier(
         device: ``"cpu"`` or ``"cuda"`` (default: cuda when available).
 
     Under ``torchrun --nproc_per_node N`` every process runs this same call; the global batch is shared out
-    by rank, gradients are averaged by DistributedDataParallel, and only rank 0 prints and writes.
+    by rank, gradients are averaged over the ranks (World.average_gradients), and only rank 0 prints and writes.
 
     Returns:
         The final metrics (``test_accuracy``, ``test_stderr``, ``valid_accuracy``, ``steps``, ...).

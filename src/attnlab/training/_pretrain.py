@@ -49,7 +49,7 @@ def pretrain_mlm(model: AttentionClassifier, ids: Sequence[list[int]], config: T
                  log: Callable[[str], None]) -> dict[str, Any]:
     """``config.pretrain_epochs`` epochs of masked-language modelling on ``ids``; the loss per epoch and the time.
 
-    ``order(epoch)`` gives the data order, ``collate`` pads a batch; under DDP each rank takes its share of every
+    ``order(epoch)`` gives the data order, ``collate`` pads a batch; under torchrun each rank takes its share of every
     batch and the gradients are averaged by hand (the model is not wrapped here).
     """
     vocab = model.config.vocab_size
@@ -75,8 +75,7 @@ def pretrain_mlm(model: AttentionClassifier, ids: Sequence[list[int]], config: T
                 group["lr"] = lr_at(step, total, warmup, peak)
             loss = _masked_loss(model, collate([ids[i] for i in picked]), bias, config.mask_rate, g)
             loss.backward()
-            if w.distributed:
-                _average_gradients([*params, bias], w.size)
+            w.average_gradients([*params, bias])
             if config.clip_norm:
                 torch.nn.utils.clip_grad_norm_([*params, bias], config.clip_norm)
             optimizer.step()
@@ -96,14 +95,3 @@ def _masked_loss(model: AttentionClassifier, ids: Tensor, bias: Tensor, rate: fl
     if not len(picked):  # a batch where nothing was hidden: a zero loss that still touches every weight
         return states.sum() * 0.0
     return F.cross_entropy(logits.float(), ids[hidden])
-
-
-def _average_gradients(params: list[Tensor], size: int) -> None:
-    import torch.distributed as dist
-
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        dist.all_reduce(p.grad)
-        p.grad /= size
-

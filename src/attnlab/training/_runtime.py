@@ -5,7 +5,7 @@ rate schedule (linear warm-up, then cosine decay), clipping, ``metrics.jsonl`` (
 the run state, so a resume cuts off the rows a killed run wrote after its last checkpoint), validation
 bookkeeping (best so far, patience, early stop, the log line), checkpoints every ``checkpoint_every`` steps and
 after each validation, exact restore (weights, AdamW's moments, the run state, every RNG) and the barrier that
-keeps DDP ranks together.  A task subclasses it and fills in its batches, its loss (:meth:`Runtime.train_step`),
+keeps the ranks together.  A task subclasses it and fills in its batches, its loss (:meth:`Runtime.train_step`),
 its validation metric (:meth:`Runtime.evaluate`), how its model is saved and loaded, and its ``finish``.
 
 The functions below it are the pieces of a run's set-up the two ``train_*`` functions share: the refusal to
@@ -117,12 +117,10 @@ def adamw(model: nn.Module, config: RunConfig, is_embedding: Callable[[str], boo
 
 
 def distributed(model: nn.Module, w: World) -> nn.Module:
-    """``model`` wrapped in DistributedDataParallel under ``torchrun``; itself in a single process."""
-    if not w.distributed:
-        return model
-    from torch.nn.parallel import DistributedDataParallel
-
-    return DistributedDataParallel(model, device_ids=[w.device.index] if w.device.type == "cuda" else None)
+    """``model``, its weights taken from rank 0 under ``torchrun``; the runtime averages its gradients over the
+    ranks after each backward (:meth:`World.average_gradients`; why not DistributedDataParallel: _distributed.py)."""
+    w.share_weights(model)
+    return model
 
 
 def _memory_error(exc: BaseException, batch: int, length: int, config: RunConfig) -> InputError | None:
@@ -186,7 +184,7 @@ class Runtime:
     BAR_ACCURACY, BAR_RATE = "acc", "samples_s"  # the progress bar's names of the step's accuracy and speed
 
     optimizer: torch.optim.Optimizer
-    net: nn.Module  # the model, wrapped in DistributedDataParallel under torchrun
+    net: nn.Module  # the model, the same object under torchrun (gradients averaged by World)
     state: dict[str, Any]
     best_state: dict[str, torch.Tensor]
     tokenizer_json: str
@@ -298,7 +296,8 @@ class Runtime:
             group["lr"] = lr_at(self.state["step"] + 1, self.total, self.warmup, self.config.lr)
 
     def optimizer_step(self) -> None:
-        """Clip the gradient norm (when ``clip_norm``), step, and drop the gradients."""
+        """Average the gradients over the ranks, clip their norm (when ``clip_norm``), step, and drop them."""
+        self.w.average_gradients(self.model.parameters())
         if self.config.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
         self.optimizer.step()

@@ -1,5 +1,5 @@
 """Training a translator: the runtime the classifier shares (:mod:`._runtime`: progress bar, metrics.jsonl, curves,
-AdamW with warm-up and cosine decay, clipping, early stopping, atomic checkpoints, exact resume, DDP under
+AdamW with warm-up and cosine decay, clipping, early stopping, atomic checkpoints, exact resume, data parallelism under
 ``torchrun``) around a sequence-to-sequence model, validated by greedy exact match.
 
 Exact resume works as in :mod:`._loop`: the batches of epoch ``e`` are fixed by a generator seeded with
@@ -157,7 +157,7 @@ def _save_model(folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
 
 
 def model_config(model: nn.Module) -> Any:
-    """The config of a Seq2Seq or TransformerSeq2Seq (DDP's wrapper unwrapped)."""
+    """The config of a Seq2Seq or TransformerSeq2Seq (a wrapper's .module unwrapped)."""
     return getattr(model, "module", model).config
 
 
@@ -202,7 +202,7 @@ def _rate(correct: int, n: int) -> dict[str, Any]:
 def exact_match(model: nn.Module, tokenizer: Any, pairs: Pairs, *, beam: int = 1, batch_size: int = 256,
                 max_length: int | None = None, w: World | None = None) -> dict[str, Any]:
     """Exact match of the decoded translations against ``pairs.target``, with its standard error, per tag, and the
-    first wrong translations; under DDP each rank decodes its share and the counts are summed."""
+    first wrong translations; under torchrun each rank decodes its share and the counts are summed."""
     w = w or World(0, 1, torch.device("cpu"))
     limit = max_length or int(model_config(model).max_length)
     mine = list(range(w.rank, len(pairs), w.size))
@@ -339,7 +339,7 @@ class _Run(Runtime):
         n = w.all_sum([float(mine)])[0]
         with memory_guard(src, c):
             loss, correct, _, _ = _teacher_loss(self.net, src, tgt, w.device, c.label_smoothing)
-            (loss * w.size / n).backward()  # DDP averages over ranks: the global sum over tokens / their count
+            (loss * w.size / n).backward()  # gradients are averaged over ranks: the global sum over tokens / their count
         self.optimizer_step()
         total_loss, total_correct = w.all_sum([float(loss.detach()), float(correct)])
         self.add_sums(total_loss, total_correct, n)
