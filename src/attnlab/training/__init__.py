@@ -1,5 +1,5 @@
-"""Training: the loop, checkpoints that resume exactly, data parallelism under torchrun, evaluation and prediction; the same
-runtime for the text classifier and for translators."""
+"""Training: the loop, checkpoints that resume exactly, data parallelism under torchrun, evaluation and prediction;
+the same runtime for the text classifier and for translators."""
 
 from ._config import TrainConfig
 from ._loop import train_classifier

@@ -339,7 +339,7 @@ class _Run(Runtime):
         n = w.all_sum([float(mine)])[0]
         with memory_guard(src, c):
             loss, correct, _, _ = _teacher_loss(self.net, src, tgt, w.device, c.label_smoothing)
-            (loss * w.size / n).backward()  # gradients are averaged over ranks: the global sum over tokens / their count
+            (loss * w.size / n).backward()  # averaged over ranks: the global sum over tokens / their count
         self.optimizer_step()
         total_loss, total_correct = w.all_sum([float(loss.detach()), float(correct)])
         self.add_sums(total_loss, total_correct, n)
