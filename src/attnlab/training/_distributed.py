@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .._process_group import join_process_group
+
 __all__ = ["World", "world"]
 
 
@@ -58,10 +60,7 @@ def world(device: str | None = None) -> World:
     name = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(f"cuda:{local}" if name == "cuda" and size > 1 else name)
     if size > 1:
-        import torch.distributed as dist
-
-        if not dist.is_initialized():
-            dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
+        join_process_group("nccl" if dev.type == "cuda" else "gloo")
         if dev.type == "cuda":
             torch.cuda.set_device(dev)
     return World(rank, size, dev)
