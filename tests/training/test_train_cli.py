@@ -196,3 +196,12 @@ def test_a_text_without_a_label_is_refused_naming_its_line(tmp_path: Path, capsy
     assert train(data, tmp_path / "run") == 2
     assert f"line {line}: the text has no label" in one_error_line(capsys, "train")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_config_saved_when_bucket_was_a_flag_still_reads(reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"train": {"bucket": True, "min_frequency": 1}, "model": {"d_model": 12, "n_heads": 3,
+                                                                                      "n_layers": 1}}))
+    assert main(["train", "classify", "--data", str(reviews), "--config", str(old), "--out", str(tmp_path / "r"),
+                 "--max-steps", "2", "--batch-size", "8", "--no-progress"]) == 0
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["bucket"] == 50

