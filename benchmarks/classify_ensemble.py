@@ -20,7 +20,7 @@ import torch
 
 from attnlab.data import load_data
 from attnlab.training import load_trained
-from attnlab.training._loop import collate
+from attnlab.training._runtime import collate
 
 
 def stderr(p: float, n: int) -> float:

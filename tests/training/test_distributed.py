@@ -1,6 +1,6 @@
 """The data-parallel joint of training (``World``): gradients averaged over torchrun ranks equal the full batch's,
 and closing the world leaves no gloo thread running, so a rank cannot die at interpreter exit (the SIGABRT of
-"terminate called without an active exception" that DistributedDataParallel's kept process group caused)."""
+"terminate called without an active exception": see attnlab/training/_distributed.py)."""
 
 from __future__ import annotations
 
@@ -23,24 +23,34 @@ from attnlab.training._runtime import distributed
 def threads():
     return sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
 
-w = world("cpu")
-torch.manual_seed(w.rank)  # different weights per rank: share_weights must make them rank 0's
-model = distributed(nn.Sequential(nn.Linear(5, 3), nn.Tanh(), nn.Linear(3, 2)), w)
-unused = nn.Parameter(torch.ones(2))  # no gradient on any rank: stays None
-partly = nn.Parameter(torch.ones(2))  # a gradient on rank 1 only: averaged with rank 0's zeros
-g = torch.Generator().manual_seed(0)
-x, y = torch.randn(6, 5, generator=g), torch.randn(6, 2, generator=g)
-mine = slice(3 * w.rank, 3 * w.rank + 3)
-loss = ((model(x[mine]) - y[mine]) ** 2).mean()
-if w.rank == 1:
-    loss = loss + (partly * 3.0).sum()
-loss.backward()
-w.average_gradients([*model.parameters(), unused, partly])
-during = threads()
-w.close()
-print(json.dumps({"rank": w.rank, "weights": [p.tolist() for p in model.parameters()],
-                  "grads": [p.grad.tolist() for p in model.parameters()], "unused": unused.grad is None,
-                  "partly": partly.grad.tolist(), "during": during, "after": threads()}))
+def train():
+    """What a training command does: join, train, close."""
+    w = world("cpu")
+    import torch.distributed.nn  # as torch's own code does later, lazily: it must not keep the group alive
+    torch.manual_seed(w.rank)  # different weights per rank: distributed() must give every rank rank 0's
+    model = distributed(nn.Sequential(nn.Linear(5, 3), nn.Tanh(), nn.Linear(3, 2)), w)
+    unused = nn.Parameter(torch.ones(2))  # no gradient on any rank: stays None
+    partly = nn.Parameter(torch.ones(2))  # a gradient on rank 1 only: averaged with rank 0's zeros
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(6, 5, generator=g), torch.randn(6, 2, generator=g)
+    mine = slice(3 * w.rank, 3 * w.rank + 3)
+    loss = ((model(x[mine]) - y[mine]) ** 2).mean()
+    if w.rank == 1:
+        loss = loss + (partly * 3.0).sum()
+    loss.backward()
+    w.average_gradients([*model.parameters(), unused, partly])
+    during = threads()
+    try:
+        return {"rank": w.rank, "weights": [p.tolist() for p in model.parameters()],
+                "grads": [p.grad.tolist() for p in model.parameters()], "unused": unused.grad is None,
+                "partly": partly.grad.tolist(), "during": during}
+    finally:
+        w.close()
+
+
+result = train()
+with open(os.path.join(sys.argv[1], f"rank{result['rank']}.json"), "w") as f:
+    json.dump({**result, "after": threads()}, f)
 '''
 
 
@@ -49,11 +59,9 @@ def test_two_ranks_average_to_the_full_batch_gradient_and_close_joins_every_gloo
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT, encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           str(script)], env=child_env, capture_output=True, text=True, timeout=180)
+                           str(script), str(tmp_path)], env=child_env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
-    ranks = sorted((json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")),
-                   key=lambda r: r["rank"])
-    assert [r["rank"] for r in ranks] == [0, 1]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
 
     torch.manual_seed(0)  # rank 0's weights, which every rank took
     model = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))

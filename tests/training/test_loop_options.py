@@ -15,25 +15,25 @@ from safetensors.torch import load_file
 from attnlab.errors import ConfigError
 from attnlab.models import load_classifier
 from attnlab.training import TrainConfig, train_classifier
-from attnlab.training._loop import data_order
-from attnlab.training._pretrain import mask_tokens
+from attnlab.training._classify_pretrain import mask_tokens
+from attnlab.training._classify_run import data_order
 
 MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.1, "bigrams": 30, "trigrams": 20,
          "pooling": "meanmax", "embed_norm": True, "positional": "learned"}
 OPTIONS = {"epochs": 2, "batch_size": 16, "lr": 3e-3, "min_frequency": 1, "checkpoint_every": 7, "patience": 0,
            "eval_every": 38,
-           "label_smoothing": 0.1, "ema": 0.9, "fused": True, "bucket": True, "pretrain_epochs": 2}
+           "label_smoothing": 0.1, "ema": 0.9, "fused": True, "bucket": 50, "pretrain_epochs": 2}
 
 
 def test_buckets_are_a_permutation_of_similar_lengths() -> None:
     ids = [[0] * n for n in torch.randint(1, 60, (203,), generator=torch.Generator().manual_seed(1)).tolist()]
-    order = data_order(ids, 5, 10, bucket=True)
-    assert sorted(order) == list(range(203)) and order == data_order(ids, 5, 10, bucket=True)
-    assert order != data_order(ids, 6, 10, bucket=True)
+    order = data_order(ids, 5, 10, bucket=50)
+    assert sorted(order) == list(range(203)) and order == data_order(ids, 5, 10, bucket=50)
+    assert order != data_order(ids, 6, 10, bucket=50)
     batches = sorted(sorted(len(ids[i]) for i in order[b: b + 10]) for b in range(0, 200, 10))
     for a, b in itertools.pairwise(batches):  # one chunk here: batches are slices of the sorted lengths
         assert a[-1] <= b[0]
-    assert data_order(ids, 5, 10, bucket=False) == torch.randperm(203, generator=torch.Generator().manual_seed(5)
+    assert data_order(ids, 5, 10, bucket=0) == torch.randperm(203, generator=torch.Generator().manual_seed(5)
                                                                    ).tolist()
 
 
@@ -51,7 +51,7 @@ def test_masking_hides_real_tokens_only_in_the_80_10_10_split() -> None:
 
 def test_bad_options() -> None:
     for bad in ({"ema": 1.0}, {"label_smoothing": -0.1}, {"mask_rate": 0.0}, {"fused": 1}, {"pretrain_epochs": -1},
-                {"pretrain_lr": -1.0}):
+                {"pretrain_lr": -1.0}, {"bucket": True}, {"bucket": -1}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             TrainConfig(**bad)  # type: ignore[arg-type]
 
@@ -109,7 +109,7 @@ def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: No
                  "--n-layers", "1", "--min-frequency", "1", "--batch-size", "16", "--max-steps", "3", "--no-progress",
                  "--bigrams", "20", "--trigrams", "10", "--pooling", "meanmax", "--embed-norm",
                  "--embed-dropout", "0.2",
-                 "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket",
+                 "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket", "50",
                  "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2"]) == 0
     saved = json.loads((out / "config.json").read_text())
     assert {k: saved["model"][k] for k in ("bigrams", "trigrams", "pooling", "embed_norm", "embed_dropout",
@@ -118,5 +118,5 @@ def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: No
         "head_dropout": 0.3}
     train = saved["train"]
     assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"], train["pretrain_epochs"],
-            train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, True, 1, 0.002, 0.2)
+            train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, 50, 1, 0.002, 0.2)
     assert len(json.loads((out / "final.json").read_text())["pretrain_losses"]) == 1

@@ -139,3 +139,69 @@ def test_show_on_the_tutorials_additive_model(reviews: Path, tmp_path: Path, cap
     assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--no-viewer"]) == 0
     assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--kind", "self"]) == 2
     assert "no self attention" in one_error_line(capsys, "show")
+
+
+def test_the_run_logs_itself_and_says_its_expected_time(reviews: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str], one_thread: None) -> None:
+    out = tmp_path / "timed"
+    assert train(reviews, out, "--max-steps", "12") == 0
+    printed = capsys.readouterr().out.splitlines()
+    (line,) = [ln for ln in printed if ln.startswith("expected time: about ")]
+    assert "for the 7 steps left" in line and "over the first 5" in line  # 12 steps, 5 of them timed
+    logged = (out / "train.log").read_text(encoding="utf-8").splitlines()
+    assert logged == printed[:-1]  # every line the run printed, but the command's own last one
+    assert logged[0].startswith("data: ") and logged[-2].startswith("test accuracy ")
+
+
+class Stop(Exception):
+    pass
+
+
+def test_resume_reads_the_saved_options_and_a_runs_config_starts_it_again(
+        reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    from attnlab.training import TrainConfig, train_classifier
+
+    model = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.2}
+    config = TrainConfig(epochs=2, batch_size=8, lr=4e-3, min_frequency=1, checkpoint_every=10, patience=0)
+    whole = train_classifier(reviews, tmp_path / "whole", model=model, config=config, max_length=20,
+                             label_column="label", progress=False, log=lambda _: None)
+
+    def stop_at_validation(line: str) -> None:
+        if "valid loss" in line:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train_classifier(reviews, tmp_path / "cut", model=model, config=config, max_length=20, progress=False,
+                         log=stop_at_validation)
+    assert main(["train", "classify", "--out", str(tmp_path / "cut"), "--resume", "--no-progress"]) == 0  # no option
+    assert json.loads((tmp_path / "cut" / "final.json").read_text()) == whole
+
+    # a finished run's config.json (with its text and label columns) is a --config file for a new run
+    again = tmp_path / "again"
+    assert main(["train", "classify", "--config", str(tmp_path / "whole" / "config.json"), "--out", str(again),
+                 "--no-progress"]) == 0
+    assert json.loads((again / "final.json").read_text()) == whole
+
+
+@pytest.mark.parametrize(("name", "content", "line"), [
+    ("missing.csv", "text,label\nab好,pos\ncd差\nef好,pos\n", 3),
+    ("empty.csv", "text,label\nab好,pos\ncd差,neg\nef好, \n", 4),
+    ("empty.tsv", "text\tlabel\nab好\t\ncd差\tneg\n", 2),
+    ("null.jsonl", '{"text": "ab好", "label": "pos"}\n{"text": "cd差", "label": null}\n', 2),
+])
+def test_a_text_without_a_label_is_refused_naming_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            name: str, content: str, line: int) -> None:
+    data = tmp_path / name
+    data.write_text(content, encoding="utf-8")
+    assert train(data, tmp_path / "run") == 2
+    assert f"line {line}: the text has no label" in one_error_line(capsys, "train")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_config_saved_when_bucket_was_a_flag_still_reads(reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"train": {"bucket": True, "min_frequency": 1}, "model": {"d_model": 12, "n_heads": 3,
+                                                                                      "n_layers": 1}}))
+    assert main(["train", "classify", "--data", str(reviews), "--config", str(old), "--out", str(tmp_path / "r"),
+                 "--max-steps", "2", "--batch-size", "8", "--no-progress"]) == 0
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["bucket"] == 50

@@ -67,8 +67,9 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_e
 
     killed_at = kill_at_checkpoint(cli(*args, "--out", str(broken)), child_env, broken, steps // 2)  # epoch 2
 
-    done = subprocess.run(cli(*args, "--out", str(broken), "--resume"), env=child_env, capture_output=True,
-                          text=True, timeout=120)
+    # --resume alone: the run's saved options, not retyped
+    done = subprocess.run(cli("train", "translate", "--out", str(broken), "--resume", "--no-progress"), env=child_env,
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"resumed from {killed_at}" in done.stdout
     assert rows(broken) == rows(whole)  # every step's loss and token accuracy, every validation, bit for bit

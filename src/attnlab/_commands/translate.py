@@ -70,7 +70,7 @@ def capture_translation(translator: Any, text: str, beam: int) -> tuple[Any, Any
     import torch
 
     from ..capture import capture
-    from ..training._loop import collate
+    from ..training._runtime import collate
 
     model = translator.model
     if beam == 1:

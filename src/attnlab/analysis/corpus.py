@@ -31,6 +31,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from .._process_group import join_process_group
 from ..capture import capture
 from ..errors import CaptureError, InputError
 
@@ -109,7 +110,7 @@ def corpus_metrics(
         raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
     path = Path(path)
     total = _count_texts(path)
-    rank, world, started = _join_group()
+    rank, world, started = join_process_group()
     try:
         if total < world:
             raise InputError(f"{str(path)!r} holds {total} texts for {world} processes; give at least one per process")
@@ -138,16 +139,6 @@ def _texts(path: Path) -> Iterator[str]:
         for line in f:
             if line.strip():
                 yield line.rstrip("\r\n")
-
-
-def _join_group() -> tuple[int, int, bool]:
-    """(rank, world size, whether this call started the process group)."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size(), False
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and dist.is_available():
-        dist.init_process_group("gloo")
-        return dist.get_rank(), dist.get_world_size(), True
-    return 0, 1, False
 
 
 def _batches(path: Path, rank: int, world: int, size: int) -> Iterator[list[str]]:

@@ -222,8 +222,12 @@ def load_table(
                                  f"--text-column/--label-column (text_column=, label_column=)")
         text, label = row[text_column], row[label_column]
         text = "" if text is None else str(text).strip()
+        label = "" if label is None else str(label).strip()
+        if text and not label:
+            raise InputError(f"{str(path)!r}, line {line_no}: the text has no label (column {label_column!r} is "
+                             f"empty or missing); give every text its label, or remove the line")
         if text:
-            pairs.append((text, str(label).strip()))
+            pairs.append((text, label))
     return _finish(pairs, str(path), valid, test)
 
 

@@ -1,16 +1,18 @@
-"""Training: the loop, checkpoints that resume exactly, data parallelism under torchrun, evaluation and prediction;
-the same runtime for the text classifier and for translators."""
+"""Training: one runtime (the loop, checkpoints that resume exactly, data parallelism under torchrun) that runs a task
+object; the text classifier's task and the translator's, each with its use (load, predict or translate, evaluate)."""
 
-from ._config import TrainConfig
-from ._loop import train_classifier
-from ._runtime import accuracy_stderr, lr_at
-from ._translate import ARCHITECTURES, TranslateConfig, build_translator, exact_match, train_translator
-from ._translator import Translation, Translator, bundle_translator, load_translator
-from ._use import Classifier, evaluate_model, load_trained
+from ._classify_run import TrainConfig, train_classifier
+from ._classify_use import Classifier, evaluate_model, load_trained
+from ._config import RunConfig
+from ._runtime import Task, accuracy_stderr, lr_at, saved_run
+from ._translate_run import ARCHITECTURES, TranslateConfig, build_translator, exact_match, train_translator
+from ._translate_use import Translation, Translator, bundle_translator, load_translator
 
 __all__ = [
     "ARCHITECTURES",
     "Classifier",
+    "RunConfig",
+    "Task",
     "TrainConfig",
     "TranslateConfig",
     "Translation",
@@ -23,6 +25,7 @@ __all__ = [
     "load_trained",
     "load_translator",
     "lr_at",
+    "saved_run",
     "train_classifier",
     "train_translator",
 ]

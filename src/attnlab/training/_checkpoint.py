@@ -2,11 +2,12 @@
 ``checkpoints/latest`` (written atomically).  A crash at any moment leaves ``latest`` naming a complete folder;
 the previous checkpoint is kept too.  Everything is safetensors or JSON: nothing is unpickled.
 
-A checkpoint folder holds ``model.safetensors`` (the weights, config, tokenizer and labels: a model any
-``--model`` option reads), ``optimizer.safetensors`` (AdamW's moments; its param groups as JSON in the header),
-``rng.safetensors`` (torch's and numpy's generator states), ``extra.safetensors`` (more tensors of the run,
-e.g. the moving average of the weights, when it has any), ``tokenizer.json`` and ``state.json`` (position in
-the data, step, schedule, python's RNG state, metrics so far, early-stopping state, the run's config).
+A checkpoint folder holds the model as its task saves it (the classifier's ``model.safetensors``, the
+translator's ``model.safetensors`` and ``config.json``: a model any ``--model`` option reads),
+``optimizer.safetensors`` (AdamW's moments; its param groups as JSON in the header), ``rng.safetensors`` (torch's
+and numpy's generator states), ``extra.safetensors`` (more tensors of the run, e.g. the moving average of the
+weights, when it has any), ``tokenizer.json`` and ``state.json`` (position in the data, step, schedule, python's
+RNG state, metrics so far, early-stopping state, the run's config).
 """
 
 from __future__ import annotations
@@ -26,22 +27,12 @@ from torch import nn
 
 from .._io import atomic_write, atomic_write_text
 from ..errors import ModelLoadError
-from ..models import MODEL_FILE, load_classifier, save_classifier
 
 __all__ = ["Checkpoint", "latest_checkpoint", "read_checkpoint", "write_checkpoint"]
 
-# How a checkpoint stores its model: ``save(folder, model, meta)`` and ``load(folder) -> (model, meta)``.  The
-# default is the classifier's one file; the translator passes its own (attnlab.models.save_seq2seq).
+# How a checkpoint stores its model: the task's ``save(folder, model, meta)`` and ``load(folder) -> (model, meta)``.
 SaveModel = Callable[[Path, nn.Module, dict[str, str]], object]
 LoadModel = Callable[[Path], tuple[nn.Module, dict[str, str]]]
-
-
-def _save_classifier(folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
-    save_classifier(folder / MODEL_FILE, model, meta)  # type: ignore[arg-type]
-
-
-def _load_classifier(folder: Path) -> tuple[nn.Module, dict[str, str]]:
-    return load_classifier(folder / MODEL_FILE)
 
 FOLDER = "checkpoints"
 LATEST = "latest"
@@ -92,7 +83,7 @@ def restore_rng(rng: dict[str, torch.Tensor], info: dict[str, Any]) -> None:
 
 def write_checkpoint(out: Path, step: int, model: nn.Module, meta: dict[str, str],
                      optimizer: torch.optim.Optimizer, state: dict[str, Any], tokenizer_json: str,
-                     extra: dict[str, torch.Tensor] | None = None, save_model: SaveModel = _save_classifier) -> Path:
+                     save_model: SaveModel, extra: dict[str, torch.Tensor] | None = None) -> Path:
     """Write checkpoint ``step`` under ``out/checkpoints`` and point ``latest`` at it; drop older ones."""
     from safetensors.torch import save_file
 
@@ -138,7 +129,7 @@ def latest_checkpoint(out: Path) -> Path | None:
     return folder
 
 
-def read_checkpoint(folder: Path, load_model: LoadModel = _load_classifier) -> Checkpoint:
+def read_checkpoint(folder: Path, load_model: LoadModel) -> Checkpoint:
     """Everything :func:`write_checkpoint` wrote; a damaged file is a ModelLoadError naming it."""
     from safetensors import safe_open
     from safetensors.torch import load_file
@@ -161,11 +152,6 @@ def read_checkpoint(folder: Path, load_model: LoadModel = _load_classifier) -> C
         pid, _, slot = key.partition(".")
         slots.setdefault(int(pid), {})[slot] = value
     return Checkpoint(folder, model, meta, {"state": slots, "param_groups": groups}, state, rng, extra)
-
-
-def write_model(path: Path, model: nn.Module, meta: dict[str, str]) -> None:
-    """The best model so far, as one file (atomically)."""
-    save_classifier(path, model, meta)  # type: ignore[arg-type]
 
 
 def write_json(path: Path, data: Any) -> None:

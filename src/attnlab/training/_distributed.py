@@ -3,13 +3,15 @@ as one rank of a data-parallel job (gloo on CPU, nccl on GPU).  Only rank 0 writ
 
 Data parallelism is done here, not by ``DistributedDataParallel``: every rank starts from rank 0's weights
 (:meth:`World.share_weights`) and, after each backward, :meth:`World.average_gradients` replaces every gradient by its
-mean over the ranks in one flat all-reduce.  The reason is the process's end: in torch 2.13 a DDP wrapper keeps a
-reference to the gloo process group that ``destroy_process_group`` does not drop, so the group's worker threads
-outlive it and are still running while the interpreter finalises; a worker that then releases its last collective's
-tensors must take the GIL, the finalising interpreter ends that thread, and the rank dies of ``std::terminate``
-(SIGABRT, "terminate called without an active exception").  Without the wrapper, :meth:`World.close` destroys the
-group and joins its threads while the interpreter is whole (tests/training/test_distributed.py checks that no gloo
-thread is left)."""
+mean over the ranks in one flat all-reduce.  The reason is the end of a run.  A gloo process group's worker threads
+must be joined while the interpreter is whole: alive while it finalises, a worker that drops its last collective's
+tensors must take the GIL, the interpreter ends that thread, and the rank dies of ``std::terminate`` (SIGABRT,
+"terminate called without an active exception"; about one 2-rank run in ten failed so under load).  Two things kept
+the group alive past ``destroy_process_group``: ``torch.distributed.nn`` imported after the group started (see
+:mod:`attnlab._process_group`), and a DDP wrapper, whose reducer holds the group and frees it with the GIL held, so
+that the join can wait forever on a worker that wants the GIL.  Without the wrapper, :meth:`World.close` frees the
+group in ``destroy_process_group`` (which lets the GIL go while it joins), and no gloo thread outlives it
+(tests/training/test_distributed.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from .._process_group import join_process_group
 
 __all__ = ["World", "world"]
 
@@ -100,10 +104,7 @@ def world(device: str | None = None) -> World:
     name = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(f"cuda:{local}" if name == "cuda" and size > 1 else name)
     if size > 1:
-        import torch.distributed as dist
-
-        if not dist.is_initialized():
-            dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
+        join_process_group("nccl" if dev.type == "cuda" else "gloo")
         if dev.type == "cuda":
             torch.cuda.set_device(dev)
     return World(rank, size, dev)

@@ -1,16 +1,16 @@
-"""The runtime both training loops share: the classifier's (:mod:`._loop`) and the translator's (:mod:`._translate`).
+"""The runtime every training task runs on, and what it asks of a task (:class:`Task`).
 
-:class:`Runtime` holds what does not depend on the task: the epoch/step loop with its progress bar, the learning
-rate schedule (linear warm-up, then cosine decay), clipping, ``metrics.jsonl`` (with its length in bytes kept in
-the run state, so a resume cuts off the rows a killed run wrote after its last checkpoint), validation
-bookkeeping (best so far, patience, early stop, the log line), checkpoints every ``checkpoint_every`` steps and
-after each validation, exact restore (weights, AdamW's moments, the run state, every RNG) and the barrier that
-keeps the ranks together.  A task subclasses it and fills in its batches, its loss (:meth:`Runtime.train_step`),
-its validation metric (:meth:`Runtime.evaluate`), how its model is saved and loaded, and its ``finish``.
+A task (the classifier's in :mod:`._classify_run`, the translator's in :mod:`._translate_run`) knows its data, its
+model, its loss, its validation metric and its model files.  :class:`Runtime` knows the rest, the same for every
+task: the epoch/step loop and its progress bar, the learning rate schedule (linear warm-up, then cosine decay),
+AdamW, clipping, the moving average of the weights, ``metrics.jsonl`` (its length in bytes kept in the run state,
+so a resume cuts off the rows a killed run wrote after its last checkpoint), ``train.log``, validation bookkeeping
+(best so far, patience, goal, the log line), checkpoints every ``checkpoint_every`` steps and after each
+validation, exact restore (weights, AdamW's moments, the run state, every RNG) and the barriers that keep the ranks
+together.  :meth:`Runtime.loop` reads in one sitting.
 
-The functions below it are the pieces of a run's set-up the two ``train_*`` functions share: the refusal to
-overwrite or to resume with other settings (:func:`prepare_out`), the global batch check, the log that also
-goes to a file.
+The functions at the end are the pieces of a run's set-up every ``train_*`` function shares: the refusal to
+overwrite or to resume with other settings (:func:`prepare_out`), the global batch check, the run's folder.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,40 +33,106 @@ from torch import nn
 
 from ..errors import ConfigError, InputError
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
-from ._config import differing_keys
+from ._config import RunConfig, differing_keys
 from ._distributed import World
 from ._plot import plot_curves
 
-__all__ = ["Runtime", "accuracy_stderr", "collate", "lr_at", "prepare_out", "seed_everything"]
+__all__ = ["Judged", "Result", "Runtime", "StepLoss", "Task", "accuracy_stderr", "collate", "lr_at", "prepare_out",
+           "seed_everything"]
 
 METRICS = "metrics.jsonl"
 FINAL = "final.json"
 CURVES = "curves.png"
+LOG = "train.log"
+ESTIMATE_AFTER = 5  # steps timed before the expected duration of the run is said
 
 
-class RunConfig(Protocol):
-    """The options of a training config that the runtime reads (TrainConfig and TranslateConfig have them)."""
+# --- what a task is ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    """How a task's validation metric is named and compared (higher is better)."""
+
+    metric: str  # its name in the log line: "accuracy", "exact match"
+    key: str  # its key in the best model's header: "valid_accuracy"
+    unit: str  # what a batch holds: "texts", "pairs" (the progress bar shows units per second)
+    per_token: bool = False  # the step's loss and accuracy are per target token (rows also get tokens_per_s)
+    ties_by_loss: bool = False  # an equal metric with a lower validation loss also counts as better
+    goal: float = 0.0  # stop once the validation metric reaches this; 0 = never
+
+
+@dataclass(frozen=True)
+class StepLoss:
+    """One rank's forward pass over its share of a batch."""
+
+    objective: torch.Tensor  # what to differentiate; the runtime averages the ranks' gradients
+    loss: float  # the summed loss over this rank's share (the runtime sums the ranks)
+    correct: float  # items (or target tokens) predicted right
+    count: float  # items (or target tokens) in this rank's share
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a task found at the end, for the runtime to write."""
+
+    final: dict[str, Any]  # final.json
+    header: dict[str, Any]  # the metrics in the best model's header
+    run_file: str  # the file of the run's options ("config.json", "run.json") ...
+    run_data: dict[str, Any]  # ... and what it holds
+    title: str  # the learning curves' title
+
+
+class Task(Protocol):
+    """What the runtime asks of a training task.  A new task is one file that implements this and a ``train_*``
+    function that builds it, hands it to :class:`Runtime` and calls :meth:`Runtime.loop`."""
 
     @property
-    def epochs(self) -> int: ...
+    def model(self) -> nn.Module:
+        """The bare model (under torchrun the runtime averages its gradients over the ranks)."""
+        ...
+
     @property
-    def batch_size(self) -> int: ...
+    def judged(self) -> Judged: ...
+
     @property
-    def lr(self) -> float: ...
+    def n_train(self) -> int:
+        """Items in the training split."""
+        ...
+
     @property
-    def weight_decay(self) -> float: ...
+    def tokenizer_json(self) -> str:
+        """The tokenizer, as written beside the model and into each checkpoint."""
+        ...
+
     @property
-    def warmup(self) -> float: ...
-    @property
-    def clip_norm(self) -> float: ...
-    @property
-    def patience(self) -> int: ...
-    @property
-    def eval_every(self) -> int: ...
-    @property
-    def checkpoint_every(self) -> int: ...
-    @property
-    def max_steps(self) -> int: ...
+    def header(self) -> dict[str, str]:
+        """More entries for the model file's header (the classifier's label names), beside tokenizer/run/metrics."""
+        ...
+
+    def batch(self, epoch: int, index: int) -> list[int]:
+        """The global batch ``index`` of ``epoch``: indices into the training split, fixed by the seed alone."""
+        ...
+
+    def loss(self, net: nn.Module, items: list[int]) -> StepLoss:
+        """The forward pass of ``net`` over ``items``, this rank's share of a batch."""
+        ...
+
+    def evaluate(self) -> tuple[float, float, int]:
+        """``(loss, metric, n)`` on the validation split, over every rank."""
+        ...
+
+    def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
+        """Write ``model`` with ``meta`` in its header into ``folder`` (the run's, or a checkpoint's)."""
+        ...
+
+    def load(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
+        """The model :meth:`save` wrote into ``folder``, with its header."""
+        ...
+
+    def finish(self, state: dict[str, Any]) -> Result:
+        """Test the best model (already in :attr:`model`) and say what the run found."""
+        ...
 
 
 # --- small pieces -------------------------------------------------------------------------------------------------
@@ -89,6 +157,14 @@ def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
     return peak * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
+def schedule(config: RunConfig, n_train: int) -> tuple[int, int, int]:
+    """``(steps per epoch, steps in all, warm-up steps)`` for a training split of ``n_train`` items."""
+    per_epoch = n_train // config.batch_size
+    total = config.epochs * per_epoch
+    total = min(total, config.max_steps) if config.max_steps else total
+    return per_epoch, total, round(config.warmup * total)
+
+
 def collate(seqs: Sequence[list[int]], device: torch.device, pad_id: int = 0) -> torch.Tensor:
     """Token id lists to a ``(B, L_max)`` int64 tensor, padded with ``pad_id``."""
     length = max((len(s) for s in seqs), default=1)
@@ -103,45 +179,38 @@ def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def adamw(model: nn.Module, config: RunConfig, is_embedding: Callable[[str], bool], fused: bool = False
-          ) -> torch.optim.AdamW:
-    """AdamW with weight decay on the matrices only: not on biases, norms, or the parameters ``is_embedding`` names."""
+def adamw(model: nn.Module, config: RunConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on the matrices only: not on biases, norms, or embeddings (names with "embed")."""
     def decays(name: str, p: nn.Parameter) -> bool:
-        return p.dim() >= 2 and not is_embedding(name)
+        return p.dim() >= 2 and "embed" not in name
 
     decay = [p for n, p in model.named_parameters() if decays(n, p)]
     rest = [p for n, p in model.named_parameters() if not decays(n, p)]
     return torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-        lr=config.lr, fused=fused or None)
+        lr=config.lr, fused=config.fused or None)
 
 
 def distributed(model: nn.Module, w: World) -> nn.Module:
-    """``model``, its weights taken from rank 0 under ``torchrun``; the runtime averages its gradients over the
+    """``model`` itself, its weights taken from rank 0 under ``torchrun``; the runtime averages its gradients over the
     ranks after each backward (:meth:`World.average_gradients`; why not DistributedDataParallel: _distributed.py)."""
     w.share_weights(model)
     return model
 
 
-def _memory_error(exc: BaseException, batch: int, length: int, config: RunConfig) -> InputError | None:
-    text = str(exc).lower()
-    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text:
-        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-        return InputError(f"a batch of {batch} texts of up to {length} tokens does not fit in memory ({first}); "
-                          f"lower --batch-size (now {config.batch_size}) or --max-length, or use a smaller model")
-    return None
-
-
 @contextmanager
-def memory_guard(seqs: Sequence[list[int]], config: RunConfig) -> Iterator[None]:
-    """Turn running out of memory on the batch ``seqs`` into an InputError that says what to lower."""
+def memory_guard(items: int, unit: str, config: RunConfig) -> Iterator[None]:
+    """Turn running out of memory on a share of ``items`` into an InputError that says what to lower."""
     try:
         yield
     except (RuntimeError, MemoryError) as exc:
-        error = _memory_error(exc, len(seqs), max(map(len, seqs)), config)
-        if error is None:
+        text = str(exc).lower()
+        if not (isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text
+                or "can't allocate memory" in text):
             raise
-        raise error from None
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"a batch of {items} {unit} does not fit in memory ({first}); lower --batch-size (now "
+                         f"{config.batch_size}) or --max-length, or use a smaller model") from None
 
 
 def progress_bar(total: int, done: int, shown: bool) -> Any:
@@ -165,119 +234,107 @@ def logger(path: Path, say: Callable[[str], None]) -> Callable[[str], None]:
     return log
 
 
+def duration(seconds: float) -> str:
+    """``seconds`` as a person reads it: "45 s", "12 min", "2 h 05 min"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
 # --- the run ------------------------------------------------------------------------------------------------------
 
 
 class Runtime:
-    """One training run's moving parts that every task shares; a task's ``_Run`` subclasses it.
+    """One training run of ``task``: build it (after the task has its data and model), :meth:`restore` it from a
+    checkpoint or not, then :meth:`loop`."""
 
-    The subclass's ``__init__`` calls ``super().__init__``, prepares its data, then :meth:`plan`, and sets
-    ``optimizer``, ``net``, ``state`` (the run state a checkpoint saves: ``step``, ``epoch``, ``in_epoch``,
-    ``best``, ``best_step``, ``bad``, ``stopped``, ``metrics_bytes``, ``sums`` and its own keys), ``best_state``
-    and ``tokenizer_json``.  It implements :meth:`batch`, :meth:`train_step`, :meth:`evaluate`, :meth:`meta`,
-    :meth:`save_model`, :meth:`load_model` and ``finish`` (called by :meth:`loop` at the end).
-    """
-
-    METRIC = "accuracy"  # the validation metric's name in the log line
-    BEST_KEY = "valid_accuracy"  # ... and in the best model's metadata
-    STOP = "  early stop"  # the log line's mark once the run stops
-    BAR_ACCURACY, BAR_RATE = "acc", "samples_s"  # the progress bar's names of the step's accuracy and speed
-
-    optimizer: torch.optim.Optimizer
-    net: nn.Module  # the model, the same object under torchrun (gradients averaged by World)
-    state: dict[str, Any]
-    best_state: dict[str, torch.Tensor]
-    tokenizer_json: str
-    steps_per_epoch: int
-    total: int
-    warmup: int
-
-    def __init__(self, out: Path, w: World, config: RunConfig, run: dict[str, Any], model: nn.Module,
-                 log: Callable[[str], None], progress: bool, log_file: Path | None = None) -> None:
-        self.out, self.w, self.config, self.run = out, w, config, run
-        self.model, self.log, self.progress = model, log, progress
-        self.log_file = log_file  # where the validation lines also go when the progress bar shows them
-
-    def plan(self, n_train: int) -> None:
-        """Steps per epoch, steps in all and warm-up steps for a training split of ``n_train`` items."""
-        c = self.config
-        self.steps_per_epoch = n_train // c.batch_size
-        total = c.epochs * self.steps_per_epoch
-        self.total = min(total, c.max_steps) if c.max_steps else total
-        self.warmup = round(c.warmup * self.total)
-
-    # --- what a task fills in ---------------------------------------------------------------------------------
-
-    def batch(self, epoch: int, index: int) -> list[int]:
-        """The global batch ``index`` of ``epoch``: indices into the training split, fixed by the seed alone."""
-        raise NotImplementedError
-
-    def train_step(self, batch: list[int]) -> tuple[float, float, int | None]:
-        """One optimizer step on ``batch``: ``(global mean loss, global accuracy, tokens predicted or None)``."""
-        raise NotImplementedError
-
-    def evaluate(self) -> tuple[float, float, int]:
-        """``(loss, metric, n)`` on the validation split, over every rank."""
-        raise NotImplementedError
-
-    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, str]:
-        """The metadata written with the model (``extra``: its metrics)."""
-        raise NotImplementedError
-
-    def save_model(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
-        raise NotImplementedError
-
-    def load_model(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
-        raise NotImplementedError
-
-    def finish(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def checkpoint_tensors(self) -> dict[str, torch.Tensor] | None:
-        """More tensors for the checkpoint (the classifier's moving average); none by default."""
-        return None
-
-    def restore_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        """Take back what :meth:`checkpoint_tensors` saved."""
-
-    def add_time(self, cpu_s: float, wall_s: float) -> None:
-        """The time one step (with its validation) took; a task that reports it keeps it in ``state``."""
+    def __init__(self, task: Task, config: RunConfig, run: dict[str, Any], out: Path, w: World,
+                 log: Callable[[str], None], progress: bool) -> None:
+        self.task, self.config, self.run, self.out, self.w = task, config, run, out, w
+        self.log, self.progress = log, progress  # log: rank 0's lines, to stdout and train.log
+        self.model = task.model
+        self.steps_per_epoch, self.total, self.warmup = schedule(config, task.n_train)
+        self.optimizer = adamw(self.model, config)
+        self.net = distributed(self.model, w)  # what a step runs: the model, rank 0's weights under torchrun
+        self.state: dict[str, Any] = {  # the run state a checkpoint saves
+            "step": 0, "epoch": 0, "in_epoch": 0, "best": None, "best_loss": None, "best_step": 0, "bad": 0,
+            "stopped": False, "metrics_bytes": 0, "sums": [0.0, 0.0, 0.0], "cpu_s": 0.0, "wall_s": 0.0}
+        self.ema = snapshot_parameters(self.model) if config.ema else None  # the moving average of the weights
+        self.best_state = snapshot(self.model)
+        self.timed: list[float] = []  # this process's first step times, for the expected duration
 
     # --- the loop ---------------------------------------------------------------------------------------------
 
     def loop(self) -> dict[str, Any]:
-        """Train until the last step or an early stop, validating and checkpointing on the way; then ``finish``."""
+        """Train until the last step or a stop, validating and checkpointing on the way; then test and write."""
         c, st = self.config, self.state
         bar = progress_bar(self.total, st["step"], self.w.main and self.progress)
         try:
             while st["step"] < self.total and not st["stopped"]:
                 wall, cpu = time.perf_counter(), time.process_time()
-                loss, acc, tokens = self.train_step(self.batch(st["epoch"], st["in_epoch"]))
+                loss, acc, n = self.train_step(self.task.batch(st["epoch"], st["in_epoch"]))
                 seconds = max(time.perf_counter() - wall, 1e-9)
                 st["step"] += 1
                 st["in_epoch"] += 1
-                self.record_step(loss, acc, tokens, seconds, bar)
-                evaluate = self.advance()
-                if evaluate:
+                self.record_step(loss, acc, n, seconds, bar)
+                self.expect(seconds, bar)
+                validate = self.advance()
+                if validate:
                     self.validate(bar)
-                self.add_time(time.process_time() - cpu, time.perf_counter() - wall)
-                if evaluate or st["step"] % c.checkpoint_every == 0 or st["stopped"]:
+                st["cpu_s"] += time.process_time() - cpu
+                st["wall_s"] += time.perf_counter() - wall
+                if validate or st["step"] % c.checkpoint_every == 0 or st["stopped"]:
                     self.checkpoint()
         finally:
             bar.close()
-        return self.finish()
+        self.model.load_state_dict(self.best_state)
+        result = self.task.finish(self.state)
+        self.publish(result)
+        return result.final
 
-    def record_step(self, loss: float, acc: float, tokens: int | None, seconds: float, bar: Any) -> None:
+    def train_step(self, batch: list[int]) -> tuple[float, float, float]:
+        """One optimizer step on ``batch``: ``(global mean loss, global accuracy, global count)``."""
+        w = self.w
+        items = batch[w.rank:: w.size]  # this rank's share
+        for group in self.optimizer.param_groups:  # the scheduled rate of the coming step
+            group["lr"] = lr_at(self.state["step"] + 1, self.total, self.warmup, self.config.lr)
+        with memory_guard(len(items), self.task.judged.unit, self.config):
+            step = self.task.loss(self.net, items)
+            step.objective.backward()
+        self.w.average_gradients(self.model.parameters())
+        if self.config.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.update_ema(self.state["step"] + 1)
+        loss, correct, n = w.all_sum([step.loss, step.correct, step.count])
+        sums = self.state["sums"]  # what the next validation row reports as the training figures
+        sums[0], sums[1], sums[2] = sums[0] + loss, sums[1] + correct, sums[2] + n
+        return loss / n, correct / n, n
+
+    def record_step(self, loss: float, acc: float, n: float, seconds: float, bar: Any) -> None:
         """The training row of the step just taken, and the progress bar moved on."""
-        c, st = self.config, self.state
+        c, st, judged = self.config, self.state, self.task.judged
         rate = c.batch_size / seconds
         row = {"split": "train", "step": st["step"], "epoch": st["epoch"] + 1, "loss": loss, "accuracy": acc,
                "lr": self.optimizer.param_groups[0]["lr"], "samples_per_s": round(rate, 1)}
-        if tokens is not None:
-            row["tokens_per_s"] = round(tokens / seconds, 1)
+        if judged.per_token:
+            row["tokens_per_s"] = round(int(n) / seconds, 1)
         self.record(row)
         bar.update(1)
-        bar.set_postfix(**{"loss": f"{loss:.3f}", self.BAR_ACCURACY: f"{acc:.3f}", self.BAR_RATE: f"{rate:.0f}"})
+        bar.set_postfix(**{"loss": f"{loss:.3f}", "tok_acc" if judged.per_token else "acc": f"{acc:.3f}",
+                           f"{judged.unit}_s": f"{rate:.0f}"})
+
+    def expect(self, seconds: float, bar: Any) -> None:
+        """After the first few steps of this process, say how long the steps left will take."""
+        self.timed.append(seconds)
+        left = self.total - self.state["step"]
+        if len(self.timed) == ESTIMATE_AFTER and left > 0:
+            per_step = statistics.median(self.timed)
+            self.say(f"expected time: about {duration(per_step * left)} for the {left} steps left ({per_step:.3g} s "
+                     f"a step over the first {ESTIMATE_AFTER}; validations add to it)", bar)
 
     def advance(self) -> bool:
         """Move to the next epoch at the end of one; whether to validate after this step."""
@@ -288,75 +345,79 @@ class Runtime:
             st["epoch"], st["in_epoch"] = st["epoch"] + 1, 0
         return evaluate or st["step"] == self.total
 
-    # --- pieces of a training step ----------------------------------------------------------------------------
+    # --- the moving average of the weights ---------------------------------------------------------------------
 
-    def set_lr(self) -> None:
-        """The scheduled learning rate of the coming step (``step + 1``) in every param group."""
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr_at(self.state["step"] + 1, self.total, self.warmup, self.config.lr)
+    @torch.no_grad()
+    def update_ema(self, step: int) -> None:
+        """``ema <- d * ema + (1 - d) * weights`` with ``d = min(ema, (1 + step) / (10 + step))`` (a short start)."""
+        assert self.ema is not None
+        decay = min(self.config.ema, (1 + step) / (10 + step))
+        for name, p in self.model.named_parameters():
+            self.ema[name].lerp_(p.detach(), 1 - decay)
 
-    def optimizer_step(self) -> None:
-        """Average the gradients over the ranks, clip their norm (when ``clip_norm``), step, and drop them."""
-        self.w.average_gradients(self.model.parameters())
-        if self.config.clip_norm:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+    @contextmanager
+    def averaged(self) -> Iterator[None]:
+        """The moving average in the model's place (when there is one), the live weights back afterwards."""
+        self.swap_ema()
+        try:
+            yield
+        finally:
+            self.swap_ema()
 
-    def add_sums(self, loss: float, correct: float, n: float) -> None:
-        """Add a step's global summed loss, correct count and count to the sums the next validation reports."""
-        sums = self.state["sums"]
-        sums[0], sums[1], sums[2] = sums[0] + loss, sums[1] + correct, sums[2] + n
+    @torch.no_grad()
+    def swap_ema(self) -> None:
+        if self.ema is None:
+            return
+        for name, p in self.model.named_parameters():
+            live = p.detach().clone()
+            p.copy_(self.ema[name])
+            self.ema[name] = live
 
-    # --- validation and early stopping -----------------------------------------------------------------------
+    # --- validation and stopping ------------------------------------------------------------------------------
 
     def validate(self, bar: Any) -> None:
-        """Evaluate, record the row, keep the best model, count validations without progress, log the line."""
-        st, c = self.state, self.config
-        loss, acc, n = self.evaluate()
-        s = st["sums"]
-        self.record({"split": "valid", "step": st["step"], "epoch": st["epoch"] + (st["in_epoch"] > 0),
-                     "loss": loss, "accuracy": acc, "n": n,
-                     "train_loss": s[0] / s[2] if s[2] else None, "train_accuracy": s[1] / s[2] if s[2] else None})
-        st["sums"] = [0.0, 0.0, 0.0]
-        better = self.better(acc, loss)
-        if better:
-            self.keep_best(acc, loss)
-        else:
-            st["bad"] += 1
-            if c.patience and st["bad"] >= c.patience:
-                st["stopped"] = True
-        if self.reached_goal(acc):
-            st["stopped"] = True
-        self.say(f"step {st['step']}: valid loss {loss:.4f}, {self.METRIC} {acc:.4f} (n={n})"
-                 f"{'  best so far' if better else ''}{self.STOP if st['stopped'] else ''}", bar)
-
-    def better(self, acc: float, loss: float) -> bool:
-        """Whether a validation of ``acc`` (and ``loss``) beats the best so far."""
-        return self.state["best"] is None or acc > self.state["best"]
-
-    def keep_best(self, acc: float, loss: float) -> None:
-        """Remember the model as the best so far and write it (rank 0)."""
-        st = self.state
-        st["best"], st["best_step"], st["bad"] = acc, st["step"], 0
-        self.best_state = snapshot(self.model)
-        if self.w.main:
-            self.save_model(self.out, self.model, self.meta({self.BEST_KEY: acc, "step": st["step"]}))
-
-    def reached_goal(self, acc: float) -> bool:
-        """Whether ``acc`` is good enough to stop at; never by default."""
-        return False
+        """Evaluate (the moving average, when there is one), record the row, keep the best model, count validations
+        without progress, stop at the goal, log the line."""
+        st, c, judged = self.state, self.config, self.task.judged
+        with self.averaged():
+            loss, metric, n = self.task.evaluate()
+            s = st["sums"]
+            self.record({"split": "valid", "step": st["step"], "epoch": st["epoch"] + (st["in_epoch"] > 0),
+                         "loss": loss, "accuracy": metric, "n": n, "train_loss": s[0] / s[2] if s[2] else None,
+                         "train_accuracy": s[1] / s[2] if s[2] else None})
+            st["sums"] = [0.0, 0.0, 0.0]
+            best = st["best"]
+            better = best is None or metric > best or (judged.ties_by_loss and metric == best
+                                                       and loss < st["best_loss"])
+            if better:
+                st["best"], st["best_loss"], st["best_step"], st["bad"] = metric, loss, st["step"], 0
+                self.best_state = snapshot(self.model)
+                if self.w.main:
+                    self.task.save(self.out, self.model, self.meta({judged.key: metric, "step": st["step"]}))
+            else:
+                st["bad"] += 1
+        mark = ""
+        if judged.goal and metric >= judged.goal:
+            st["stopped"], mark = True, f"  stop: reached {judged.goal:g}"
+        elif not better and c.patience and st["bad"] >= c.patience:
+            st["stopped"], mark = True, "  early stop"
+        self.say(f"step {st['step']}: valid loss {loss:.4f}, {judged.metric} {metric:.4f} (n={n})"
+                 f"{'  best so far' if better else ''}{mark}", bar)
 
     def say(self, line: str, bar: Any) -> None:
-        """``line`` above the progress bar where it shows (and into the log file), else through ``log``."""
+        """``line`` into the log, above the progress bar where it shows."""
         if self.w.main and self.progress:
             bar.write(line)
-            if self.log_file is not None:
-                append_line(self.log_file, line)
+            append_line(self.out / LOG, line)
         else:
             self.log(line)
 
     # --- files: metrics, checkpoints, resume, results ----------------------------------------------------------
+
+    def meta(self, metrics: dict[str, Any] | None = None) -> dict[str, str]:
+        """The header written with the model: its tokenizer, the task's entries, the run and ``metrics``."""
+        return {"tokenizer": self.task.tokenizer_json, **self.task.header, "run": json.dumps(self.run),
+                "metrics": json.dumps(metrics or {})}
 
     def record(self, row: dict[str, Any]) -> None:
         """Append ``row`` to metrics.jsonl (rank 0) and keep the file's length for a resume."""
@@ -369,23 +430,25 @@ class Runtime:
     def checkpoint(self) -> None:
         """Rank 0 writes a checkpoint of this step; every rank waits for it."""
         if self.w.main:
+            ema = {f"ema.{n}": t for n, t in self.ema.items()} if self.ema is not None else None
             write_checkpoint(self.out, self.state["step"], self.model, self.meta(), self.optimizer,
-                             {**self.state, "run": self.run}, self.tokenizer_json, self.checkpoint_tensors(),
-                             save_model=self.save_model)
+                             {**self.state, "run": self.run}, self.task.tokenizer_json, self.task.save, ema)
         self.w.barrier()
 
     def restore(self, folder: Path) -> None:
-        """Continue from the checkpoint ``folder``: weights, optimizer, run state, the best model so far, and
-        metrics.jsonl cut back to the checkpoint; the RNGs come last, since loading a model draws from torch's."""
-        ckpt = read_checkpoint(folder, self.load_model)
+        """Continue from the checkpoint ``folder``: weights, optimizer, run state, the moving average, the best model
+        so far, and metrics.jsonl cut back to the checkpoint; the RNGs come last, since loading a model draws from
+        torch's."""
+        ckpt = read_checkpoint(folder, self.task.load)
         self.model.load_state_dict(ckpt.model.state_dict())
         self.optimizer.load_state_dict(ckpt.optimizer)
         rng_info = ckpt.state.pop("rng")
         ckpt.state.pop("run", None)
-        self.state = ckpt.state
-        self.restore_tensors(ckpt.extra)
+        self.state.update(ckpt.state)
+        if self.ema is not None:
+            self.ema = {n: ckpt.extra[f"ema.{n}"].to(p.device) for n, p in self.model.named_parameters()}
         if self.state["best"] is not None:
-            best, _ = self.load_model(self.out)
+            best, _ = self.task.load(self.out)
             self.best_state = {k: v.detach().clone().to(self.best_state[k].dtype)
                                for k, v in best.state_dict().items()}
         if self.w.main and (self.out / METRICS).exists():  # drop the rows written after the last checkpoint
@@ -395,18 +458,22 @@ class Runtime:
         self.log(f"resumed from {folder.name}: step {self.state['step']} of {self.total}, epoch "
                  f"{self.state['epoch'] + 1}, batch {self.state['in_epoch']} of {self.steps_per_epoch}")
 
-    def publish(self, final: dict[str, Any], header: dict[str, Any], run_file: str, run_data: dict[str, Any],
-                title: str) -> None:
-        """Rank 0 writes the best model (``header`` as its metrics), final.json, tokenizer.json, ``run_file`` and
-        the curves under ``title``; every rank waits for it."""
+    def publish(self, result: Result) -> None:
+        """Rank 0 writes the best model (with ``result.header``), final.json, tokenizer.json, the run's file and
+        the curves; every rank waits for it."""
         if self.w.main:
-            self.save_model(self.out, self.model, self.meta(header))
-            write_json(self.out / FINAL, final)
-            (self.out / "tokenizer.json").write_text(self.tokenizer_json, encoding="utf-8")
-            write_json(self.out / run_file, run_data)
+            self.task.save(self.out, self.model, self.meta(result.header))
+            write_json(self.out / FINAL, result.final)
+            (self.out / "tokenizer.json").write_text(self.task.tokenizer_json, encoding="utf-8")
+            write_json(self.out / result.run_file, result.run_data)
             rows = [json.loads(line) for line in (self.out / METRICS).read_text(encoding="utf-8").splitlines()]
-            plot_curves(rows, self.out / CURVES, title)
+            plot_curves(rows, self.out / CURVES, result.title)
         self.w.barrier()
+
+
+def snapshot_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of ``model``'s parameters (not its buffers), the start of a moving average."""
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
 # --- setting a run up ---------------------------------------------------------------------------------------------
@@ -421,14 +488,22 @@ def prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
         raise InputError(f"{str(out)!r} already holds a run (checkpoint {folder.name}); pass --resume to continue "
                          f"it, or choose another --out (nothing was changed)")
     if folder is not None:
-        state_file = folder / "state.json"
-        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
-        saved = state.get("run")
-        diffs = differing_keys(saved, run) if isinstance(saved, dict) else ["run (missing from the checkpoint)"]
+        saved = saved_run(out)
+        diffs = differing_keys(saved, run) if saved is not None else ["run (missing from the checkpoint)"]
         if diffs:
             raise ConfigError(f"cannot resume {str(out)!r} with other settings: {'; '.join(diffs)}; resume with the "
                               f"options it was started with, or start a new run with another --out")
     return folder
+
+
+def saved_run(out: Path) -> dict[str, Any] | None:
+    """The options the run in ``out`` was started with, from its newest checkpoint; None without one."""
+    folder = latest_checkpoint(out) if out.is_dir() else None
+    state_file = folder / "state.json" if folder is not None else None
+    if state_file is None or not state_file.is_file():
+        return None
+    saved = json.loads(state_file.read_text(encoding="utf-8")).get("run")
+    return saved if isinstance(saved, dict) else None
 
 
 def check_global_batch(config: RunConfig, w: World) -> None:
@@ -449,8 +524,14 @@ def check_splits(splits: Any, names: Sequence[str], where: str, more: str, unit:
                          f"(batch_size={batch_size}); lower --batch-size")
 
 
-def make_out(out: Path, w: World) -> None:
-    """Rank 0 creates the run's folder; every rank waits until it is there."""
+def open_log(out: Path, w: World, fresh: bool, say: Callable[[str], None]) -> Callable[[str], None]:
+    """Rank 0 creates the run's folder (every rank waits for it) and, on a new run, an empty metrics.jsonl and
+    train.log; the log function of this rank: rank 0 says a line and appends it to train.log, the others are
+    silent."""
     if w.main:
         out.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            (out / METRICS).write_bytes(b"")
+            (out / LOG).write_text("", encoding="utf-8")
     w.barrier()
+    return logger(out / LOG, say) if w.main else (lambda _: None)

@@ -1,8 +1,9 @@
-"""Training a translator: the runtime the classifier shares (:mod:`._runtime`: progress bar, metrics.jsonl, curves,
-AdamW with warm-up and cosine decay, clipping, early stopping, atomic checkpoints, exact resume, data parallelism under
-``torchrun``) around a sequence-to-sequence model, validated by greedy exact match.
+"""The translator's training task: source/target pairs in length-bucketed batches, the token cross-entropy over the
+global batch, validation by greedy exact match (ties broken by the loss); :func:`train_translator` builds it and runs
+it on the shared :class:`~._runtime.Runtime` (progress bar, metrics.jsonl, train.log, curves, AdamW with warm-up and
+cosine decay, clipping, early stopping, atomic checkpoints, exact resume, data parallelism under ``torchrun``).
 
-Exact resume works as in :mod:`._loop`: the batches of epoch ``e`` are fixed by a generator seeded with
+Exact resume works as in :mod:`._classify_run`: the batches of epoch ``e`` are fixed by a generator seeded with
 ``(seed, e)``, so the position in the data is ``(epoch, batch)``; every RNG state, AdamW's moments and the step are
 in each checkpoint.  Batches are length-bucketed: the shuffled pairs are cut into windows of ``bucket`` batches,
 each window is sorted by length and cut into batches, and the batches are shuffled, so a batch pads little.
@@ -17,9 +18,9 @@ import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -28,76 +29,55 @@ from torch import nn
 from .. import _validate as check
 from ..data import Pairs, PairSplits
 from ..errors import ConfigError
+from ._config import RunConfig
 from ._distributed import World, world
 from ._runtime import (
-    METRICS,
+    Judged,
+    Result,
     Runtime,
+    StepLoss,
     accuracy_stderr,
-    adamw,
     check_global_batch,
     check_splits,
     collate,
-    distributed,
-    logger,
-    make_out,
-    memory_guard,
+    open_log,
     prepare_out,
     seed_everything,
-    snapshot,
 )
 
-__all__ = ["ARCHITECTURES", "TranslateConfig", "build_translator", "exact_match", "train_translator"]
+__all__ = ["ARCHITECTURES", "TranslateConfig", "TranslateTask", "build_translator", "exact_match",
+           "train_translator"]
 
 ARCHITECTURES = ("bahdanau", "luong", "transformer")
-SOURCE_TOKENIZERS = ("char", "bpe", "wordpiece", "word")
 RUN = "run.json"
-LOG = "train.log"
 FIXED = ("src_vocab", "tgt_vocab", "max_length", "pad_id", "bos_id", "eos_id", "attention")
 SHOWN_ERRORS = 20  # wrong translations listed per test set in final.json
 
 
 @dataclass(frozen=True)
-class TranslateConfig:
-    """How to train a translator (the model's shape is its Seq2SeqConfig / TransformerSeq2SeqConfig)."""
+class TranslateConfig(RunConfig):
+    """How to train a translator: the shared :class:`RunConfig` with a translator's defaults, and its own stop and
+    validation size (the model's shape is its Seq2SeqConfig / TransformerSeq2SeqConfig)."""
 
-    epochs: int = 10  # passes over the training split (early stopping may end sooner)
-    batch_size: int = 64  # the global batch: pairs per optimizer step over all processes together
-    lr: float = 2e-3  # peak learning rate of AdamW, reached after the warm-up
-    weight_decay: float = 0.01  # AdamW's decoupled weight decay, on matrices only (not biases, norms, embeddings)
-    warmup: float = 0.05  # share of the steps with a linear warm-up; a cosine decay to 0 follows
-    clip_norm: float = 1.0  # gradient norm clipping; 0 = off
-    label_smoothing: float = 0.0  # share of each target's probability spread over the vocabulary
-    patience: int = 2  # early stopping: stop after this many validations without a better exact match; 0 = off
+    TOKENIZERS: ClassVar[tuple[str, ...]] = ("char", "bpe", "wordpiece", "word")  # the source side; the target
+    # side is characters
+
+    epochs: int = 10
+    batch_size: int = 64
+    lr: float = 2e-3
+    warmup: float = 0.05
+    checkpoint_every: int = 200
+    bucket: int = 50
+    min_frequency: int = 1
     stop_at: float = 0.0  # early stopping: stop once the valid exact match reaches this; 0 = off
-    eval_every: int = 0  # optimizer steps between validations; 0 = at the end of each epoch
     eval_size: int = 0  # validate on the first this-many valid pairs; 0 = all of them
-    checkpoint_every: int = 200  # optimizer steps between checkpoints (and one after each validation)
-    seed: int = 0  # fixes everything: initialisation, data order, dropout
-    max_steps: int = 0  # stop after this many optimizer steps in all; 0 = no limit
-    bucket: int = 50  # length bucketing: batches are cut from windows of this many batches sorted by length
-    tokenizer: str = "char"  # the source side: char | bpe | wordpiece | word (the target side is characters)
-    vocab_size: int = 8000  # the most source tokens a bpe/wordpiece tokenizer learns
-    min_frequency: int = 1  # a token must occur this often in the training split to get an id
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "vocab_size", "min_frequency", "checkpoint_every", "bucket"):
-            check.positive_int(name, getattr(self, name))
-        for name in ("patience", "eval_every", "eval_size", "max_steps", "seed"):
-            check.non_negative_int(name, getattr(self, name))
-        check.positive_float("lr", self.lr, fix="e.g. lr=2e-3")
-        for name in ("weight_decay", "clip_norm"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-                raise ConfigError(f"{name} must be a finite number >= 0, got {check.got(value)}; 0 turns it off")
-        for name in ("warmup", "label_smoothing"):
-            check.probability(name, getattr(self, name))
+        super().__post_init__()
+        check.non_negative_int("eval_size", self.eval_size)
         stop = self.stop_at
         if isinstance(stop, bool) or not isinstance(stop, (int, float)) or not 0 <= stop <= 1:
             raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(stop)}; 0 turns it off")
-        check.one_of("tokenizer", self.tokenizer, SOURCE_TOKENIZERS)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # --- data and model -----------------------------------------------------------------------------------------
@@ -150,21 +130,9 @@ def build_translator(arch: str, options: dict[str, Any], src_vocab: int, tgt_voc
                                  **options))
 
 
-def _save_model(folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
-    from ..models import save_seq2seq
-
-    save_seq2seq(folder, model, meta)  # type: ignore[arg-type]
-
-
 def model_config(model: nn.Module) -> Any:
-    """The config of a Seq2Seq or TransformerSeq2Seq (a wrapper's .module unwrapped)."""
+    """The config of a Seq2Seq or TransformerSeq2Seq (a wrapper's ``.module`` unwrapped)."""
     return getattr(model, "module", model).config
-
-
-def _load_model(folder: Path) -> tuple[nn.Module, dict[str, str]]:
-    from ..models import load_seq2seq
-
-    return load_seq2seq(folder)
 
 
 # --- decoding and exact match ----------------------------------------------------------------------------------
@@ -255,26 +223,23 @@ def teacher_loss(model: nn.Module, src: Sequence[list[int]], tgt: Sequence[list[
     return total / tokens if tokens else float("nan")
 
 
-# --- the run ---------------------------------------------------------------------------------------------------
+# --- the task --------------------------------------------------------------------------------------------------
 
 
-class _Run(Runtime):
-    """The translator's run on the shared :class:`Runtime`: source/target pairs in length-bucketed batches, the
-    token cross-entropy over the global batch, validation by greedy exact match (ties broken by the loss), and the
-    CPU and wall time it took; :func:`train_translator` builds it and calls :meth:`loop`."""
+class TranslateTask:
+    """The translator as a :class:`~._runtime.Task`: a batch is pairs of similar length, a step's loss the
+    teacher-forced token cross-entropy over the global batch, validation greedy exact match (ties broken by the
+    loss), the model a folder (``model.safetensors`` and ``config.json``)."""
 
-    METRIC = "exact match"
-    BEST_KEY = "valid_exact_match"
-    STOP = "  stop"
-    BAR_ACCURACY, BAR_RATE = "tok_acc", "pairs_s"
-
-    config: TranslateConfig
-
-    def __init__(self, out: Path, w: World, config: TranslateConfig, run: dict[str, Any], splits: PairSplits,
-                 tokenizer: Any, model: nn.Module, log: Callable[[str], None], progress: bool) -> None:
-        super().__init__(out, w, config, run, model, log, progress, log_file=out / LOG)
-        self.splits, self.tokenizer = splits, tokenizer
+    def __init__(self, config: TranslateConfig, run: dict[str, Any], splits: PairSplits, tokenizer: Any,
+                 model: nn.Module, w: World, log: Callable[[str], None]) -> None:
+        self.config, self.run, self.splits, self.w = config, run, splits, w
+        self.tokenizer, self.model = tokenizer, model
+        self.judged = Judged(metric="exact match", key="valid_exact_match", unit="pairs", per_token=True,
+                             ties_by_loss=True, goal=config.stop_at)
         self.tokenizer_json = tokenizer.to_json()
+        self.header: dict[str, str] = {}
+        self.n_train = len(splits.train)
         limit = int(run["max_length"])
         self.src = {k: tokenizer.encode_source(list(getattr(splits, k).source), limit, truncate=True)
                     for k in ("train", "valid")}
@@ -287,69 +252,37 @@ class _Run(Runtime):
         self.valid = splits.valid if not config.eval_size else Pairs(
             splits.valid.source[: config.eval_size], splits.valid.target[: config.eval_size],
             splits.valid.tag[: config.eval_size])
-        self.plan(len(splits.train))
-        self.optimizer = adamw(model, config, lambda name: "embed" in name)
-        self.net = distributed(model, w)
-        self.state = {"step": 0, "epoch": 0, "in_epoch": 0, "best": None, "best_loss": None, "best_step": 0,
-                      "bad": 0, "stopped": False, "metrics_bytes": 0, "sums": [0.0, 0.0, 0.0], "cpu_s": 0.0,
-                      "wall_s": 0.0}
-        self.best_state = snapshot(model)
         self._batches: tuple[int, list[list[int]]] = (-1, [])
-
-    # --- the model and its files -------------------------------------------------------------------------------
-
-    def meta(self, extra: dict[str, Any] | None = None) -> dict[str, str]:
-        return {"tokenizer": self.tokenizer_json, "run": json.dumps(self.run), "metrics": json.dumps(extra or {})}
-
-    def save_model(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
-        _save_model(folder, model, meta)
-
-    def load_model(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
-        return _load_model(folder)
-
-    # --- training ----------------------------------------------------------------------------------------------
 
     def batches(self, epoch: int) -> list[list[int]]:
         """The batches of ``epoch`` (indices into the training split), fixed by the seed and the epoch alone."""
-        if self._batches[0] != epoch:
-            c = self.config
-            g = torch.Generator().manual_seed(c.seed * 1_000_003 + epoch)
-            used = self.steps_per_epoch * c.batch_size
-            perm = torch.randperm(len(self.src["train"]), generator=g).tolist()[:used]
-            window = c.batch_size * c.bucket
-            batches: list[list[int]] = []
-            for start in range(0, used, window):
-                chunk = sorted(perm[start: start + window],
-                               key=lambda i: (len(self.src["train"][i]), len(self.tgt["train"][i])))
-                batches += [chunk[j: j + c.batch_size] for j in range(0, len(chunk), c.batch_size)]
-            shuffled = torch.randperm(len(batches), generator=g).tolist()
-            self._batches = (epoch, [batches[i] for i in shuffled])
-        return self._batches[1]
+        c = self.config
+        g = torch.Generator().manual_seed(c.seed * 1_000_003 + epoch)
+        used = self.n_train // c.batch_size * c.batch_size
+        perm = torch.randperm(self.n_train, generator=g).tolist()[:used]
+        window = c.batch_size * (c.bucket or 1)
+        batches: list[list[int]] = []
+        for start in range(0, used, window):
+            chunk = perm[start: start + window]
+            if c.bucket:
+                chunk = sorted(chunk, key=lambda i: (len(self.src["train"][i]), len(self.tgt["train"][i])))
+            batches += [chunk[j: j + c.batch_size] for j in range(0, len(chunk), c.batch_size)]
+        shuffled = torch.randperm(len(batches), generator=g).tolist()
+        return [batches[i] for i in shuffled]
 
     def batch(self, epoch: int, index: int) -> list[int]:
-        return self.batches(epoch)[index]
+        if self._batches[0] != epoch:
+            self._batches = (epoch, self.batches(epoch))
+        return self._batches[1][index]
 
-    def train_step(self, batch: list[int]) -> tuple[float, float, int | None]:
-        """One optimizer step on ``batch``; ``(global mean token loss, global token accuracy, tokens)``."""
-        c, w = self.config, self.w
-        picked = batch[w.rank:: w.size]
-        src, tgt = [self.src["train"][i] for i in picked], [self.tgt["train"][i] for i in picked]
-        self.set_lr()
+    def loss(self, net: nn.Module, items: list[int]) -> StepLoss:
+        """The summed token loss of this rank's pairs over the global batch's target tokens (times the ranks, as
+        the runtime averages them): the gradient of the global mean token loss."""
+        src, tgt = [self.src["train"][i] for i in items], [self.tgt["train"][i] for i in items]
         mine = sum(len(t) - 1 for t in tgt)  # target tokens this rank predicts
-        n = w.all_sum([float(mine)])[0]
-        with memory_guard(src, c):
-            loss, correct, _, _ = _teacher_loss(self.net, src, tgt, w.device, c.label_smoothing)
-            (loss * w.size / n).backward()  # averaged over ranks: the global sum over tokens / their count
-        self.optimizer_step()
-        total_loss, total_correct = w.all_sum([float(loss.detach()), float(correct)])
-        self.add_sums(total_loss, total_correct, n)
-        return total_loss / n, total_correct / n, int(n)
-
-    def add_time(self, cpu_s: float, wall_s: float) -> None:
-        self.state["cpu_s"] += cpu_s
-        self.state["wall_s"] += wall_s
-
-    # --- validation and the end --------------------------------------------------------------------------------
+        n = self.w.all_sum([float(mine)])[0]
+        loss, correct, _, _ = _teacher_loss(net, src, tgt, self.w.device, self.config.label_smoothing)
+        return StepLoss(loss * self.w.size / n, float(loss.detach()), float(correct), float(mine))
 
     def evaluate(self) -> tuple[float, float, int]:
         """``(teacher-forced token loss, greedy exact match, n)`` on the (first ``eval_size``) valid pairs."""
@@ -359,38 +292,32 @@ class _Run(Runtime):
                              w=self.w)
         return loss, result["exact_match"], result["n"]
 
-    def better(self, acc: float, loss: float) -> bool:
-        """A higher exact match, or the same with a lower loss."""
-        st = self.state
-        return super().better(acc, loss) or (acc == st["best"] and loss < st["best_loss"])
+    def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
+        from ..models import save_seq2seq
 
-    def keep_best(self, acc: float, loss: float) -> None:
-        """The runtime's, plus the loss that breaks a later tie."""
-        self.state["best_loss"] = loss
-        super().keep_best(acc, loss)
+        save_seq2seq(folder, model, meta)  # type: ignore[arg-type]
 
-    def reached_goal(self, acc: float) -> bool:
-        return bool(self.config.stop_at) and acc >= self.config.stop_at
+    def load(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
+        from ..models import load_seq2seq
 
-    def finish(self) -> dict[str, Any]:
-        """Test the best model on test and every extra set; write final.json, the curves and the best model."""
-        st = self.state
-        self.model.load_state_dict(self.best_state)
+        return load_seq2seq(folder)
+
+    def finish(self, state: dict[str, Any]) -> Result:
+        """Test the best model on test and every extra set; final.json, and run.json holding the run."""
         limit = int(self.run["max_length"])
         sets = {"test": self.splits.test, **self.splits.extra}
         results = {name: exact_match(self.model, self.tokenizer, pairs, max_length=limit, w=self.w)
                    for name, pairs in sets.items() if len(pairs)}
         final: dict[str, Any] = {
             "test_exact_match": results["test"]["exact_match"], "test_stderr": results["test"]["stderr"],
-            "test_n": results["test"]["n"], "valid_exact_match": st["best"], "best_step": st["best_step"],
-            "steps": st["step"], "early_stopped": st["stopped"],
+            "test_n": results["test"]["n"], "valid_exact_match": state["best"], "best_step": state["best_step"],
+            "steps": state["step"], "early_stopped": state["stopped"],
             "parameters": sum(p.numel() for p in self.model.parameters()),
-            "train_cpu_s": round(st["cpu_s"], 2), "train_wall_s": round(st["wall_s"], 2),
+            "train_cpu_s": round(state["cpu_s"], 2), "train_wall_s": round(state["wall_s"], 2),
             "threads": torch.get_num_threads(), "processes": self.w.size, "sets": results}
-        self.publish(final, {k: v for k, v in final.items() if k != "sets"}, RUN, self.run,
-                     f"{self.run['arch']} on {self.run['data']}: test exact match {final['test_exact_match']:.4f} "
-                     f"± {final['test_stderr']:.4f} (n={final['test_n']}); train: token accuracy, valid: exact match")
-        return final
+        return Result(final, {k: v for k, v in final.items() if k != "sets"}, RUN, self.run,
+                      f"{self.run['arch']} on {self.run['data']}: test exact match {final['test_exact_match']:.4f} "
+                      f"± {final['test_stderr']:.4f} (n={final['test_n']}); train: token accuracy, valid: exact match")
 
 
 def train_translator(
@@ -452,7 +379,6 @@ def train_translator(
     w = world(device)
     try:
         check_global_batch(config, w)
-        say = log if w.main else (lambda _: None)
         splits = load_task(data, data_options)
         check_splits(splits, ("train", "valid", "test"), source, "pairs", "pairs", config.batch_size)
         seed_everything(config.seed)
@@ -463,25 +389,22 @@ def train_translator(
         seed_everything(config.seed)
         net = build_translator(arch, options, tokenizer.source_vocab_size, tokenizer.target_vocab_size,
                                max_length).to(w.device)
-        make_out(out, w)
-        logged = logger(out / LOG, say) if w.main else say
-        if checkpoint is None and w.main:
-            (out / METRICS).write_bytes(b"")
-            (out / LOG).write_text("", encoding="utf-8")
-        logged(splits.summary())
-        run_ = _Run(out, w, config, run, splits, tokenizer, net, logged, progress)
+        say = open_log(out, w, checkpoint is None, log)
+        say(splits.summary())
+        task = TranslateTask(config, run, splits, tokenizer, net, w, say)
+        runtime = Runtime(task, config, run, out, w, say, progress)
         if checkpoint is not None:
-            run_.restore(checkpoint)
-        logged(f"model: {arch}, {sum(p.numel() for p in net.parameters()):,} parameters; vocabularies "
-               f"{tokenizer.source_vocab_size} source, {tokenizer.target_vocab_size} target tokens; {run_.total} "
-               f"steps of {config.batch_size} pairs on {w.size} process(es), {w.device}, "
-               f"{torch.get_num_threads()} thread(s)")
-        final = run_.loop()
+            runtime.restore(checkpoint)
+        say(f"model: {arch}, {sum(p.numel() for p in net.parameters()):,} parameters; vocabularies "
+            f"{tokenizer.source_vocab_size} source, {tokenizer.target_vocab_size} target tokens; {runtime.total} "
+            f"steps of {config.batch_size} pairs on {w.size} process(es), {w.device}, "
+            f"{torch.get_num_threads()} thread(s)")
+        final = runtime.loop()
         for name, res in final["sets"].items():
-            logged(f"{name}: exact match {res['exact_match']:.4f} ± {res['stderr']:.4f} (standard error, "
-                   f"n={res['n']}, greedy)")
-        logged(f"best valid exact match {final['valid_exact_match']:.4f} at step {final['best_step']}; "
-               f"training took {final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall)")
+            say(f"{name}: exact match {res['exact_match']:.4f} ± {res['stderr']:.4f} (standard error, "
+                f"n={res['n']}, greedy)")
+        say(f"best valid exact match {final['valid_exact_match']:.4f} at step {final['best_step']}; "
+            f"training took {final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall)")
         return final
     finally:
         w.close()

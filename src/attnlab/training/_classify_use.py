@@ -16,8 +16,9 @@ from ..data import encode, load_data, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
 from ..models import MODEL_FILE, AttentionClassifier, load_classifier
 from ._checkpoint import latest_checkpoint
+from ._classify_run import evaluate_ids
 from ._distributed import World
-from ._loop import accuracy_stderr, collate, evaluate_ids
+from ._runtime import accuracy_stderr, collate
 
 __all__ = ["Classifier", "evaluate_model", "load_trained", "model_file"]
 

@@ -16,16 +16,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from ..models import AttentionClassifier
-from ._config import TrainConfig
 from ._distributed import World
 from ._runtime import lr_at
+
+if TYPE_CHECKING:
+    from ._classify_run import TrainConfig
 
 __all__ = ["mask_tokens", "pretrain_mlm"]
 

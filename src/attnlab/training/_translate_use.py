@@ -16,8 +16,8 @@ from torch import nn
 from .._bundled import MODELS, resolve
 from ..errors import InputError, ModelLoadError, TooLongError
 from ._checkpoint import latest_checkpoint
-from ._loop import collate
-from ._translate import model_config
+from ._runtime import collate
+from ._translate_run import model_config
 
 __all__ = ["Translation", "Translator", "bundle_translator", "load_translator", "translator_folder"]
 
@@ -139,7 +139,7 @@ def bundle_translator(run: str | os.PathLike[str], dest: str | os.PathLike[str],
     import shutil
 
     from ..models import load_seq2seq, save_seq2seq
-    from ._translate import exact_match, load_task
+    from ._translate_run import exact_match, load_task
 
     check_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
     if dtype not in check_dtype:

