@@ -3,6 +3,7 @@
 from ..trace import KINDS, AttentionRecord, AttentionTrace
 from ._core import capture
 from ._stats import StatsRecord, StatsTrace, capture_stats
+from ._translation import trace_translation
 from .text import trace_text
 from .tokens import attach_tokens, merge_words
 
@@ -17,4 +18,5 @@ __all__ = [
     "capture_stats",
     "merge_words",
     "trace_text",
+    "trace_translation",
 ]

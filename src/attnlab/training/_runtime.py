@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..data import collate
 from ..errors import ConfigError, InputError
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import differing_keys
@@ -87,15 +88,6 @@ def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
         return peak * step / max(1, warmup)
     progress = (step - warmup) / max(1, total - warmup)
     return peak * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-
-
-def collate(seqs: Sequence[list[int]], device: torch.device, pad_id: int = 0) -> torch.Tensor:
-    """Token id lists to a ``(B, L_max)`` int64 tensor, padded with ``pad_id``."""
-    length = max((len(s) for s in seqs), default=1)
-    ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return ids.to(device)
 
 
 def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
