@@ -3,10 +3,10 @@ importing each other."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from attnlab._commands import _output
 from attnlab.cli import COMMANDS

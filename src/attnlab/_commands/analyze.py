@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._bundled import locate
 from ..errors import InputError, TooLongError
 from ._output import TRACE_FILE, VIEWER_FILE, check_out, parse_int, publish, run_name, staging, trace_run_name
 
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_corpus(args: argparse.Namespace) -> int:
     """``--corpus``: per-head means over every real query token of the corpus; rank 0 writes and prints."""
     from ..analysis import corpus_metrics
-    from ..capture.text import load_model
+    from ..capture import load_model
 
     given = [o for o, v in (("TEXT", args.text), ("--trace", args.trace), ("--treebank", args.treebank),
                             ("--parse", args.parse), ("--flow-target", args.flow_target)) if v]
@@ -170,6 +171,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("give either --treebank (a parse you have) or --parse spacy (parse TEXT), not both")
     if args.parse and args.text is None:
         raise InputError("--parse spacy parses TEXT; give the TEXT to parse")
+    if args.trace is None:  # a model analyze does not read (a translator) is refused before anything runs
+        locate(args.model or "minilm", "huggingface", "classifier")
 
 
 def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:
@@ -208,7 +211,7 @@ def _capture(args: argparse.Namespace, text: str) -> Any:
 def _causal_scores(args: argparse.Namespace) -> Any:
     """The previous-token / duplicate-token / induction detectors, on the same model."""
     from ..analysis import detect_causal_heads
-    from ..capture.text import load_model
+    from ..capture import load_model
 
     model, tokenizer, _ = load_model(args.model or "minilm")
     starts = [i for i in (tokenizer.bos_token_id, tokenizer.cls_token_id) if i is not None]

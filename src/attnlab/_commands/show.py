@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .._bundled import locate
 from ..errors import InputError, TooLongError
 from ._output import (
     DEFAULT_OUT,
@@ -83,8 +84,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--model", metavar="NAME_OR_FOLDER", help="'minilm' (the bundled all-MiniLM-L6-v2, the default), "
         "'zh-sentiment' (the bundled Chinese sentiment classifier, one token per character), a local Hugging Face "
-        "model folder, the --out folder of `attnlab train classify`, or a translator (dates-zh, tutorial-en-zh, the "
-        "--out of `attnlab train translate`: its cross-attention while it translates TEXT); nothing is downloaded"
+        "model folder, the --out folder of `attnlab train classify`, or a translator (dates-zh, dates-zh/luong, "
+        "tutorial-en-zh, the --out of `attnlab train translate`: its cross-attention while it translates TEXT); a "
+        "bundled name wins over a folder of that name (write ./NAME for the folder); nothing is downloaded"
     )
     p.add_argument("--merge", choices=("words",), help="'words': merge sub-word tokens into whole words")
     p.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's limit)")
@@ -134,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
     translated = None
-    if trace is None and _is_translator(args.model):  # a translator: its cross-attention while it translates TEXT
+    found = locate(args.model or "minilm") if trace is None else None
+    if found is not None and found.kind == "translator":  # its cross-attention while it translates TEXT
         translated = _translate(args)
     elif trace is None:  # check what the model's config.json can tell before the slow load
         _check_against_config(args.model or "minilm", args.kind, layer, head)
@@ -188,23 +191,6 @@ def _capture(args: argparse.Namespace) -> Any:
         ) from None
 
 
-def _is_translator(model: str | None) -> bool:
-    """Whether --model names a bundled translator or a folder `attnlab train translate` wrote."""
-    import json
-
-    from .._bundled import MODELS
-
-    if model is None:
-        return False
-    if MODELS.get(model, ("", ""))[0] == "translator" and not Path(model).exists():
-        return True
-    try:
-        header = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(header, dict) and str(header.get("format", "")).startswith("attnlab.seq2seq")
-
-
 def _translate(args: argparse.Namespace) -> Any:
     """The captured cross-attention of a translator translating TEXT (see `attnlab translate`)."""
     from ..capture import trace_translation
@@ -242,7 +228,7 @@ _HEAD_KEYS = {
 
 def _check_against_config(model: str, kind: str | None, layer: int, head: int | str) -> None:
     """Refuse --layer, --head or --kind that the model's config.json already rules out, before loading it."""
-    from ..capture.text import model_config
+    from ..capture import model_config
 
     config = model_config(model)
     enc_dec = bool(config.get("is_encoder_decoder"))
@@ -296,7 +282,7 @@ def _check_span(option: str | None, span: tuple[int | None, int | None] | None, 
 
 def _check_span_against_limit(args: argparse.Namespace, span: tuple[int | None, int | None] | None) -> None:
     """A --tokens STOP beyond the most tokens the model takes can be refused before the model loads."""
-    from ..capture.text import model_config
+    from ..capture import model_config
 
     if span is None or span[1] is None:
         return
