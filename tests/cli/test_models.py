@@ -118,6 +118,9 @@ def test_a_run_still_training_is_read_from_its_latest_checkpoint(tmp_path: Path,
     found = al.locate(run)
     assert (found.kind, found.in_progress) == (kind, True)
     assert found.path == (step / "model.safetensors" if kind == "classifier" else step)
+    write(run / "checkpoints" / "latest", "step-00000080\n")  # a pointer to a folder that is gone
+    with pytest.raises(ModelLoadError, match="names 'step-00000080', which is missing"):
+        al.locate(run)
 
 
 def test_a_bundled_name_wins_over_a_folder_of_that_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

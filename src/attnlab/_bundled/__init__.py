@@ -193,9 +193,13 @@ def _read_json(path: Path) -> dict[str, object]:
 
 
 def _latest_checkpoint(run: Path) -> Path | None:
-    """The checkpoint folder ``run/checkpoints/latest`` names (attnlab.training's layout), or None."""
+    """The checkpoint folder ``run/checkpoints/latest`` names (attnlab.training's layout), or None when there is none.
+    (attnlab.training.latest_checkpoint reads the same pointer for a resume; this layer cannot import it.)"""
     pointer = run / "checkpoints" / "latest"
     if not pointer.is_file():
         return None
     folder = run / "checkpoints" / pointer.read_text(encoding="utf-8").strip()
-    return folder if folder.is_dir() else None
+    if not folder.is_dir():
+        raise ModelLoadError(f"{str(pointer)!r} names {folder.name!r}, which is missing; the checkpoint folder was "
+                             f"damaged: pass another run folder, or one of its checkpoints/step-* folders")
+    return folder
