@@ -29,7 +29,7 @@ import torch
 
 import attnlab as al
 from attnlab._io import atomic_write_text
-from attnlab.capture.text import load_model
+from attnlab.capture import load_model
 
 GOAL = 1.15
 LENGTHS = (16, 128, 512)

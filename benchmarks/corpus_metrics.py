@@ -30,8 +30,7 @@ import torch
 
 from attnlab._io import atomic_write_text
 from attnlab.analysis import corpus_metrics
-from attnlab.capture import capture
-from attnlab.capture.text import load_model
+from attnlab.capture import capture, load_model
 
 GOAL = 1.3
 TOKENS = 128

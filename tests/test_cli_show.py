@@ -151,9 +151,9 @@ def test_bad_long_input_options(tmp_path, trace_file, capsys, extra, words):
 
 
 def test_tokens_beyond_the_model_limit_are_refused_before_it_loads(tmp_path, capsys, monkeypatch):
-    from attnlab.capture import text
+    from attnlab.capture import pretrained
 
-    monkeypatch.setattr(text, "_load", lambda folder: pytest.fail("the model must not load"))
+    monkeypatch.setattr(pretrained, "_load", lambda folder: pytest.fail("the model must not load"))
     check_refused(tmp_path, capsys, ["The cat sat.", "--tokens", "500:600", "--out", str(tmp_path / "o")],
                   "--tokens 500:600", "at most 512 tokens")
     check_refused(tmp_path, capsys, ["The cat sat.", "--max-length", "64", "--tokens", ":65",
@@ -349,7 +349,7 @@ def test_bad_text_or_model(tmp_path, capsys, args, words):
 def test_out_of_range_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, args, words):
     import importlib
 
-    text = importlib.import_module("attnlab.capture.text")
+    text = importlib.import_module("attnlab.capture.pretrained")
 
     def no_load(folder):
         raise AssertionError("the model was loaded before the arguments were checked")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import errors, functional, masks
+from ._bundled import Located, locate
 from .capture import capture, trace_text
 from .errors import AttnLabError
 from .functional import attention
@@ -38,11 +39,13 @@ __all__ = [
     "AttentionRecord",
     "AttentionTrace",
     "AttnLabError",
+    "Located",
     "__version__",
     "attention",
     "capture",
     "errors",
     "functional",
+    "locate",
     "masks",
     "trace_text",
     "viz",

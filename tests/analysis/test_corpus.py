@@ -19,7 +19,6 @@ import transformers
 import attnlab as al
 from attnlab.analysis import CORPUS_METRICS as METRICS
 from attnlab.analysis import corpus_metrics, head_sums
-from attnlab.capture.text import bundled_model_path
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -72,7 +71,7 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A tiny random BERT (saved as safetensors, so a second process loads the same weights), the bundled
     MiniLM tokenizer's folder, and a corpus file with a blank line."""
     folder = tmp_path_factory.mktemp("tiny-bert")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(bundled_model_path(), local_files_only=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(al.locate("minilm").path, local_files_only=True)
     torch.manual_seed(0)
     cfg = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=24, num_attention_heads=3,
                                   num_hidden_layers=2, intermediate_size=29, max_position_embeddings=64)

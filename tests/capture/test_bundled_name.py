@@ -1,5 +1,5 @@
-"""The name "zh-sentiment" in trace_text, `attnlab show`, `predict` and `evaluate`: resolved through
-attnlab._bundled.bundled_folder; a missing folder is a clear ModelLoadError naming `make train-zh`.
+"""The name "zh-sentiment" in trace_text, `attnlab show`, `predict` and `evaluate`: resolved by attnlab.locate;
+a missing folder is a clear ModelLoadError naming `make train-zh`.
 
 The tests point ``attnlab._bundled.HERE`` at a temporary package folder holding a tiny classifier trained here,
 so they run the same whether or not this checkout has the real model built."""
@@ -14,8 +14,8 @@ import torch
 from review_helpers import write_reviews
 
 import attnlab._bundled as bundled
-from attnlab import trace_text
-from attnlab.capture.text import bundled_classifier, model_config
+from attnlab import locate, trace_text
+from attnlab.capture import model_config
 from attnlab.cli import main
 from attnlab.errors import ModelLoadError
 from attnlab.training import TrainConfig, train_classifier
@@ -51,8 +51,11 @@ def package(tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_the_name_resolves_to_the_bundled_folder(package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    assert bundled_classifier("zh-sentiment") == package == bundled.bundled_folder("zh-sentiment")
-    assert bundled_classifier("minilm") is None and bundled_classifier(package) is None  # not names of classifiers
+    found = locate("zh-sentiment")
+    assert (found.kind, found.bundled, found.path) == ("classifier", "zh-sentiment", package / "model.safetensors")
+    assert bundled.bundled_folder("zh-sentiment") == package
+    assert locate("minilm").kind == "huggingface"
+    assert (locate(package).kind, locate(package).bundled) == ("classifier", None)  # a path, not a name
     assert model_config("zh-sentiment")["model_type"] == "attnlab-classifier"
 
     trace = trace_text("abc好de", model="zh-sentiment")
@@ -79,7 +82,7 @@ def test_a_missing_bundled_folder_names_make_train_zh(tmp_path: Path, monkeypatc
         trace_text("这本书写得很好", model="zh-sentiment")
     (tmp_path / "zh-sentiment").mkdir()  # an empty folder (no config.json) is not a model either
     with pytest.raises(ModelLoadError, match=r"zh-sentiment/ holds no config\.json.*make train-zh"):
-        bundled_classifier("zh-sentiment")
+        locate("zh-sentiment")
     for command in (["predict", "--model", "zh-sentiment", "好"], ["evaluate", "--model", "zh-sentiment"],
                     ["show", "好", "--model", "zh-sentiment", "--out", str(tmp_path / "o")]):
         assert main(command) == 2
@@ -92,11 +95,11 @@ def test_the_real_package_folder() -> None:
     """In this checkout the name gives the shipped folder (with its model file), or the make-train-zh error."""
     real = Path(bundled.__file__).resolve().parent / "zh-sentiment"
     if (real / "config.json").is_file():
-        folder = bundled_classifier("zh-sentiment")
-        assert folder == real and (folder / "model.safetensors").is_file()
+        path = locate("zh-sentiment").path
+        assert path == real / "model.safetensors" and path.is_file()
     else:
         with pytest.raises(ModelLoadError, match="make train-zh"):
-            bundled_classifier("zh-sentiment")
+            locate("zh-sentiment")
 
 
 def test_load_trained_reads_the_bundled_classifier_by_name() -> None:

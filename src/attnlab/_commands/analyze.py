@@ -15,14 +15,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._bundled import locate
 from ..errors import InputError, TooLongError
-from .show import _check_out, _parse_int, _run_name, _staging
+from ._output import TRACE_FILE, VIEWER_FILE, check_out, parse_int, publish, run_name, staging, trace_run_name
 
 DEFAULT_OUT = "attnlab-analyze"
 JSON_FILE = "analysis.json"
 CORPUS_FILE = "corpus.json"
-TRACE_FILE = "trace.attn"
-VIEWER_FILE = "viewer.html"
 FIGURES = ("labels", "metrics", "mds", "rollout", "flow")
 
 EXAMPLES = f"""\
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     if args.corpus is not None:
         return _run_corpus(args)
     _check_args(args)
-    targets = None if not args.flow_target else [_parse_int(t, "--flow-target") for t in args.flow_target]
+    targets = None if not args.flow_target else [parse_int(t, "--flow-target") for t in args.flow_target]
     sentences = analysis.read_conllu(args.treebank) if args.treebank is not None else None
     text = args.text
     if text is None and sentences is not None:
@@ -103,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
     if args.parse == "spacy":
         sentences = analysis.parse_text(text)
     loaded = AttentionTrace.load(args.trace) if args.trace is not None else None
-    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(_for_name(args, text), loaded)
-    out, base = _check_out(out_arg)
-    with _staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
+    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, text, loaded)
+    out, base = check_out(out_arg)
+    with staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
         trace = loaded if loaded is not None else _capture(args, text)
         causal = _causal_scores(args) if trace.records and trace.main_kind == "causal" and args.trace is None else None
         report = analysis.analyze_trace(trace, sentences=sentences, causal_scores=causal, flow_targets=targets)
@@ -123,9 +122,7 @@ def run(args: argparse.Namespace) -> int:
         for name, fig in figures.items():
             save(fig, stage / f"{name}.{args.format}")
             written.append(f"{name}.{args.format}")
-        out.mkdir(parents=True, exist_ok=True)
-        for name in written:
-            os.replace(stage / name, out / name)
+        publish(stage, out, written)
     print(report.table())
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
@@ -134,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_corpus(args: argparse.Namespace) -> int:
     """``--corpus``: per-head means over every real query token of the corpus; rank 0 writes and prints."""
     from ..analysis import corpus_metrics
-    from ..capture.text import load_model
+    from ..capture import load_model
 
     given = [o for o, v in (("TEXT", args.text), ("--trace", args.trace), ("--treebank", args.treebank),
                             ("--parse", args.parse), ("--flow-target", args.flow_target)) if v]
@@ -143,7 +140,7 @@ def _run_corpus(args: argparse.Namespace) -> int:
     if not args.corpus.is_file():
         raise InputError(f"no corpus file at {str(args.corpus)!r}; give a text file with one text per line")
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / f"corpus-{args.corpus.stem}"
-    out, base = _check_out(out_arg)
+    out, base = check_out(out_arg)
     model, tokenizer, name = load_model(args.model or "minilm")
     result = corpus_metrics(model, tokenizer, args.corpus, batch_size=args.batch_size, max_length=args.max_length)
     if int(os.environ.get("RANK", "0")) != 0:
@@ -152,10 +149,9 @@ def _run_corpus(args: argparse.Namespace) -> int:
     doc = {"model": name, "corpus": str(args.corpus), "texts": result.texts, "processes": result.processes,
            "modules": list(result.names), "query_tokens": result.rows.tolist(),
            "means": {m: v.tolist() for m, v in means.items()}}
-    with _staging(out, base) as stage:
+    with staging(out, base) as stage:
         (stage / CORPUS_FILE).write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-        out.mkdir(parents=True, exist_ok=True)
-        os.replace(stage / CORPUS_FILE, out / CORPUS_FILE)
+        publish(stage, out, [CORPUS_FILE])
     metrics = list(means)
     print(f"{name} over {result.texts} texts ({int(result.rows.sum())} query tokens, {result.processes} "
           f"process{'es' if result.processes > 1 else ''}): per-layer mean over heads")
@@ -175,12 +171,17 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("give either --treebank (a parse you have) or --parse spacy (parse TEXT), not both")
     if args.parse and args.text is None:
         raise InputError("--parse spacy parses TEXT; give the TEXT to parse")
+    if args.trace is None:  # a model analyze does not read (a translator) is refused before anything runs
+        locate(args.model or "minilm", "huggingface", "classifier")
 
 
-def _for_name(args: argparse.Namespace, text: str | None) -> argparse.Namespace:
-    """The fields show's folder naming reads."""
-    return argparse.Namespace(text=text, pair=None, model=args.model, merge=None, max_length=args.max_length,
-                              truncate=False, trace=args.trace)
+def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:
+    """The default folder of a run: the first words of the text and a hash of what changes the result (the same
+    key as `attnlab show` without its pair, merge and truncate options, so the folder names stay those of before)."""
+    if trace is not None:
+        return trace_run_name(args.trace, trace)
+    assert text is not None  # _check_args: a TEXT, a treebank's sentences or a trace
+    return run_name(text, repr((text, None, args.model or "minilm", None, args.max_length, False)))
 
 
 def _capture(args: argparse.Namespace, text: str) -> Any:
@@ -210,7 +211,7 @@ def _capture(args: argparse.Namespace, text: str) -> Any:
 def _causal_scores(args: argparse.Namespace) -> Any:
     """The previous-token / duplicate-token / induction detectors, on the same model."""
     from ..analysis import detect_causal_heads
-    from ..capture.text import load_model
+    from ..capture import load_model
 
     model, tokenizer, _ = load_model(args.model or "minilm")
     starts = [i for i in (tokenizer.bos_token_id, tokenizer.cls_token_id) if i is not None]

@@ -20,9 +20,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..training import evaluate_model
-    from .predict import model_path
 
-    r = evaluate_model(model_path(args.model), args.data, split=args.split)
+    r = evaluate_model(args.model, args.data, split=args.split)
     cut = f"; {r['truncated']} texts truncated to the model's max_length" if r["truncated"] else ""
     print(f"accuracy {r['accuracy']:.4f} ± {r['stderr']:.4f} (standard error) on {r['n']} texts of {r['data']} "
           f"({r['split']} split); mean loss {r['loss']:.4f}{cut}")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._bundled import locate
 from ..errors import ConfigError
 
 DEFAULT_OUT = "attnlab-explain"
@@ -15,7 +16,7 @@ examples:
   attnlab explain                      # every topic with its claim and verdict
   attnlab explain scaling              # the numbers; writes attnlab-explain/scaling.png
   attnlab explain cost --full          # a bigger grid of n (a minute or more)
-  attnlab explain seeing --classifier benchmarks/results/zh-trained   # also a trained classifier
+  attnlab explain seeing --classifier zh-sentiment   # also a trained classifier (or its --out folder)
   attnlab explain masks --out figs     # figures into figs/
 """
 
@@ -33,8 +34,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), metavar="DIR",
                    help=f"folder for the figures (default: {DEFAULT_OUT}); written all or nothing")
     p.add_argument("--full", action="store_true", help="cost: the bigger grid of n (up to 8192) and more repeats")
-    p.add_argument("--classifier", type=Path, metavar="FOLDER",
-                   help="seeing: also read a classifier trained with `attnlab train classify`")
+    p.add_argument("--classifier", metavar="NAME_OR_FOLDER",
+                   help="seeing: also read a classifier: 'zh-sentiment' (the bundled one) or the --out folder of "
+                   "`attnlab train classify`")
     p.add_argument("--no-figures", action="store_true", help="print the numbers only")
     p.set_defaults(run=run)
 
@@ -55,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out {str(args.out)!r} exists and is not a folder; choose another path")
     if args.classifier is not None and topic.name != "seeing":
         raise ConfigError(f"--classifier applies to the seeing topic only, got topic {topic.name!r}; drop it")
+    if args.classifier is not None:
+        locate(args.classifier, "classifier")  # a translator, an encoder, a missing folder: one line, exit 2
     if args.full:
         finding = topic.run(quick=False)
     elif args.classifier is not None:

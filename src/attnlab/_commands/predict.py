@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 
@@ -17,17 +16,10 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def model_path(model: str) -> Path:
-    """The folder ``--model`` names: a bundled classifier's (``zh-sentiment``) or the path given."""
-    from ..capture.text import bundled_classifier
-
-    return bundled_classifier(model) or Path(model)
-
-
 def run(args: argparse.Namespace) -> int:
     from ..training import load_trained
 
-    clf = load_trained(model_path(args.model))
+    clf = load_trained(args.model)
     for text, (label, prob) in zip(args.text, clf.predict(args.text), strict=True):
         print(f"{label}\t{prob:.4f}\t{text}")
     return 0

@@ -9,25 +9,25 @@ Nothing is written until everything has been computed: the files go to a tempora
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
-import hashlib
 import os
 import re
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .._bundled import locate
 from ..errors import InputError, TooLongError
+from ._output import (
+    DEFAULT_OUT,
+    TRACE_FILE,
+    VIEWER_FILE,
+    check_out,
+    parse_int,
+    publish,
+    run_name,
+    staging,
+    trace_run_name,
+)
 
-if TYPE_CHECKING:
-    pass
-
-DEFAULT_OUT = "attnlab-out"
-TRACE_FILE = "trace.attn"
-VIEWER_FILE = "viewer.html"
 FIGURES = ("heatmap", "heads", "model")
 FORMATS = ("png", "svg", "pdf")
 KINDS = ("self", "causal", "cross")
@@ -84,8 +84,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--model", metavar="NAME_OR_FOLDER", help="'minilm' (the bundled all-MiniLM-L6-v2, the default), "
         "'zh-sentiment' (the bundled Chinese sentiment classifier, one token per character), a local Hugging Face "
-        "model folder, the --out folder of `attnlab train classify`, or a translator (dates-zh, tutorial-en-zh, the "
-        "--out of `attnlab train translate`: its cross-attention while it translates TEXT); nothing is downloaded"
+        "model folder, the --out folder of `attnlab train classify`, or a translator (dates-zh, dates-zh/luong, "
+        "tutorial-en-zh, the --out of `attnlab train translate`: its cross-attention while it translates TEXT); a "
+        "bundled name wins over a folder of that name (write ./NAME for the folder); nothing is downloaded"
     )
     p.add_argument("--merge", choices=("words",), help="'words': merge sub-word tokens into whole words")
     p.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's limit)")
@@ -120,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
     from ..capture import AttentionTrace
     from ..viz.html import save_html
 
-    layer = _parse_int(args.layer, "--layer")
-    head = "mean" if args.head == "mean" else _parse_int(args.head, "--head", " or 'mean'")
+    layer = parse_int(args.layer, "--layer")
+    head = "mean" if args.head == "mean" else parse_int(args.head, "--head", " or 'mean'")
     span = _parse_span(args.tokens)
     gamma = _check_gamma(args.gamma, args.scale)
     if args.text is None and args.trace is None:
@@ -135,15 +136,16 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
     translated = None
-    if trace is None and _is_translator(args.model):  # a translator: its cross-attention while it translates TEXT
+    found = locate(args.model or "minilm") if trace is None else None
+    if found is not None and found.kind == "translator":  # its cross-attention while it translates TEXT
         translated = _translate(args)
     elif trace is None:  # check what the model's config.json can tell before the slow load
         _check_against_config(args.model or "minilm", args.kind, layer, head)
         _check_span_against_limit(args, span)
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
-    out, base = _check_out(out_arg)
+    out, base = check_out(out_arg)
 
-    with _staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
+    with staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
         trace = trace if trace is not None else translated if translated is not None else _capture(args)
         kind = args.kind
         if kind is not None and kind not in trace.kinds:
@@ -165,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_viewer:
             save_html(trace, stage / VIEWER_FILE)
             written.append(VIEWER_FILE)
-        _publish(stage, out, written)
+        publish(stage, out, written, OWNED)
 
     print(summary)
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
@@ -189,27 +191,10 @@ def _capture(args: argparse.Namespace) -> Any:
         ) from None
 
 
-def _is_translator(model: str | None) -> bool:
-    """Whether --model names a bundled translator or a folder `attnlab train translate` wrote."""
-    import json
-
-    from .._bundled import MODELS
-
-    if model is None:
-        return False
-    if MODELS.get(model, ("", ""))[0] == "translator" and not Path(model).exists():
-        return True
-    try:
-        header = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(header, dict) and str(header.get("format", "")).startswith("attnlab.seq2seq")
-
-
 def _translate(args: argparse.Namespace) -> Any:
     """The captured cross-attention of a translator translating TEXT (see `attnlab translate`)."""
+    from ..capture import trace_translation
     from ..training import load_translator
-    from .translate import capture_translation
 
     given = [o for o, v in (("--pair", args.pair), ("--merge", args.merge), ("--max-length", args.max_length),
                             ("--truncate", args.truncate)) if v]
@@ -217,26 +202,17 @@ def _translate(args: argparse.Namespace) -> Any:
         raise InputError(f"{', '.join(given)} apply to encoders, not to the translator {args.model!r}")
     if not args.text.strip():
         raise InputError(f"the text to translate is empty (got {args.text!r}); give some text")
-    translation, trace = capture_translation(load_translator(args.model), args.text, 1)
+    translation, trace = trace_translation(load_translator(args.model), args.text)
     print(f"translation: {translation.text}")
     return trace
 
 
 def _run_name(args: argparse.Namespace, trace: Any) -> str:
-    """A folder name of its own for each input: the first words of the text and a hash of everything
-    that changes the result, so two inputs never share a folder and the same input reuses its own."""
+    """The default folder of a run: the first words of the text and a hash of everything that changes the result."""
     if trace is not None:
-        text = str(trace.meta.get("text") or Path(args.trace).stem)
-        key = f"trace {Path(args.trace).resolve()}"
-    else:
-        text = args.text
-        key = repr((args.text, args.pair, args.model or "minilm", args.merge, args.max_length, args.truncate))
-    slug = ""
-    for word in re.findall(r"\w+", text.lower()):  # whole words, up to about 40 characters
-        if slug and len(slug) + len(word) >= 40:
-            break
-        slug = f"{slug}-{word[:40]}" if slug else word[:40]
-    return f"{slug or 'input'}-{hashlib.sha1(key.encode()).hexdigest()[:6]}"
+        return trace_run_name(args.trace, trace)
+    return run_name(args.text, repr((args.text, args.pair, args.model or "minilm", args.merge, args.max_length,
+                                     args.truncate)))
 
 
 # config.json keys that give the number of layers and heads of each kind of attention, by model family
@@ -252,7 +228,7 @@ _HEAD_KEYS = {
 
 def _check_against_config(model: str, kind: str | None, layer: int, head: int | str) -> None:
     """Refuse --layer, --head or --kind that the model's config.json already rules out, before loading it."""
-    from ..capture.text import model_config
+    from ..capture import model_config
 
     config = model_config(model)
     enc_dec = bool(config.get("is_encoder_decoder"))
@@ -306,7 +282,7 @@ def _check_span(option: str | None, span: tuple[int | None, int | None] | None, 
 
 def _check_span_against_limit(args: argparse.Namespace, span: tuple[int | None, int | None] | None) -> None:
     """A --tokens STOP beyond the most tokens the model takes can be refused before the model loads."""
-    from ..capture.text import model_config
+    from ..capture import model_config
 
     if span is None or span[1] is None:
         return
@@ -324,51 +300,3 @@ def _check_gamma(gamma: float | None, scale: str) -> float:
     if not 0 < gamma < float("inf"):
         raise InputError(f"--gamma must be a number > 0, got {gamma}; e.g. --gamma 0.5 (square root)")
     return gamma
-
-
-def _parse_int(value: str, option: str, alternative: str = "") -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise InputError(f"{option} takes an integer{alternative}, got {value!r}") from None
-
-
-def _check_out(out: Path) -> tuple[Path, Path]:
-    """The absolute output folder and its nearest existing ancestor (or itself), after checking that it
-    is (or can become) a writable folder."""
-    out = Path(os.path.abspath(out))
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {str(out)!r} is a file, not a folder; give a folder path")
-    base = out if out.exists() else out.parent
-    while not base.exists():
-        base = base.parent
-    if not base.is_dir():
-        raise InputError(f"cannot create the folder {str(out)!r}: {str(base)!r} is a file")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write into {str(base)!r}: permission denied; choose another --out")
-    return out, base
-
-
-@contextlib.contextmanager
-def _staging(out: Path, base: Path) -> Iterator[Path]:
-    """A temporary folder in ``base``, on the same file system as ``out`` (so moving files is a rename);
-    removed at the end."""
-    try:
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
-    except OSError as exc:  # read-only or special file systems (/proc), where access() said yes to root
-        why = {errno.ENOENT: "it takes no new files (a special file system such as /proc)",
-               errno.EROFS: "it is on a read-only file system"}.get(exc.errno or 0, exc.strerror)
-        raise InputError(f"cannot create {str(out)!r} in {str(base)!r}: {why}; choose another --out") from None
-    try:
-        yield stage
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
-def _publish(stage: Path, out: Path, names: list[str]) -> None:
-    """Move the finished files from ``stage`` into ``out`` (each move is an atomic rename)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        os.replace(stage / name, out / name)
-    for stale in set(OWNED) - set(names):  # an earlier run's files that this run does not replace
-        (out / stale).unlink(missing_ok=True)

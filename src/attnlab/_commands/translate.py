@@ -9,18 +9,14 @@ moved into place at the end), so bad input leaves no file behind and overwrites 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ._output import DEFAULT_OUT, TRACE_FILE, VIEWER_FILE, check_out, publish, run_name, staging
 
-DEFAULT_OUT = "attnlab-out"
 ALIGNMENT_FILE = "alignment.png"
-VIEWER_FILE = "viewer.html"
-TRACE_FILE = "trace.attn"
 
 EXAMPLES = f"""\
 The alignment heatmap ({ALIGNMENT_FILE}) puts the source tokens along x and the generated tokens along y: row i
@@ -40,12 +36,13 @@ examples:
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("translate", help="translate a text with a trained translator; draw its alignment",
-                       description="Translate TEXT with a bundled translator (dates-zh, tutorial-en-zh) or the "
-                       "folder of `attnlab train translate`; print the translation and write the alignment "
-                       "heatmap and the viewer.", epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Translate TEXT with a bundled translator (dates-zh, dates-zh/luong, "
+                       "tutorial-en-zh) or the folder of `attnlab train translate`; print the translation and write "
+                       "the alignment heatmap and the viewer.", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("text", metavar="TEXT", help="the text to translate (quote it)")
     p.add_argument("--model", required=True, metavar="NAME_OR_FOLDER",
-                   help="dates-zh | tutorial-en-zh | the --out folder of `attnlab train translate`")
+                   help="dates-zh | dates-zh/luong | tutorial-en-zh | the --out folder of `attnlab train translate`")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam search with N hypotheses (default 1: "
                    "greedy)")
     p.add_argument("--out", type=Path, metavar="DIR", help=f"the folder to write into (default {DEFAULT_OUT}/"
@@ -54,57 +51,21 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _run_name(text: str, model: str, beam: int) -> str:
-    slug = ""
-    for word in re.findall(r"\w+", text.lower()):
-        if slug and len(slug) + len(word) >= 40:
-            break
-        slug = f"{slug}-{word[:40]}" if slug else word[:40]
-    return f"{slug or 'input'}-{hashlib.sha1(repr((text, model, beam)).encode()).hexdigest()[:6]}"
-
-
-def capture_translation(translator: Any, text: str, beam: int) -> tuple[Any, Any]:
-    """``(translation, trace)``: greedy decoding is captured as it runs (one record per layer and decoding step,
-    assembled by the trace); a beam search's chosen hypothesis is replayed teacher-forced under capture, which
-    gives the same weights that hypothesis had."""
-    import torch
-
-    from ..capture import capture
-    from ..training._runtime import collate
-
-    model = translator.model
-    if beam == 1:
-        with capture(model) as trace:
-            (translation,) = translator.translate([text], beam=1)
-        return translation, trace.with_tokens(translation.source_tokens,
-                                              ["[BOS]", *translation.target_tokens, "[EOS]"])
-    (translation,) = translator.translate([text], beam=beam)
-    cfg = model.config
-    # [BOS] and every generated token: the inputs of every step, the last one's output EOS (none when the search
-    # stopped at max_length, which counts EOS)
-    read = [int(cfg.bos_id), *translation.ids][: int(cfg.max_length)]
-    with torch.no_grad(), capture(model) as trace:
-        model(collate(translator.encode([text]), torch.device("cpu"), int(cfg.pad_id)),
-              collate([read], torch.device("cpu"), int(cfg.pad_id)))
-    labels = ["[BOS]", *translation.target_tokens][: len(read)]
-    trace = trace.with_tokens(translation.source_tokens, labels)
-    return translation, trace
-
-
 def run(args: argparse.Namespace) -> int:
     from .. import viz
+    from ..capture import trace_translation
     from ..training import load_translator
-    from .show import _check_out, _staging
 
     if args.beam < 1:
         raise InputError(f"--beam must be at least 1, got {args.beam}; 1 is greedy, 4 a usual beam")
     if not args.text.strip():
         raise InputError(f"the text to translate is empty (got {args.text!r}); give some text")
-    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args.text, args.model, args.beam)
-    out, base = _check_out(out_arg)
+    key = repr((args.text, args.model, args.beam))
+    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(args.text, key)
+    out, base = check_out(out_arg)
     translator = load_translator(args.model)
-    with _staging(out, base) as stage:
-        translation, trace = capture_translation(translator, args.text, args.beam)
+    with staging(out, base) as stage:
+        translation, trace = trace_translation(translator, args.text, args.beam)
         fig = viz.alignment(translation.alignment, translation.source_tokens, translation.target_tokens,
                             title=f"{args.text}  →  {translation.text}")
         viz.save(fig, stage / ALIGNMENT_FILE)
@@ -113,9 +74,7 @@ def run(args: argparse.Namespace) -> int:
             trace.save(stage / TRACE_FILE, dtype="float32")
             viz.save_html(trace, stage / VIEWER_FILE)
             written += [TRACE_FILE, VIEWER_FILE]
-        out.mkdir(parents=True, exist_ok=True)
-        for name in written:
-            os.replace(stage / name, out / name)
+        publish(stage, out, written)
     print(translation.text)
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0

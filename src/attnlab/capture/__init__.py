@@ -3,7 +3,9 @@
 from ..trace import KINDS, AttentionRecord, AttentionTrace
 from ._core import capture
 from ._stats import StatsRecord, StatsTrace, capture_stats
-from .text import trace_text
+from ._trace_text import UnknownTokensWarning, trace_text
+from ._translation import trace_translation
+from .pretrained import load_model, model_config
 from .tokens import attach_tokens, merge_words
 
 __all__ = [
@@ -12,9 +14,13 @@ __all__ = [
     "AttentionTrace",
     "StatsRecord",
     "StatsTrace",
+    "UnknownTokensWarning",
     "attach_tokens",
     "capture",
     "capture_stats",
+    "load_model",
     "merge_words",
+    "model_config",
     "trace_text",
+    "trace_translation",
 ]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -13,33 +12,14 @@ import torch
 
 from ..data import encode, tokenizer_from_json
 from ..errors import InputError, TooLongError
-from ..models import MODEL_FILE, load_classifier, read_model_meta
+from ..models import load_classifier, read_model_meta
 from ..trace import AttentionTrace
 from ._core import capture
 from .tokens import attach_tokens
 
-__all__ = ["classifier_config", "classifier_file", "trace_classifier"]
+__all__ = ["classifier_config", "trace_classifier"]
 
 POOL_TOKEN = "[pool]"  # the query of the attention pooling: a learned vector, not a token of the text
-
-
-def classifier_file(model: object) -> Path | None:
-    """The classifier file ``model`` names (an ``attnlab train`` folder or its model file), else None."""
-    if not isinstance(model, (str, os.PathLike)):
-        return None
-    path = Path(model).expanduser()
-    candidate = path / MODEL_FILE if path.is_dir() else path
-    if candidate.is_file() and candidate.suffix == ".safetensors" and not (path.is_dir() and (path / "config.json")
-                                                                           .is_file() and _is_hf(path)):
-        return candidate
-    return None
-
-
-def _is_hf(folder: Path) -> bool:
-    try:
-        return "model_type" in json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
 
 
 def classifier_config(path: Path) -> dict[str, Any]:

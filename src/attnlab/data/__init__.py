@@ -3,6 +3,7 @@ CSV/TSV/JSONL files; character, character-bigram, WordPiece and BPE tokenizers f
 translation, pairs (dates from CLDR data, the tutorials' toy English-Chinese grammar, tab-separated files)
 and the source/target :class:`PairTokenizer`."""
 
+from ._batch import collate
 from ._corpus import (
     Dataset,
     Splits,
@@ -36,6 +37,7 @@ __all__ = [
     "Splits",
     "build_pair_tokenizer",
     "build_tokenizer",
+    "collate",
     "date_formats",
     "date_pair",
     "deduplicate",

@@ -11,11 +11,10 @@ from typing import Any
 
 import torch
 
-from .._bundled import resolve
+from .._bundled import locate
 from ..data import encode, load_data, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
-from ..models import MODEL_FILE, AttentionClassifier, load_classifier
-from ._checkpoint import latest_checkpoint
+from ..models import AttentionClassifier, load_classifier
 from ._classify_run import evaluate_ids
 from ._distributed import World
 from ._runtime import accuracy_stderr, collate
@@ -49,21 +48,10 @@ class Classifier:
 
 
 def model_file(path: str | os.PathLike[str]) -> Path:
-    """The model file of a run folder (its best model, else its latest checkpoint's), a checkpoint folder, or a
-    model file itself; a bundled classifier's name (``"zh-sentiment"``) reads its folder."""
-    path = resolve(path, "classifier") or Path(path)
-    if path.is_file():
-        return path
-    if not path.is_dir():
-        raise ModelLoadError(f"no model at {str(path)!r}; pass the --out folder of `attnlab train` (or a file "
-                             f"{MODEL_FILE})")
-    if (path / MODEL_FILE).is_file():
-        return path / MODEL_FILE
-    latest = latest_checkpoint(path)
-    if latest is not None:
-        return latest / MODEL_FILE
-    raise ModelLoadError(f"{str(path)!r} holds no {MODEL_FILE} and no checkpoint; pass the --out folder of a "
-                         f"finished or running `attnlab train`")
+    """The model file of a classifier: a bundled name's (``"zh-sentiment"``), a run folder's best model (else its
+    latest checkpoint's), a checkpoint folder's, or a model file itself; :func:`attnlab.locate` decides, and refuses
+    anything that is not a classifier."""
+    return locate(path, "classifier").path
 
 
 def load_trained(path: str | os.PathLike[str]) -> Classifier:

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..data import collate
 from ..errors import ConfigError, InputError
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import RunConfig, differing_keys
@@ -163,15 +164,6 @@ def schedule(config: RunConfig, n_train: int) -> tuple[int, int, int]:
     total = config.epochs * per_epoch
     total = min(total, config.max_steps) if config.max_steps else total
     return per_epoch, total, round(config.warmup * total)
-
-
-def collate(seqs: Sequence[list[int]], device: torch.device, pad_id: int = 0) -> torch.Tensor:
-    """Token id lists to a ``(B, L_max)`` int64 tensor, padded with ``pad_id``."""
-    length = max((len(s) for s in seqs), default=1)
-    ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return ids.to(device)
 
 
 def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -13,10 +13,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._bundled import MODELS, resolve
+from .._bundled import locate
+from ..data import collate
 from ..errors import InputError, ModelLoadError, TooLongError
-from ._checkpoint import latest_checkpoint
-from ._runtime import collate
 from ._translate_run import model_config
 
 __all__ = ["Translation", "Translator", "bundle_translator", "load_translator", "translator_folder"]
@@ -89,27 +88,9 @@ class Translator:
 
 
 def translator_folder(model: str | os.PathLike[str]) -> Path:
-    """The folder of a bundled translator's name, a run folder (its best model, else its newest checkpoint) or a
-    model folder itself."""
-    name = str(model)
-    if name in MODELS and not Path(name).exists():
-        kind = MODELS[name][0]
-        if kind != "translator":
-            raise ModelLoadError(f"{name!r} is the bundled {kind}, not a translator; pass dates-zh, tutorial-en-zh "
-                                 f"or the --out folder of `attnlab train translate`")
-        return resolve(name, "translator")  # type: ignore[return-value]  # a translator's name: never None
-    path = Path(model)
-    if not path.is_dir():
-        names = " or ".join(n for n, (k, _) in MODELS.items() if k == "translator")
-        raise ModelLoadError(f"no translator at {name!r}; pass {names} or the --out folder of `attnlab train "
-                             f"translate`")
-    if (path / "config.json").is_file() and (path / "model.safetensors").is_file():
-        return path
-    latest = latest_checkpoint(path)
-    if latest is not None:
-        return latest
-    raise ModelLoadError(f"{str(path)!r} holds no translator (no config.json and model.safetensors, no checkpoint); "
-                         f"pass the --out folder of `attnlab train translate`")
+    """The model folder of a translator: a bundled name's, a run folder's best model (else its newest checkpoint), or
+    a model folder itself; :func:`attnlab.locate` decides, and refuses anything that is not a translator."""
+    return locate(model, "translator").path
 
 
 def load_translator(model: str | os.PathLike[str]) -> Translator:

