@@ -59,7 +59,7 @@ def label_grid(report: Report) -> Figure:
                    key=list(KIND_COLOURS).index)
     ax.legend(handles=[Patch(color=KIND_COLOURS[k], label=k) for k in kinds], loc="upper center",
               bbox_to_anchor=(0.5, -0.12 if n_l > 3 else -0.3), ncol=len(kinds), frameon=False, fontsize=8)
-    ax.set_title("what each head does (primary label; +n: more labels, see analysis.json)")
+    ax.set_title("what each head does\n(primary label; +n: more labels, see analysis.json)", fontsize=10)
     return fig
 
 
