@@ -21,8 +21,9 @@ import attnlab as al
 from attnlab.capture import AttentionRecord, AttentionTrace
 from attnlab.errors import InputError
 from attnlab.viz import _encode
-from attnlab.viz.html import compare_html, decode_half, repr_html, save_html, to_html
+from attnlab.viz.html import SCRIPTS, compare_html, decode_half, repr_html, save_html, to_html, viewer_script
 
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 HOSTILE = [
     "<script>alert(1)</script>",
     '"><img src=x onerror=alert(1)>',
@@ -142,7 +143,7 @@ def test_user_text_cannot_leave_the_data_block() -> None:
 
 def test_page_is_self_contained_and_its_policy_allows_only_its_own_script() -> None:
     page = to_html(mixed_trace())
-    js = resources.files("attnlab.viz").joinpath("assets/viewer.js").read_text(encoding="utf-8")
+    js = viewer_script()  # the script files joined in order: every one of them is in the page
     css = resources.files("attnlab.viz").joinpath("assets/viewer.css").read_text(encoding="utf-8")
     assert f"<script>{js}</script>" in page and f"<style>{css}</style>" in page
     urls = set(re.findall(r"https?://[^\s\"'`)]+", page))
@@ -154,6 +155,21 @@ def test_page_is_self_contained_and_its_policy_allows_only_its_own_script() -> N
     digest = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in csp.group(1)
     assert "default-src 'none'" in csp.group(1)
+
+
+def test_the_script_is_every_script_file_in_order_and_tsc_checks_each() -> None:
+    """The page's one script joins the files of SCRIPTS in order; tsconfig.json type-checks that same list."""
+    folder = resources.files("attnlab.viz").joinpath("assets")
+    files = [folder.joinpath(name).read_text(encoding="utf-8") for name in SCRIPTS]
+    js = viewer_script()
+    at = [js.index(text) for text in files]
+    assert at == sorted(at) and js.startswith("(() => {") and js.rstrip().endswith("})();")
+    assert sum(map(len, files)) < len(js) < sum(map(len, files)) + 100  # the files and the wrapper, nothing else
+    tsconfig = json.loads(re.sub(r"^\s*//.*$", "", (ROOT / "tsconfig.json").read_text(encoding="utf-8"), flags=re.M))
+    assert tsconfig["files"] == [f"src/attnlab/viz/assets/{name}" for name in SCRIPTS]
+    on_disk = {str(p.relative_to(Path(al.viz.html.__file__).parent / "assets")) for p in
+               (Path(al.viz.html.__file__).parent / "assets").rglob("*.js")}
+    assert on_disk == set(SCRIPTS), "a script file that SCRIPTS does not name never reaches the page"
 
 
 def test_assets_are_package_data_next_to_the_module() -> None:

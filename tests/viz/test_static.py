@@ -287,7 +287,7 @@ def test_more_cells_than_pixels_are_drawn_as_block_means():
     trace = long_trace(700, heads=2)
     fig = al.viz.model_grid(trace)
     (im,) = images(fig)
-    factor = static._pool_factor(1.0 / 700)  # thumbnails of at most an inch
+    factor = static.pool_factor(1.0 / 700)  # thumbnails of at most an inch
     assert factor > 1 and f"mean of {factor} x {factor} weights" in fig.get_suptitle()
     w = trace.weights[0, 1].double().numpy()
     blocks = -(-700 // factor)
@@ -299,7 +299,7 @@ def test_more_cells_than_pixels_are_drawn_as_block_means():
 @pytest.mark.parametrize(("n", "factor"), [(6, 2), (7, 3), (5, 1)])
 def test_pool_is_the_mean_of_each_block(n, factor):
     m = np.arange(n * (n + 1), dtype=np.float64).reshape(n, n + 1)
-    pooled = static._pool(m, factor)
+    pooled = static.pool(m, factor)
     for i in range(pooled.shape[0]):
         for j in range(pooled.shape[1]):
             block = m[i * factor : (i + 1) * factor, j * factor : (j + 1) * factor]
@@ -445,6 +445,17 @@ def test_no_cjk_font_warns_once_and_still_draws(monkeypatch, tmp_path):
         warnings.simplefilter("error")
         al.viz.save(fig, tmp_path / "boxes.png")  # matplotlib's per-glyph warnings are not repeated
     assert (tmp_path / "boxes.png").stat().st_size > 0
+
+
+# ----- the shared figure ---------------------------------------------------------------------------
+def test_figure_is_agg_drawn_constrained_and_never_too_small():
+    """viz.static.figure: the one set-up of every figure (viz, analysis, explain, training)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = static.figure(1.0, 9.0)
+    assert isinstance(fig.canvas, FigureCanvasAgg) and fig.get_layout_engine() is not None
+    assert tuple(fig.get_size_inches()) == (static.MIN_INCHES[0], 9.0)
+    assert tuple(static.figure(7.5, 0.5).get_size_inches()) == (7.5, static.MIN_INCHES[1])
 
 
 # ----- saving --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..viz.static import figure
 from .report import TABLE_METRICS, Report
 
 if TYPE_CHECKING:
@@ -17,15 +18,6 @@ __all__ = ["KIND_COLOURS", "flow_figure", "label_grid", "mds_figure", "metric_he
 # Paul Tol's "bright" palette (colour-blind safe), one colour per kind of label
 KIND_COLOURS = {"positional": "#4477AA", "causal": "#AA3377", "sink": "#EE6677", "syntactic": "#228833",
                 "broad": "#CCBB44", "mixed": "#DDDDDD"}
-
-
-def _figure(width: float, height: float) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
 
 
 def _kind_of(report: Report, layer: int, head: int) -> str:
@@ -42,7 +34,7 @@ def label_grid(report: Report) -> Figure:
     from matplotlib.patches import Patch, Rectangle
 
     n_l, n_h = report.shape
-    fig = _figure(max(1.15 * n_h + 1.2, 5.0), 0.62 * n_l + 1.6)
+    fig = figure(max(1.15 * n_h + 1.2, 5.0), 0.62 * n_l + 1.6)
     ax = fig.add_subplot()
     for layer in range(n_l):
         for h in range(n_h):
@@ -67,7 +59,7 @@ def label_grid(report: Report) -> Figure:
                    key=list(KIND_COLOURS).index)
     ax.legend(handles=[Patch(color=KIND_COLOURS[k], label=k) for k in kinds], loc="upper center",
               bbox_to_anchor=(0.5, -0.12 if n_l > 3 else -0.3), ncol=len(kinds), frameon=False, fontsize=8)
-    ax.set_title("what each head does (primary label; +n: more labels, see analysis.json)")
+    ax.set_title("what each head does\n(primary label; +n: more labels, see analysis.json)", fontsize=10)
     return fig
 
 
@@ -77,7 +69,7 @@ def metric_heatmaps(report: Report) -> Figure:
     n_l, n_h = report.shape
     cols = 2
     rows = (len(names) + cols - 1) // cols
-    fig = _figure(cols * (0.5 * n_h + 1.8), rows * (0.42 * n_l + 1.0))
+    fig = figure(cols * (0.5 * n_h + 1.8), rows * (0.42 * n_l + 1.0))
     titles = {"entropy_ratio": "entropy / uniform entropy", "cls": "mass on start token ([CLS], BOS)",
               "sep": "mass on end token ([SEP])", "punct": "mass on punctuation", "self": "mass on self",
               "previous": "mass on previous token", "next": "mass on next token",
@@ -116,7 +108,7 @@ def mds_figure(report: Report) -> Figure:
     from matplotlib.lines import Line2D
 
     n_l, n_h = report.shape
-    fig = _figure(7.5, 6.0)
+    fig = figure(7.5, 6.0)
     ax = fig.add_subplot()
     cmap = colormaps["viridis"]
     markers = {"positional": "s", "causal": "D", "sink": "^", "syntactic": "P", "broad": "o", "mixed": "."}

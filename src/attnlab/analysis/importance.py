@@ -169,11 +169,9 @@ def _accuracy(model: nn.Module, batches: Sequence[Batch], correct: Callable[[nn.
 
 def pruning_figure(curve: PruningCurve, *, title: str = "Pruning heads") -> Figure:
     """Accuracy against the share of heads masked: importance order, each random order and their mean."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from ..viz.static import figure
 
-    fig = Figure(figsize=(5.0, 3.4), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = figure(5.0, 3.4)
     ax = fig.add_subplot()
     x = [100 * s for s in curve.shares]
     for i, row in enumerate(curve.random):

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..layers import BahdanauAttention, LuongAttention
+from ..viz.static import figure
 from ._finding import Finding
-from ._plot import figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..functional import attention
+from ..viz.static import figure
 from ._finding import Finding
-from ._plot import figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

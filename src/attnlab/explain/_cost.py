@@ -25,9 +25,9 @@ from torch import Tensor
 
 from .. import masks as M
 from ..functional import KERNELS, attention, linear_attention, local_attention
+from ..viz.static import figure
 from ._finding import Finding
 from ._memory import peak_tensor_bytes
-from ._plot import figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..functional import efficient_attention
+from ..viz.static import figure
 from ._finding import Finding
-from ._plot import figure
 from ._tutorial_code import EXAMPLE_X, PanoramaEfficientAttention
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ import torch
 from .. import masks as M
 from ..functional import attention
 from ..layers import MultiHeadAttention
+from ..viz.static import figure
 from ._finding import Finding
-from ._plot import figure
 from ._tutorial_code import (
     PanoramaMultiHeadAttention,
     math_generate_square_subsequent_mask,

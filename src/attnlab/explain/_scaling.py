@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..viz.static import figure
 from ._finding import Finding
-from ._plot import figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -6,19 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write
+from ..viz.static import figure
 
 __all__ = ["plot_curves"]
 
 
 def plot_curves(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
     """Training loss per step (and its running mean) with the validation loss; accuracies on the right panel."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     train = [r for r in rows if r.get("split") == "train"]
     valid = [r for r in rows if r.get("split") == "valid"]
-    fig = Figure(figsize=(10, 4), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = figure(10, 4)
     loss_ax, acc_ax = fig.subplots(1, 2)
     steps = [r["step"] for r in train]
     window = max(1, len(train) // 50)

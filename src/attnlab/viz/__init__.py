@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._alignment import alignment as alignment
+    from ._grid import model_grid as model_grid
+    from ._heads import heads as heads
+    from ._heatmap import heatmap as heatmap
     from .html import compare_html as compare_html
     from .html import save_html as save_html
     from .html import to_html as to_html
-    from .static import heads as heads
-    from .static import heatmap as heatmap
-    from .static import model_grid as model_grid
     from .static import save as save
     from .summary import summarize as summarize
 
 # public name -> the submodule that defines it (imported on first access)
 _LAZY = {
     "alignment": "_alignment",
-    "heatmap": "static",
-    "heads": "static",
-    "model_grid": "static",
+    "heatmap": "_heatmap",
+    "heads": "_heads",
+    "model_grid": "_grid",
     "save": "static",
     "save_html": "html",
     "compare_html": "html",

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from . import _fonts
-from .static import DEFAULT_CMAP, _annotate, _figure, _label, _set_ticks, _show
+from .static import DEFAULT_CMAP, figure, set_ticks, show, write_values
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,18 +45,18 @@ def alignment(weights: Any, source_tokens: Sequence[str], target_tokens: Sequenc
 
     _fonts.check_glyphs([*source_tokens, *target_tokens])
     cell = min(0.55, max(0.22, 9.0 / max(s, t, 1)))
-    fig = _figure(1.6 + cell * s, 1.4 + cell * t)
+    fig = figure(1.6 + cell * s, 1.4 + cell * t)
     ax = fig.add_subplot()
-    image = _show(ax, matrix, Normalize(0.0, max(1e-9, float(matrix.max()) if matrix.size else 1.0)), cmap,
+    image = show(ax, matrix, Normalize(0.0, max(1e-9, float(matrix.max()) if matrix.size else 1.0)), cmap,
                   extent=(-0.5, s - 0.5, t - 0.5, -0.5))
     width, height = fig.get_size_inches()
-    _set_ticks(ax, [_label(x) for x in source_tokens], "x", width * 0.8)
-    _set_ticks(ax, [_label(y) for y in target_tokens], "y", height * 0.8)
+    set_ticks(ax, list(source_tokens), "x", width * 0.8)
+    set_ticks(ax, list(target_tokens), "y", height * 0.8)
     ax.set_xlabel("source token (attended to)")
     ax.set_ylabel("generated token")
     if title:
         ax.set_title(title, fontsize=9, fontfamily=_fonts.families())
     if annotate if annotate is not None else max(s, t) <= ANNOTATE_UP_TO:
-        _annotate(ax, matrix, image)
+        write_values(ax, matrix, image)
     fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
     return fig

@@ -5,10 +5,12 @@
     >>> html = al.viz.to_html(trace)             # the same page as a string
     >>> trace                                    # in Jupyter: the viewer, in a sandboxed iframe
 
-The page's script and style are the real files ``assets/viewer.js`` and ``assets/viewer.css`` of this
-package, inlined.  The weights travel as 8-bit codes, gzip-compressed and base64-encoded (see
-:mod:`attnlab.viz._encode`; every shown value is within ``1/510`` of the captured weight), inside a
-``<script type="application/json">`` block whose ``<``, ``>``, ``&`` and line separators are escaped.
+The page's script and style are real files of this package, inlined: ``assets/viewer.css``, and the script
+files of :data:`SCRIPTS` (``assets/viewer.js``, one file per view under ``assets/views/``, the viewer and the
+page under ``assets/viewer/``) joined in that order inside one strict-mode function, so the page holds one
+script and its top-level names stay private to it.  The weights travel as 8-bit codes, gzip-compressed and
+base64-encoded (see :mod:`attnlab.viz._encode`; every shown value is within ``1/510`` of the captured weight),
+inside a ``<script type="application/json">`` block whose ``<``, ``>``, ``&`` and line separators are escaped.
 Tokens are user text: the page only ever renders them with ``textContent`` and canvas ``fillText``.
 A Content-Security-Policy allows the page's own script (by hash) and nothing from the network.
 """
@@ -36,7 +38,12 @@ from ..errors import InputError
 from ..trace import AttentionTrace
 from . import _encode
 
-__all__ = ["IFRAME_HEIGHT", "compare_html", "repr_html", "save_html", "to_html"]
+__all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "repr_html", "save_html", "to_html", "viewer_script"]
+
+# The viewer's script files under assets/, in the order they are joined (tsconfig.json checks the same list):
+# the shared types and helpers first, then each view, then the viewer that holds them and the page that mounts it.
+SCRIPTS = ("viewer.js", "views/head.js", "views/model.js", "views/matrix.js", "views/neuron.js", "viewer/pane.js",
+           "viewer/page.js")
 
 IFRAME_HEIGHT = 760  # pixels of the Jupyter iframe; the page scrolls inside it
 _PAYLOAD_VERSION = 1
@@ -67,7 +74,7 @@ def compare_html(a: AttentionTrace, b: AttentionTrace, path: str | os.PathLike[s
 
 def to_html(trace: Traces, *, batch: int = 0) -> str:
     """The viewer page for input ``batch`` of ``trace`` (or of two traces side by side), as one HTML string."""
-    js, css = _asset("viewer.js"), _asset("viewer.css")
+    js, css = viewer_script(), _asset("viewer.css")
     data = _json_for_script(_document(trace, batch))
     csp = (
         "default-src 'none'; "
@@ -232,6 +239,12 @@ def _json_for_script(obj: Any) -> str:
     for char, escaped in _JSON_ESCAPES.items():
         text = text.replace(char, escaped)
     return text
+
+
+@cache
+def viewer_script() -> str:
+    """The viewer's script as the page holds it: the files of :data:`SCRIPTS`, in order, inside one function."""
+    return '(() => {\n"use strict";\n\n' + "\n".join(_asset(name) for name in SCRIPTS) + "})();\n"
 
 
 @cache

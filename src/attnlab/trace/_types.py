@@ -1,8 +1,5 @@
-"""AttentionTrace: the one data type that capture produces and analysis and drawing consume.
-
-A trace is a list of :class:`AttentionRecord`, one per attention call in call order, plus free-form
-metadata (model name, text, ...).  It saves to one safetensors file whose header carries the JSON
-metadata; loading never unpickles anything.
+"""The two types: :class:`AttentionRecord` (one captured attention call) and :class:`AttentionTrace` (every call of
+a forward pass, in call order), with the views every consumer reads and the assembling of a generation's steps.
 
 Generation.  Decoding with a key/value cache calls each attention module once per generated token:
 a *prefill* call over the prompt, then one *step* per new token whose queries are only the new
@@ -12,13 +9,15 @@ its rows are the rows of every step, one under the other, each padded with zeros
 last step's keys.  For causal self-attention that is the full ``(target, target)`` matrix, lower
 triangular (bottom-right aligned); for cross-attention the ``(target, source)`` matrix.  Every view
 (``select``, ``stack``, ``weights``, ``tokens``, ``n_layers``) and every figure reads the assembled records.
+
+The file format lives in :mod:`._file` and the conversion of Hugging Face outputs in :mod:`._hf`; the methods
+``save``, ``load`` and ``from_hf_outputs`` hand over to them.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -27,9 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import _validate
-from ._io import atomic_write
-from .errors import InputError, ShapeError, TraceFileError
+from ..errors import InputError, ShapeError
 
 __all__ = ["KINDS", "STORED_DTYPES", "AttentionRecord", "AttentionTrace", "Kind", "StoredDtype", "as_kind"]
 
@@ -37,20 +34,16 @@ __all__ = ["KINDS", "STORED_DTYPES", "AttentionRecord", "AttentionTrace", "Kind"
 Kind = Literal["self", "causal", "cross"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
+# How save() may store weights: exact, half precision, or 8-bit codes round(255 * w) (within 1/510, as the viewer)
+StoredDtype = Literal["float32", "float16", "uint8"]
+STORED_DTYPES: tuple[StoredDtype, ...] = get_args(StoredDtype)
+
 
 def as_kind(value: object) -> Kind:
     """``value`` as a :data:`Kind`, or an :class:`InputError` naming the kinds there are."""
     if value not in KINDS:
         raise InputError(f"kind must be one of {KINDS}, got {value!r}")
     return value
-_FORMAT = "attnlab.trace"
-_VERSION = 1
-
-# How save() may store weights: exact, half precision, or 8-bit codes round(255 * w) (within 1/510, as the viewer)
-StoredDtype = Literal["float32", "float16", "uint8"]
-STORED_DTYPES: tuple[StoredDtype, ...] = get_args(StoredDtype)
-_LEVELS = 255
-_TOLERANCE = 1e-3  # weights this far outside [0, 1] are float noise (clamped); further out, uint8 refuses them
 
 
 @dataclass
@@ -223,64 +216,6 @@ def _attach_chain(chain: list[AttentionRecord], source: list[str], target: list[
         _, _, lq, lk = r.weights.shape
         out.append(replace(r, query_tokens=keys[lk - lq:lk], key_tokens=keys[:lk]))
     return out
-
-
-def _is_steps(attentions: Sequence[Any]) -> bool:
-    """Whether HF attentions are per generated token (a tuple of per-layer tuples)."""
-    return len(attentions) > 0 and isinstance(attentions[0], (tuple, list))
-
-
-def _lower_triangular(attentions: Sequence[Any]) -> bool:
-    """Whether every matrix of the first layer puts zero weight above its (bottom-right) diagonal."""
-    w = attentions[0]
-    if not isinstance(w, Tensor) or w.ndim != 4 or w.shape[-2] < 2:
-        return False
-    lq, lk = w.shape[-2:]
-    above = torch.ones(lq, lk, dtype=torch.bool, device=w.device).triu(lk - lq + 1)  # (L, S): the future
-    return bool((w[..., above] == 0).all())
-
-
-def _hf_tensor(label: str, w: Any) -> Tensor:
-    if not isinstance(w, Tensor) or w.ndim != 4:
-        shape = tuple(w.shape) if isinstance(w, Tensor) else type(w).__name__
-        raise ShapeError(
-            f"{label} must be a (batch, heads, q_len, k_len) tensor, got {shape}; pass outputs.attentions "
-            f"of a model run with output_attentions=True"
-        )
-    return w.detach().to("cpu", torch.float32)
-
-
-def _hf_records(field_name: str, attentions: Sequence[Any], kind: Kind) -> list[AttentionRecord]:
-    """Records of one HF attention field: per layer, or per generated token and per layer."""
-    if not _is_steps(attentions):
-        return [
-            AttentionRecord(name=f"{field_name}[{i}]", kind=kind, layer=i, weights=_hf_tensor(f"{field_name}[{i}]", w))
-            for i, w in enumerate(attentions)
-        ]
-    records: list[AttentionRecord] = []
-    seen: dict[int, int] = {}  # layer -> keys covered so far
-    for step, layers in enumerate(attentions):
-        for i, w in enumerate(layers):
-            t = _hf_tensor(f"{field_name}[{step}][{i}]", w)
-            lq, lk = t.shape[-2:]
-            if kind != "cross":
-                # without a cache a step recomputes every position; keep only the rows not seen yet
-                start = max(0, seen.get(i, 0) - (lk - lq))
-                t, seen[i] = t[:, :, start:], int(lk)
-            records.append(AttentionRecord(name=f"{field_name}[{i}]", kind=kind, layer=i, weights=t, step=step))
-    if len(attentions) == 1:
-        for r in records:
-            r.step = None
-    return records
-
-
-def _interleave_decoder(records: list[AttentionRecord]) -> list[AttentionRecord]:
-    """Encoder records first, then per step and layer the decoder's self-attention before its cross-attention:
-    the order in which a model calls them."""
-    enc = [r for r in records if r.kind == "self" and r.name.startswith("encoder")]
-    rest = [r for r in records if not (r.kind == "self" and r.name.startswith("encoder"))]
-    rank = {"causal": 0, "self": 0, "cross": 1}
-    return enc + sorted(rest, key=lambda r: (r.step or 0, r.layer, rank[r.kind]))
 
 
 @dataclass
@@ -460,36 +395,9 @@ class AttentionTrace:
                 generation steps given, or every matrix lower triangular with a zero upper part), else ``"self"``.
             meta: the trace's ``meta``.
         """
-        if isinstance(attentions, Mapping):  # an output object: its empty fields are fields the model lacks
-            out = attentions
-            attentions = out.get("decoder_attentions") or out.get("attentions") or None
-            cross_attentions = cross_attentions if cross_attentions is not None else out.get("cross_attentions") or None
-            encoder_attentions = (
-                encoder_attentions if encoder_attentions is not None else out.get("encoder_attentions") or None
-            )
-        for label, given in (("attentions", attentions), ("cross_attentions", cross_attentions),
-                             ("encoder_attentions", encoder_attentions)):
-            if given is not None and len(given) == 0:
-                raise InputError(
-                    f"{label} is empty: the model returned no attention weights (a transformers model running "
-                    f"SDPA or flash attention returns none); load it with attn_implementation='eager', or use "
-                    f"attnlab.capture(model), which needs no reload"
-                )
-        records: list[AttentionRecord] = []
-        if encoder_attentions is not None:
-            records += _hf_records("encoder_attentions", encoder_attentions, "self")
-        decoder = encoder_attentions is not None or cross_attentions is not None
-        if attentions is not None:
-            k = kind or ("causal" if decoder or _is_steps(attentions) or _lower_triangular(attentions) else "self")
-            records += _hf_records("decoder_attentions" if decoder else "attentions", attentions, as_kind(k))
-        if cross_attentions is not None:
-            records += _hf_records("cross_attentions", cross_attentions, "cross")
-        if not records:
-            raise InputError(
-                "from_hf_outputs got no attention: pass outputs.attentions (run the model with "
-                "output_attentions=True, loaded with attn_implementation='eager'), or the output object itself"
-            )
-        records = _interleave_decoder(records) if decoder else records
+        from ._hf import records_from_outputs
+
+        records = records_from_outputs(attentions, cross_attentions, encoder_attentions, kind)
         trace = cls(records=records, meta=dict(meta or {}))
         return trace if tokens is None else trace.with_tokens(tokens, target_tokens)
 
@@ -498,7 +406,7 @@ class AttentionTrace:
         """Jupyter shows a trace as the viewer (in a sandboxed iframe); an empty trace as its repr."""
         if not self.records:
             return None
-        from .viz.html import repr_html
+        from ..viz.html import repr_html
 
         return repr_html(self)
 
@@ -510,129 +418,16 @@ class AttentionTrace:
         half the space, each weight within 2**-11 of its value relatively (and within 2**-12 absolutely for
         weights in [0, 1]); ``"uint8"`` a quarter, each weight in [0, 1] stored as ``round(255 * w)``, within
         1/510 of its value (the viewer's own 8-bit codes).  :meth:`load` gives float32 back either way."""
-        from safetensors.torch import save_file
+        from ._file import write_trace
 
-        _validate.one_of("dtype", dtype, STORED_DTYPES, 'use "float32" (exact) or "float16" (half the size)')
-        path = Path(path)
-        tensors = {f"r{i}": _stored(r, dtype) for i, r in enumerate(self.records)}
-        tensors.update(_qk_tensors(self.records))
-        header = {
-            "format": _FORMAT,
-            "version": str(_VERSION),
-            "dtype": dtype,
-            "records": json.dumps(
-                [
-                    {"name": r.name, "kind": r.kind, "layer": r.layer, "query_tokens": r.query_tokens,
-                     "key_tokens": r.key_tokens, **_optional_fields(r)}
-                    for r in self.records
-                ],
-                ensure_ascii=False,
-            ),
-            "meta": json.dumps(self.meta, ensure_ascii=False),
-        }
-        atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
-        return path
+        return write_trace(self, Path(path), dtype)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> AttentionTrace:
         """Read a trace written by :meth:`save`, its weights as float32.  A trace stored compact says so:
         ``trace.meta["stored_dtype"]`` is ``"float16"`` or ``"uint8"`` (an exact file adds nothing).
         A missing, truncated, corrupt or foreign file raises :class:`attnlab.errors.TraceFileError`."""
-        from safetensors import safe_open
+        from ._file import read_trace
 
-        path = Path(path)
-        if not path.is_file():
-            raise TraceFileError(f"no trace file at {str(path)!r}; write one with trace.save(path) or `attnlab show`")
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                header = f.metadata() or {}
-                if header.get("format") != _FORMAT:
-                    raise TraceFileError(
-                        f"{str(path)!r} is a safetensors file but not an attnlab trace (no format={_FORMAT!r} header)"
-                    )
-                if header.get("version") != str(_VERSION):
-                    raise TraceFileError(
-                        f"{str(path)!r} is trace format version {header.get('version')!r}; "
-                        f"this attnlab reads version {_VERSION}"
-                    )
-                dtype = header.get("dtype", "float32")
-                if dtype not in STORED_DTYPES:
-                    raise TraceFileError(f"{str(path)!r} stores its weights as {dtype!r}; this attnlab reads "
-                                         f"{', '.join(STORED_DTYPES)}")
-                entries = json.loads(header["records"])
-                meta = json.loads(header.get("meta", "{}"))
-                records = [
-                    AttentionRecord(
-                        name=str(e["name"]), kind=as_kind(e["kind"]), layer=int(e["layer"]),
-                        weights=_loaded(f.get_tensor(f"r{i}"), dtype, path), query_tokens=e.get("query_tokens"),
-                        key_tokens=e.get("key_tokens"), **_read_optional(e, i, f),
-                    )
-                    for i, e in enumerate(entries)
-                ]
-        except TraceFileError:
-            raise
-        except Exception as exc:  # safetensors, JSON and key errors all mean the same thing to a user
-            raise TraceFileError(
-                f"cannot read {str(path)!r} as an attnlab trace: {type(exc).__name__}: {exc}; "
-                f"the file is truncated, corrupt or of another format"
-            ) from None
-        if dtype != "float32":
-            meta["stored_dtype"] = dtype
+        records, meta = read_trace(Path(path))
         return cls(records=records, meta=meta)
-
-
-def _qk_tensors(records: list[AttentionRecord]) -> dict[str, Tensor]:
-    """The captured queries and keys, as tensors ``q{i}`` and ``k{i}`` of record ``i``."""
-    out = {}
-    for i, r in enumerate(records):
-        for label, t in (("q", r.q), ("k", r.k)):
-            if t is not None:
-                out[f"{label}{i}"] = t.detach().to("cpu", torch.float32).contiguous()
-    return out
-
-
-def _optional_fields(r: AttentionRecord) -> dict[str, Any]:
-    """The JSON of the fields most records leave unset (written only when set, so older readers see nothing new)."""
-    return {k: v for k, v in (("step", r.step), ("scale", r.scale)) if v is not None}
-
-
-def _read_optional(entry: dict[str, Any], i: int, f: Any) -> dict[str, Any]:
-    """``step``, ``scale``, ``q`` and ``k`` of record ``i`` from its JSON entry and the open safetensors file."""
-    names = set(f.keys())
-    return {
-        "step": None if entry.get("step") is None else int(entry["step"]),
-        "scale": None if entry.get("scale") is None else float(entry["scale"]),
-        "q": f.get_tensor(f"q{i}") if f"q{i}" in names else None,
-        "k": f.get_tensor(f"k{i}") if f"k{i}" in names else None,
-    }
-
-
-def _stored(record: AttentionRecord, dtype: StoredDtype) -> Tensor:
-    """``record``'s weights as ``save`` stores them in ``dtype``; a value that dtype cannot hold is refused."""
-    w = record.weights.detach().to("cpu", torch.float32).contiguous()
-    if dtype == "float32":
-        return w
-    if not bool(torch.isfinite(w).all()):
-        raise InputError(f"{record.name}: weights with NaN or inf cannot be stored as {dtype}; save with "
-                         f'dtype="float32"')
-    if dtype == "float16":
-        half = w.to(torch.float16)
-        if not bool(torch.isfinite(half).all()):
-            raise InputError(f"{record.name}: weights up to {float(w.abs().max()):.4g} overflow float16 (65504); "
-                             f'save with dtype="float32"')
-        return half
-    low, high = (float(w.min()), float(w.max())) if w.numel() else (0.0, 0.0)
-    if low < -_TOLERANCE or high > 1.0 + _TOLERANCE:
-        raise InputError(f"{record.name}: 8-bit codes hold weights in [0, 1], these run from {low:.4g} to {high:.4g}; "
-                         f'save with dtype="float16" or "float32"')
-    return torch.round(w.clamp(0.0, 1.0) * _LEVELS).to(torch.uint8)
-
-
-def _loaded(stored: Tensor, dtype: str, path: Path) -> Tensor:
-    """The float32 weights of a stored tensor (8-bit codes read back as ``code / 255``)."""
-    if dtype == "uint8":
-        if stored.dtype != torch.uint8:
-            raise TraceFileError(f"{str(path)!r} says its weights are uint8 codes but holds {stored.dtype}; "
-                                 f"the file is corrupt")
-        return stored.to(torch.float32) / _LEVELS
-    return stored.to(torch.float32)
