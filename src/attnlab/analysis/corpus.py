@@ -60,10 +60,8 @@ def head_sums(weights: Tensor, real: Tensor, tokens: Sequence[Sequence[str]], ca
     ``weights`` ``(B, H, S, S)``; ``real`` ``(B, S)`` bool, True for tokens that are not padding (right padding:
     real tokens first); ``tokens`` the B token lists (S each, padding included) of the batch.
     """
-    b, h, s, _ = weights.shape
-    keys = Keys(causal, real.sum(-1), tokens)
-    values = per_query(weights.float(), keys)  # name -> (B, H, S), NaN at padding and where undefined
-    return HeadSums().add({m: v.transpose(0, 1).reshape(1, h, b * s).double().numpy() for m, v in values.items()})
+    values = per_query(weights.float(), Keys(causal, real.sum(-1), tokens))  # name -> (B, H, S), NaN: padding
+    return HeadSums().add({m: v.transpose(0, 1)[None].numpy() for m, v in values.items()})  # (1, H, B, S) each
 
 
 def corpus_metrics(

@@ -158,10 +158,12 @@ class HeadSums:
     count: dict[str, Array] = field(default_factory=dict)
 
     def add(self, values: dict[str, Array]) -> HeadSums:
-        """Add ``{name: (L, H, Q)}`` (the queries of one input, or of many side by side) to the sums; returns self."""
+        """Add ``{name: (L, H, Q)}`` (the queries of one input; ``(L, H, ...)`` for many, every axis after the
+        heads one of queries) to the sums, in float64; returns self."""
         for name, v in values.items():
             ok = ~np.isnan(v)
-            s, n = np.where(ok, v, 0.0).sum(-1, dtype=np.float64), ok.sum(-1).astype(np.float64)
+            queries = tuple(range(2, v.ndim))
+            s, n = np.where(ok, v, 0.0).sum(queries, dtype=np.float64), ok.sum(queries).astype(np.float64)
             if name in self.total:
                 if self.total[name].shape != s.shape:
                     raise ShapeError(f"metric {name!r}: adding {s.shape} heads to sums of {self.total[name].shape}")

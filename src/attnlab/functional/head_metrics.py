@@ -81,16 +81,19 @@ class Keys:
         """The keys of one input (or of every layer of one input): one token list for all."""
         return cls(causal, None, None if tokens is None else [list(tokens)])
 
-    def flags(self, w: Tensor, metric: str, keep: Callable[[str], bool]) -> Tensor:
-        """``(N or 1, K)`` bool: the keys whose token ``keep`` accepts (refused when the tokens are unknown)."""
+    def flags(self, w: Tensor, metrics: Sequence[str], keeps: Sequence[Callable[[str], bool]]) -> Tensor:
+        """``(N or 1, K, F)`` bool: for each of the F predicates ``keeps``, the keys whose token it accepts
+        (refused, naming ``metrics``, when the tokens are unknown)."""
         if self.tokens is None:
-            raise InputError(f"the {metric} metric needs the key tokens, but the trace has none; capture with "
-                             f"attnlab.trace_text or attach them with attnlab.capture.attach_tokens(trace, tokens)")
+            raise InputError(f"the {', '.join(metrics)} metric needs the key tokens, but the trace has none; "
+                             f"capture with attnlab.trace_text or attach them with "
+                             f"attnlab.capture.attach_tokens(trace, tokens)")
         k = w.shape[-1]
         bad = [len(t) for t in self.tokens if len(t) != k]
         if bad:
             raise ShapeError(f"got {bad[0]} key tokens for attention over {k} keys")
-        return torch.tensor([[keep(t) for t in row] for row in self.tokens], dtype=torch.bool, device=w.device)
+        rows = [[[keep(t) for keep in keeps] for t in row] for row in self.tokens]
+        return torch.tensor(rows, dtype=torch.bool, device=w.device).view(len(rows), k, len(keeps))
 
     def n(self, w: Tensor) -> Tensor:
         """``(N or 1, 1, 1)``: the real keys of each input."""
@@ -110,18 +113,19 @@ def entropy(w: Tensor, keys: Keys) -> Tensor:
     return -(torch.log(w) * w).nansum(-1)  # 0 * -inf = NaN where w = 0, skipped by nansum (faster than xlogy)
 
 
-def entropy_ratio(w: Tensor, keys: Keys) -> Tensor:
+def entropy_ratio(w: Tensor, keys: Keys, entropy_: Tensor | None = None) -> Tensor:
     """``(N, H, Q)``: entropy over the entropy of the uniform distribution on the allowed keys; NaN where one
-    key is allowed (its entropy is 0 whatever the head does)."""
+    key is allowed (its entropy is 0 whatever the head does).  ``entropy_``: the rows' entropy when known."""
     n = keys.n(w)  # (N, 1, 1)
     allowed = torch.minimum(_positions(w) + 1, n) if keys.causal else n.expand(-1, -1, w.shape[-2])  # (N, 1, Q)
     top = torch.where(allowed > 1, allowed.to(w.dtype).log(), torch.nan)
-    return entropy(w, keys) / top
+    return (entropy(w, keys) if entropy_ is None else entropy_) / top
 
 
 def key_mass(w: Tensor, flags: Tensor) -> Tensor:
-    """``(N, H, Q)``: the weight each query puts on the keys ``flags`` ``(N or 1, K)`` marks."""
-    return torch.matmul(w, flags.to(w.dtype)[:, None, :, None]).squeeze(-1)  # (N, H, Q, K) @ (N, 1, K, 1)
+    """``(N, H, Q, F)``: the weight each query puts on each of the F key sets ``flags`` ``(N or 1, K, F)`` marks
+    (one pass over the weights for all of them)."""
+    return torch.matmul(w, flags.to(w.dtype)[:, None])  # (N, H, Q, K) @ (N, 1, K, F)
 
 
 def offset_mass(w: Tensor, keys: Keys, offset: int) -> Tensor:
@@ -152,24 +156,30 @@ def band_mass(w: Tensor, keys: Keys, width: int = BAND_WIDTH) -> Tensor:
 class HeadMetric:
     """One entry of :data:`METRICS`."""
 
-    fn: Callable[[Tensor, Keys], Tensor]  # (w (N, H, Q, K), keys) -> (N, H, Q), NaN where undefined
     title: str  # what it measures, for tables and figures
-    tokens: bool = False  # whether it needs the key tokens
+    # (w (N, H, Q, K), keys[, the values of `uses`]) -> (N, H, Q), NaN where undefined; None for a key-set metric
+    fn: Callable[..., Tensor] | None = None
+    uses: str | None = None  # a metric whose values fn takes as its third argument (computed once for both)
+    # a key-set metric: the mass on the keys whose token this accepts (all of them in one pass over the weights)
+    keep: Callable[[str], bool] | None = None
+
+    @property
+    def tokens(self) -> bool:
+        """Whether it needs the key tokens."""
+        return self.keep is not None
 
 
 METRICS: dict[str, HeadMetric] = {
-    "entropy": HeadMetric(entropy, "row entropy (nats)"),
-    "entropy_ratio": HeadMetric(entropy_ratio, "entropy / uniform entropy"),
-    "cls": HeadMetric(lambda w, k: key_mass(w, k.flags(w, "cls", START_TOKENS.__contains__)),
-                      "mass on start token ([CLS], BOS)", tokens=True),
-    "sep": HeadMetric(lambda w, k: key_mass(w, k.flags(w, "sep", END_TOKENS.__contains__)),
-                      "mass on end token ([SEP])", tokens=True),
-    "punct": HeadMetric(lambda w, k: key_mass(w, k.flags(w, "punct", is_punct)), "mass on punctuation", tokens=True),
-    "self": HeadMetric(lambda w, k: offset_mass(w, k, 0), "mass on self"),
-    "previous": HeadMetric(lambda w, k: offset_mass(w, k, -1), "mass on previous token"),
-    "next": HeadMetric(lambda w, k: offset_mass(w, k, +1), "mass on next token"),
-    "distance": HeadMetric(distance, "mean attention distance (tokens)"),
-    "band": HeadMetric(band_mass, f"mass within ±{BAND_WIDTH} tokens"),
+    "entropy": HeadMetric("row entropy (nats)", entropy),
+    "entropy_ratio": HeadMetric("entropy / uniform entropy", entropy_ratio, uses="entropy"),  # one log pass
+    "cls": HeadMetric("mass on start token ([CLS], BOS)", keep=START_TOKENS.__contains__),
+    "sep": HeadMetric("mass on end token ([SEP])", keep=END_TOKENS.__contains__),
+    "punct": HeadMetric("mass on punctuation", keep=is_punct),
+    "self": HeadMetric("mass on self", lambda w, k: offset_mass(w, k, 0)),
+    "previous": HeadMetric("mass on previous token", lambda w, k: offset_mass(w, k, -1)),
+    "next": HeadMetric("mass on next token", lambda w, k: offset_mass(w, k, +1)),
+    "distance": HeadMetric("mean attention distance (tokens)", distance),
+    "band": HeadMetric(f"mass within ±{BAND_WIDTH} tokens", band_mass),
 }
 
 
@@ -183,5 +193,24 @@ def per_query(w: Tensor, keys: Keys, names: Sequence[str] | None = None) -> dict
     unknown = [n for n in names if n not in METRICS]
     if unknown:
         raise InputError(f"unknown metric(s) {unknown}; the metrics are {list(METRICS)}")
+    if not names:
+        return {}
+    on_keys = [n for n in names if METRICS[n].keep is not None]
+    done: dict[str, Tensor] = {}
+    if on_keys:  # every key-set metric in one matmul
+        keeps = [METRICS[n].keep for n in on_keys]
+        masses = key_mass(w, keys.flags(w, on_keys, [k for k in keeps if k is not None]))  # (N, H, Q, F)
+        done.update(zip(on_keys, masses.unbind(-1), strict=True))
+
+    def value(name: str) -> Tensor:  # (N, H, Q); a metric another one uses is computed once
+        if name not in done:
+            m = METRICS[name]
+            assert m.fn is not None
+            done[name] = m.fn(w, keys) if m.uses is None else m.fn(w, keys, value(m.uses))
+        return done[name]
+
+    values = torch.stack([value(n) for n in names])  # (names, N, H, Q)
     padded = _positions(w) >= keys.n(w)  # (N or 1, 1, Q): queries on padding
-    return {n: METRICS[n].fn(w, keys).masked_fill(padded, torch.nan) for n in names}
+    if keys.lengths is not None:
+        values = values.masked_fill(padded, torch.nan)
+    return dict(zip(names, values.unbind(0), strict=True))

@@ -53,8 +53,8 @@ def pattern_scores(w: Tensor, tokens: list[str]) -> dict[str, float]:
     if starts:
         scores[starts[0]] = means["cls"]
     else:
-        first = torch.zeros(1, lk, dtype=torch.bool)
-        first[0, 0] = True
+        first = torch.zeros(1, lk, 1, dtype=torch.bool)  # (1, K, 1): the first key alone
+        first[0, 0, 0] = True
         scores["first token"] = float(key_mass(w4, first).mean())
     ends = [t for t in tokens if t in END_TOKENS]
     if ends:
