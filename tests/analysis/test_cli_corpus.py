@@ -15,7 +15,7 @@ def test_corpus_means_per_head(tmp_path, capsys):
     doc = json.loads((out / "corpus.json").read_text(encoding="utf-8"))
     assert doc["texts"] == 3 and doc["processes"] == 1 and len(doc["modules"]) == 6
     assert all(len(v) == 6 and len(v[0]) == 12 for v in doc["means"].values())
-    for m in ("special", "self", "previous", "next"):  # shares of attention: in [0, 1]
+    for m in ("cls", "sep", "punct", "self", "previous", "next", "band"):  # shares of attention: in [0, 1]
         assert all(0.0 <= x <= 1.0 for row in doc["means"][m] for x in row), m
     assert "over 3 texts" in capsys.readouterr().out
 

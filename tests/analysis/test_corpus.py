@@ -12,13 +12,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import transformers
 
 import attnlab as al
 from attnlab.analysis import CORPUS_METRICS as METRICS
-from attnlab.analysis import corpus_metrics, head_sums
+from attnlab.analysis import corpus_metrics, head_metrics, head_sums
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -31,39 +32,55 @@ TEXTS = [
 ]
 
 
-def _reference(w: torch.Tensor, n: int, special: list[bool], causal: bool) -> dict[str, torch.Tensor]:
-    """The metrics of one text's weights (H, S, S) over its first n rows, by explicit loops in float64."""
+def _reference(w: torch.Tensor, tokens: list[str], n: int, causal: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The metrics of one text's weights (H, S, S) over its first n rows (its real tokens), by explicit loops in
+    float64: metric -> (total (H,), count (H,)), a query where the metric is undefined counted in neither."""
     w = w.double()
     h = w.shape[0]
-    out = {m: torch.zeros(h, dtype=torch.float64) for m in METRICS}
+    out = {m: (np.zeros(h), np.zeros(h)) for m in METRICS}
+
+    def put(m: str, head: int, value: float | None) -> None:
+        if value is not None:
+            out[m][0][head] += value
+            out[m][1][head] += 1
+
     for head in range(h):
         for i in range(n):
-            row = w[head, i]
-            out["entropy"][head] += -sum(float(p) * math.log(float(p)) for p in row if p > 0)
-            out["uniform_entropy"][head] += math.log(min(i + 1, n) if causal else n)
-            out["special"][head] += sum(float(row[j]) for j in range(n) if special[j])
-            out["self"][head] += float(row[i])
-            out["previous"][head] += float(row[i - 1]) if i > 0 else 0.0
-            out["next"][head] += float(row[i + 1]) if i + 1 < w.shape[-1] else 0.0
-            out["distance"][head] += sum(float(row[j]) * abs(i - j) for j in range(w.shape[-1]))
+            row = [float(p) for p in w[head, i, :n]]
+            ent = -sum(p * math.log(p) for p in row if p > 0)
+            allowed = i + 1 if causal else n
+            put("entropy", head, ent)
+            put("entropy_ratio", head, ent / math.log(allowed) if allowed > 1 else None)
+            put("cls", head, sum(p for p, t in zip(row, tokens, strict=False) if t == "[CLS]"))
+            put("sep", head, sum(p for p, t in zip(row, tokens, strict=False) if t == "[SEP]"))
+            put("punct", head, sum(p for p, t in zip(row, tokens, strict=False) if t in PUNCT))
+            put("self", head, row[i])
+            put("previous", head, row[i - 1] if i > 0 else None)  # the first token has none: left out
+            put("next", head, row[i + 1] if i + 1 < n else None)  # nor has the last real token
+            put("distance", head, sum(p * abs(i - j) for j, p in enumerate(row)))
+            put("band", head, sum(p for j, p in enumerate(row) if abs(i - j) <= 2))
     return out
+
+
+PUNCT = {".", ",", ":", "!", "?", "[", "]", "(", ")", ";", "'", '"', "-"}
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_head_sums_equal_float64_loops_with_padding(causal: bool) -> None:
     b, h, s = 3, 2, 7
     lengths = [7, 4, 1]
+    tokens = [["[CLS]", "a", ",", "b", "[SEP]", "c", "[SEP]"], ["[CLS]", "x", ".", "[SEP]", "[PAD]", "[PAD]", "[PAD]"],
+              ["[CLS]", *["[PAD]"] * 6]]
     real = torch.arange(s)[None, :] < torch.tensor(lengths)[:, None]  # (B, S) right padding
-    special = torch.zeros(b, s, dtype=torch.bool)
-    special[:, 0] = True
-    special[0, 6] = special[1, 3] = True
     keep = real[:, None, None, :] & (torch.ones(s, s, dtype=torch.bool).tril() if causal else True)
     scores = torch.randn(b, h, s, s).masked_fill(~keep, float("-inf"))
     w = scores.softmax(-1)  # (B, H, S, S)
-    got = head_sums(w, real, special, causal=causal)
+    got = head_sums(w, real, tokens, causal=causal)
     for m in METRICS:
-        ref = sum(_reference(w[i], lengths[i], special[i].tolist(), causal)[m] for i in range(b))
-        torch.testing.assert_close(got[m], ref, rtol=1e-6, atol=1e-6, msg=lambda e, m=m: f"{m}: {e}")
+        refs = [_reference(w[i], tokens[i], lengths[i], causal)[m] for i in range(b)]
+        np.testing.assert_allclose(got.total[m][0], sum(r[0] for r in refs), rtol=1e-6, atol=1e-6, err_msg=m)
+        np.testing.assert_array_equal(got.count[m][0], sum(r[1] for r in refs), err_msg=m)
+    assert got.count["previous"][0, 0] == 6 + 3 + 0 and got.count["next"][0, 0] == 6 + 3 + 0
 
 
 @pytest.fixture(scope="module")
@@ -96,23 +113,45 @@ def test_corpus_sums_equal_texts_run_one_by_one(
     assert "corpus metrics" in capsys.readouterr().err  # the progress bar
     assert got.texts == len(TEXTS)
     assert got.names == ("encoder.layer.0.attention.self", "encoder.layer.1.attention.self")
-    expected = {m: torch.zeros(2, 3, dtype=torch.float64) for m in METRICS}
+    expected = {m: (np.zeros((2, 3)), np.zeros((2, 3))) for m in METRICS}
     rows = 0
     for text in TEXTS:  # one at a time: no padding at all
-        enc = tokenizer(text, return_tensors="pt", return_special_tokens_mask=True)
+        enc = tokenizer(text, return_tensors="pt")
         with torch.no_grad(), al.capture(model) as trace:
             model(input_ids=enc["input_ids"])
         n = enc["input_ids"].shape[1]
+        tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
         rows += n
         for layer, rec in enumerate(trace.records):
-            ref = _reference(rec.weights[0], n, enc["special_tokens_mask"][0].bool().tolist(), False)
-            for m in METRICS:
-                expected[m][layer] += ref[m]
-    torch.testing.assert_close(got.rows, torch.full((2,), float(rows), dtype=torch.float64))
+            for m, (total, count) in _reference(rec.weights[0], tokens, n, False).items():
+                expected[m][0][layer] += total
+                expected[m][1][layer] += count
+    np.testing.assert_array_equal(got.rows, np.full(2, float(rows)))
     for m in METRICS:
-        torch.testing.assert_close(got.sums[m], expected[m], rtol=1e-5, atol=1e-5, msg=lambda e, m=m: f"{m}: {e}")
+        np.testing.assert_allclose(got.sums.total[m], expected[m][0], rtol=1e-5, atol=1e-5, err_msg=m)
+        np.testing.assert_array_equal(got.sums.count[m], expected[m][1], err_msg=m)
     means = got.means()
-    assert (means["special"] > 0).all() and (means["entropy"] <= means["uniform_entropy"] + 1e-6).all()
+    assert (means["cls"] > 0).all() and (means["sep"] > 0).all() and (means["entropy_ratio"] <= 1 + 1e-6).all()
+
+
+def test_a_one_line_corpus_gives_the_single_text_metrics(tiny_bert: tuple[Path, Path], tmp_path: Path) -> None:
+    """The corpus reduction and the single-text analysis are one definition: on a one-line corpus every metric of
+    every head equals head_metrics of that text's captured weights (what attnlab analyze TEXT reports)."""
+    folder, _ = tiny_bert
+    model, tokenizer = _load(folder)
+    text = TEXTS[3]  # punctuation, brackets and a [SEP] inside the text
+    corpus = tmp_path / "one.txt"
+    corpus.write_text(text + "\n", encoding="utf-8")
+    got = corpus_metrics(model, tokenizer, corpus, progress=False).means()
+    enc = tokenizer(text, return_tensors="pt")
+    with torch.no_grad(), al.capture(model) as trace:
+        model(input_ids=enc["input_ids"])
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    single = head_metrics(trace.stack("self"), tokens)
+    assert set(got) == set(single) == set(al.analysis.METRICS)
+    for m in single:
+        np.testing.assert_allclose(got[m], single[m], rtol=1e-5, atol=1e-6, err_msg=m)
+    assert np.isfinite(single["previous"]).all()  # the first token is left out, not counted as 0
 
 
 def test_bad_corpora_are_refused(tiny_bert: tuple[Path, Path], tmp_path: Path) -> None:
@@ -160,5 +199,5 @@ def test_two_ranks_under_torchrun_give_the_numbers_of_one(tiny_bert: tuple[Path,
     assert two["texts"] == one.texts == len(TEXTS)
     assert two["rows"] == one.rows.tolist()
     for m, v in one.means().items():
-        diff = (torch.tensor(two["means"][m], dtype=torch.float64) - v).abs().max()
+        diff = np.abs(np.array(two["means"][m]) - v).max()
         assert diff <= 1e-6, f"{m}: 2 ranks differ from 1 by {diff:.2e}"

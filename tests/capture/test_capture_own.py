@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 import attnlab as al
 from attnlab.errors import CaptureError, InputError
-from attnlab.layers import AttentionHook, TransformerConfig, TransformerDecoder, TransformerEncoder
+from attnlab.layers import AttentionCall, AttentionHook, TransformerConfig, TransformerDecoder, TransformerEncoder
 
 
 class TinyAttention(nn.Module):
@@ -25,7 +25,7 @@ class TinyAttention(nn.Module):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, 1, L, E)
         out, w = al.attention(q, k, v, causal=True, return_weights=bool(self.hook.active))
         if w is not None:
-            self.hook(w, "causal")
+            self.hook(AttentionCall("causal", w))
         if fail:
             raise RuntimeError("boom")
         return out

@@ -56,7 +56,7 @@ def _dense_weights(
     for layer in model.layers:
         point = layer.self_attn.attn_hook
         point.active += 1
-        hooks.append(point.register_forward_hook(lambda m, args, out: got.append(args[0])))
+        hooks.append(point.register_forward_hook(lambda m, args, out: got.append(args[0].weights)))
     try:
         model(x, key_padding_mask=kpm, causal=causal, mask=mask)
     finally:
@@ -130,3 +130,49 @@ def test_bad_cases_are_refused() -> None:
     with capture_stats(mha):
         pass
     assert not mha._forward_hooks and not mha._forward_pre_hooks and not mha.q_proj._forward_hooks
+    assert not mha.attn_hook._forward_hooks and mha.attn_hook.listeners == 0
+
+
+def test_payload_stats_equal_the_old_projection_hooks_bit_for_bit() -> None:
+    """The statistics read from the hook payload equal those the old capture_stats computed from forward hooks on
+    q_proj / k_proj, split into heads and merged with the key padding by hand (the plain case, where both apply)."""
+    mha = MultiHeadAttention(D, H, kernel="memory_efficient", kernel_options={"block_q": 4, "block_k": 3}).double()
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    kpm = torch.ones(B, L, dtype=torch.bool)
+    kpm[0, 7:] = False
+    with capture_stats(mha, top_k=3) as stats:
+        mha(x, key_padding_mask=kpm, causal=True)
+    q = mha.q_proj(x).view(B, L, H, D // H).transpose(1, 2)  # (B, H, L, E)
+    k = mha.k_proj(x).view(B, L, H, D // H).transpose(1, 2)
+    old = al.functional.attention_stats(q, k, mask=kpm[:, None, None, :], causal=True, top_k=3)
+    (got,) = stats.records
+    for field in ("entropy", "distance", "top_index", "top_weight", "lse"):
+        torch.testing.assert_close(getattr(got.stats, field), getattr(old, field), rtol=0, atol=0, msg=field)
+
+
+@pytest.mark.parametrize("kernel", ["dense", "memory_efficient"])
+def test_rotary_and_temperature_reach_the_statistics(kernel: str) -> None:
+    """The payload's q and k are the rotated ones and its scale the kernel's (temperature included): the
+    statistics equal those of the layer's own dense weights (projection hooks would have missed both)."""
+    options = {"temperature": 0.6} if kernel == "dense" else {}
+    mha = MultiHeadAttention(D + 3, H, rotary=True, kernel=kernel, kernel_options=options).double()
+    x = torch.randn(B, L, D + 3, dtype=torch.float64)
+    with capture_stats(mha, top_k=5) as stats:
+        mha(x, causal=True)
+    ref = MultiHeadAttention(D + 3, H, rotary=True, kernel_options=options).double()
+    ref.load_state_dict(mha.state_dict())
+    _, w = ref(x, causal=True, return_weights=True)
+    assert w is not None
+    _check(stats.records[0].stats, w, 5)
+
+
+def test_local_kernel_accepts_key_padding_given_as_a_mask() -> None:
+    fast, dense = _pair("local", {"window": 2})
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    kpm = torch.ones(B, L, dtype=torch.bool)
+    kpm[1, 6:] = False
+    with capture_stats(fast, top_k=4) as stats:
+        fast(x, mask=kpm[:, None, None, :])
+    weights = _dense_weights(dense, x, kpm, False, masks.window(2).materialize(L, L))
+    for got, w in zip(stats.records, weights, strict=True):
+        _check(got.stats, w, 4)

@@ -124,8 +124,20 @@ def conv_block_ref(block: nn.Module, x: Tensor, kpm: Tensor | None = None) -> Te
     a = mha_ref(block.attn, x, kpm=kpm)[0]
     if kpm is not None:
         x = x * kpm[..., None].to(x.dtype)
-    w = block.conv.weight.to(x.dtype)[:, 0, :]  # (M, K)
-    K, L = w.shape[1], x.shape[1]
-    xp = torch.nn.functional.pad(x, (0, 0, K // 2, K // 2))  # zero padding along the sequence
-    c = sum(xp[:, j : j + L, :] * w[:, j] for j in range(K)) + block.conv.bias.to(x.dtype)
-    return layer_norm_ref(a + c, block.norm)
+    return layer_norm_ref(a + grouped_conv_ref(x, block.conv.weight, block.conv.bias), block.norm)
+
+
+def grouped_conv_ref(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """A zero-padded 1-D convolution along the sequence of ``x`` (B, L, M) with ``weight`` (M, M / G, K):
+    output channel ``o`` of group ``g = o // (M / G)`` sums, over its group's input channels ``c`` and taps ``j``,
+    ``w[o, c, j] * x[l + j - K // 2, g * M / G + c]``."""
+    w = weight.to(x.dtype)
+    m, per_group, k = w.shape  # (M, M / G, K)
+    length = x.shape[1]
+    xp = torch.nn.functional.pad(x, (0, 0, k // 2, k // 2))  # (B, L + K - 1, M): zero padding along the sequence
+    out = torch.zeros_like(x)
+    for o in range(m):
+        first = (o // per_group) * per_group  # the group's first input channel
+        for j in range(k):
+            out[:, :, o] += xp[:, j : j + length, first : first + per_group] @ w[o, :, j]  # (B, L)
+    return out + bias.to(x.dtype)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from layers_reference import conv_block_ref, randomize
+from layers_reference import conv_block_ref, grouped_conv_ref, randomize
 
-from attnlab.layers import ConvAttentionBlock
+from attnlab.errors import ConfigError
+from attnlab.layers import ConvAttentionBlock, ConvAttentionConfig
 
 B, L, M, H = 2, 7, 39, 3
 KPM = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])
@@ -16,11 +17,12 @@ def maxdiff(a, b):
     return (a.double() - b.double()).abs().max().item()
 
 
+@pytest.mark.parametrize("groups", [None, 1, 3])
 @pytest.mark.parametrize("kernel_size", [1, 3, 5])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("padded", [False, True])
-def test_matches_reference(kernel_size, dtype, padded):
-    block = randomize(ConvAttentionBlock(M, H, kernel_size=kernel_size)).to(dtype).eval()
+def test_matches_reference(kernel_size, dtype, padded, groups):
+    block = randomize(ConvAttentionBlock(M, H, kernel_size=kernel_size, groups=groups)).to(dtype).eval()
     x = torch.randn(B, L, M, dtype=torch.float64).to(dtype)
     kpm = KPM if padded else None
     out = block(x, key_padding_mask=kpm)
@@ -43,6 +45,48 @@ def test_padded_positions_do_not_reach_real_ones():
 def test_convolution_is_depthwise_and_local():
     block = ConvAttentionBlock(M, H, kernel_size=3)
     assert block.conv.groups == M and block.conv.weight.shape == (M, 1, 3)
+
+
+@pytest.mark.parametrize(("groups", "per_group"), [(None, 1), (1, M), (3, M // 3), (13, 3)])
+@pytest.mark.parametrize("kernel_size", [1, 5])
+def test_convolution_equals_torch_conv1d_in_float64(groups, per_group, kernel_size):
+    """The block's convolution branch is torch's Conv1d with the same weights (float64, odd sizes), and the
+    independent loop reference agrees with both; groups=1 is the full convolution over the channels."""
+    block = randomize(ConvAttentionBlock(M, H, kernel_size=kernel_size, groups=groups)).double()
+    assert block.conv.weight.shape == (M, per_group, kernel_size)
+    torch_conv = torch.nn.Conv1d(M, M, kernel_size, padding=kernel_size // 2, groups=M // per_group).double()
+    torch_conv.load_state_dict(block.conv.state_dict())
+    x = torch.randn(B, L, M, dtype=torch.float64)
+    got = block.conv(x.transpose(1, 2)).transpose(1, 2)  # (B, L, M)
+    want = torch_conv(x.transpose(1, 2)).transpose(1, 2)
+    loops = grouped_conv_ref(x, block.conv.weight, block.conv.bias)
+    assert maxdiff(got, want) < 1e-12, f"largest difference {maxdiff(got, want):.3g}"
+    assert maxdiff(loops, want) < 1e-12, f"largest difference {maxdiff(loops, want):.3g}"
+
+
+def test_full_convolution_mixes_channels_and_depthwise_does_not():
+    x = torch.zeros(1, L, M, dtype=torch.float64)
+    x[0, 3, 0] = 1.0  # one channel at one position
+    for groups, reached in ((1, M), (None, 1)):
+        block = randomize(ConvAttentionBlock(M, H, kernel_size=3, groups=groups)).double()
+        torch.nn.init.zeros_(block.conv.bias)
+        c = block.conv(x.transpose(1, 2)).transpose(1, 2)  # (1, L, M)
+        assert int((c[0, 3].abs() > 0).sum()) == reached  # channels the impulse reaches at its position
+        assert (c[0, [0, 1, 5, 6]] == 0).all()  # and nothing beyond kernel_size // 2 positions
+
+
+@pytest.mark.parametrize("groups", [0, -3, 2, 1.5, True, "1"])
+def test_bad_groups_are_refused_with_the_fix(groups):
+    with pytest.raises(ConfigError, match="groups") as err:
+        ConvAttentionBlock(M, H, groups=groups)
+    if groups == 2:
+        assert "does not divide d_model=39" in str(err.value) and "groups=1" in str(err.value)
+
+
+def test_groups_round_trip_through_the_config():
+    block = ConvAttentionBlock(M, H, groups=1)
+    assert block.config == ConvAttentionConfig(M, H, groups=1)
+    assert ConvAttentionBlock.from_config(block.config).conv.groups == 1
 
 
 def test_gradcheck():

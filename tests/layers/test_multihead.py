@@ -222,7 +222,7 @@ def test_hook_receives_per_head_weights_only_when_active(kind):
     m = layer()
     x, mem = inputs()
     seen = []
-    m.attn_hook.register_forward_hook(lambda mod, args, out: seen.append((args[1], out.shape)))
+    m.attn_hook.register_forward_hook(lambda mod, args, out: seen.append((args[0].kind, out.weights.shape)))
     key = mem if kind == "cross" else None
     before = set(vars(m))
     plain, _ = m(x, key, causal=kind == "causal")

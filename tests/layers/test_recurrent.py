@@ -87,7 +87,7 @@ def test_hook_records_cross_weights():
     m, dq, dk = build("general")
     q, keys, _ = data(dq, dk)
     seen = []
-    m.attn_hook.register_forward_hook(lambda mod, args, out: seen.append((args[1], tuple(out.shape))))
+    m.attn_hook.register_forward_hook(lambda mod, args, out: seen.append((args[0].kind, tuple(out.weights.shape))))
     _, w = m(q, keys)
     assert seen == [("cross", (B, 1, 1, S))]
 

@@ -157,7 +157,7 @@ def test_hooks_see_causal_and_cross():
     for mod in dec.modules():
         if mod.__class__.__name__ == "AttentionHook":
             mod.active = 1
-            mod.register_forward_hook(lambda m, a, o: kinds.append(a[1]))
+            mod.register_forward_hook(lambda m, a, o: kinds.append(a[0].kind))
     x, mem = data(torch.float32)
     dec(x, mem)
     assert kinds == ["causal", "cross", "causal", "cross"]

@@ -124,3 +124,18 @@ def test_percent_has_two_significant_digits(share, shown):
     from attnlab.viz.summary import _percent
 
     assert _percent(share) == shown
+
+
+def test_the_summary_reads_the_one_metric_and_special_token_table():
+    """GPT-2's <|endoftext|> is a start token here as in analysis, and every pattern's share is the head's metric
+    of attnlab.analysis (the first token's previous left out in both)."""
+    from attnlab.analysis import head_metrics
+
+    gpt2 = ["<|endoftext|>", "The", "Ġcat", "Ġsat", ".", "Ġon", "Ġit", "!"]
+    assert head_pattern(blend(PATTERNS["[CLS]"], 0.9), gpt2) == "<|endoftext|>"
+    for name, metric in (("previous token", "previous"), ("next token", "next"), ("self", "self")):
+        w = blend(PATTERNS[name], 0.6)
+        want = head_metrics(w[None, None].double(), TOKENS)[metric][0, 0]
+        assert pattern_scores(w, TOKENS)[name] == pytest.approx(want, rel=1e-6), name
+    w = blend(PATTERNS["[SEP]"], 0.7)
+    assert pattern_scores(w, TOKENS)["[SEP]"] == pytest.approx(head_metrics(w[None, None], TOKENS)["sep"][0, 0])

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..viz.static import figure
+from .metrics import METRICS
 from .report import TABLE_METRICS, Report
 
 if TYPE_CHECKING:
@@ -70,10 +71,6 @@ def metric_heatmaps(report: Report) -> Figure:
     cols = 2
     rows = (len(names) + cols - 1) // cols
     fig = figure(cols * (0.5 * n_h + 1.8), rows * (0.42 * n_l + 1.0))
-    titles = {"entropy_ratio": "entropy / uniform entropy", "cls": "mass on start token ([CLS], BOS)",
-              "sep": "mass on end token ([SEP])", "punct": "mass on punctuation", "self": "mass on self",
-              "previous": "mass on previous token", "next": "mass on next token",
-              "distance": "mean attention distance (tokens)"}
     for i, name in enumerate(names):
         ax = fig.add_subplot(rows, cols, i + 1)
         m = report.metrics[name]
@@ -83,7 +80,7 @@ def metric_heatmaps(report: Report) -> Figure:
             if np.isfinite(v):
                 ax.text(h, layer, _short(v, name == "distance"),
                         ha="center", va="center", fontsize=5.5, color="white" if v < 0.55 * vmax else "black")
-        ax.set_title(titles.get(name, name), fontsize=9)
+        ax.set_title(METRICS[name].title, fontsize=9)
         ax.set_xticks(range(n_h))
         ax.set_yticks(range(n_l))
         ax.tick_params(labelsize=6, length=0)

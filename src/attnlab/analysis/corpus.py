@@ -1,32 +1,28 @@
 """Per-head attention metrics over a whole corpus, reduced batch by batch to sums (Clark et al. 2019, Sec. 3).
 
-Letters: B batch, H heads, S tokens (padded length of the batch).
+Letters: B batch, H heads, S tokens (padded length of the batch), M captured modules.
 
 A corpus is a text file with one text per line.  Each batch of lines is tokenised (padded to its
 longest text), run through the model under :func:`attnlab.capture`, and every captured self-attention
-record ``(B, H, S, S)`` is reduced at once to per-head sums over the real (not padded) query tokens:
-
-    entropy          -sum_j w_ij log w_ij                 (nats)
-    uniform_entropy  log(number of keys query i may see)  (the entropy of a uniform head, for comparison)
-    special          sum of w_ij over special tokens j    ([CLS], [SEP], BOS, ... as the tokenizer marks them)
-    self             w_ii
-    previous         w_i,i-1   (0 for the first token)
-    next             w_i,i+1   (0 for the last token)
-    distance         sum_j w_ij |i - j|
-
-so nothing ``n x n`` outlives its batch; means are sums over ``rows``.  Under ``torchrun`` (or any
-initialised ``torch.distributed`` group) rank ``r`` of ``W`` takes the texts ``i`` with
-``i % W == r`` and the sums are all-reduced (gloo on the CPU), so every rank returns the corpus totals.
+record ``(B, H, S, S)`` is reduced at once to per-head sums over its real (not padded) query tokens:
+the metrics are those of a single text, the one table :data:`attnlab.analysis.METRICS` with its special
+tokens (:mod:`attnlab.functional.head_metrics`), and the sums are a :class:`~attnlab.analysis.HeadSums`
+(a total and a count per metric and head; a query where a metric is undefined, such as the first token's
+``previous``, is in neither).  So a one-line corpus gives exactly the numbers of ``attnlab analyze TEXT``
+on that line, nothing ``n x n`` outlives its batch, and the means are the totals over the counts.  Under
+``torchrun`` (or any initialised ``torch.distributed`` group) rank ``r`` of ``W`` takes the texts ``i``
+with ``i % W == r`` and the sums are all-reduced (gloo on the CPU), so every rank returns the corpus totals.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
@@ -34,10 +30,13 @@ from torch import Tensor, nn
 from .._process_group import join_process_group
 from ..capture import capture
 from ..errors import CaptureError, InputError
+from ..functional.head_metrics import Keys, per_query
+from .metrics import METRICS as _TABLE
+from .metrics import HeadSums
 
 __all__ = ["METRICS", "CorpusMetrics", "corpus_metrics", "head_sums"]
 
-METRICS = ("entropy", "uniform_entropy", "special", "self", "previous", "next", "distance")
+METRICS = tuple(_TABLE)  # the names of the metrics a corpus reduces: every metric of the one table
 
 
 @dataclass(frozen=True)
@@ -45,42 +44,25 @@ class CorpusMetrics:
     """Per-head sums of :data:`METRICS` over every real query token of a corpus."""
 
     names: tuple[str, ...]  # captured attention modules in call order: the rows of every sum
-    sums: dict[str, Tensor]  # metric -> (modules, heads) float64 sum over query tokens
-    rows: Tensor  # (modules,) float64: query tokens summed per module
+    sums: HeadSums  # metric -> (modules, heads) totals and counts over the query tokens where it is defined
+    rows: np.ndarray  # (modules,) float64: real query tokens per module
     texts: int  # texts (non-empty lines) in the corpus
     processes: int = 1  # processes (torch.distributed ranks) the corpus was shared between
 
-    def means(self) -> dict[str, Tensor]:
-        """metric -> (modules, heads): the average over query tokens."""
-        return {m: s / self.rows[:, None] for m, s in self.sums.items()}
+    def means(self) -> dict[str, np.ndarray]:
+        """metric -> (modules, heads): the average over the query tokens where the metric is defined."""
+        return self.sums.means()
 
 
-def head_sums(weights: Tensor, real: Tensor, special: Tensor, causal: bool = False) -> dict[str, Tensor]:
-    """The sums of :data:`METRICS` over the real query rows of one batch's weights, per head.
+def head_sums(weights: Tensor, real: Tensor, tokens: Sequence[Sequence[str]], causal: bool = False) -> HeadSums:
+    """The sums of every metric over the real query rows of one module's batch, per head: ``(1, H)`` totals and
+    counts.
 
-    ``weights`` ``(B, H, S, S)``; ``real`` ``(B, S)`` bool, True for tokens that are not padding (right
-    padding: real tokens first); ``special`` ``(B, S)`` bool, True for special tokens.  Returns
-    metric -> ``(H,)`` float64.
+    ``weights`` ``(B, H, S, S)``; ``real`` ``(B, S)`` bool, True for tokens that are not padding (right padding:
+    real tokens first); ``tokens`` the B token lists (S each, padding included) of the batch.
     """
-    b, h, s, _ = weights.shape
-    w = weights.float()
-    rows = real.to(torch.float64)  # (B, S): which query rows count
-    pos = torch.arange(s, device=w.device)
-    dist_ij = (pos[:, None] - pos[None, :]).abs().to(w.dtype)  # (S, S)
-    n_real = real.sum(-1, keepdim=True)  # (B, 1)
-    allowed = torch.minimum(pos[None, :] + 1, n_real) if causal else n_real.expand(b, s)  # (B, S)
-    zero = w.new_zeros(b, h, 1)
-    w_log_w = torch.log(w).mul_(w)  # (B, H, S, S); NaN (0 * -inf) where w = 0, skipped by nansum
-    per_row = {
-        "entropy": -w_log_w.nansum(-1),  # (B, H, S); 3 passes, about 4x faster than torch.special.xlogy here
-        "uniform_entropy": allowed.clamp_min(1).to(w.dtype).log()[:, None, :].expand(b, h, s),
-        "special": torch.matmul(w, special.to(w.dtype)[:, None, :, None]).squeeze(-1),  # (B, H, S)
-        "self": w.diagonal(0, -2, -1),  # (B, H, S)
-        "previous": torch.cat([zero, w.diagonal(-1, -2, -1)], dim=-1),  # (B, H, S): w[i, i-1]
-        "next": torch.cat([w.diagonal(1, -2, -1), zero], dim=-1),  # (B, H, S): w[i, i+1]
-        "distance": torch.linalg.vecdot(w, dist_ij),  # (B, H, S), no (B, H, S, S) temporary
-    }
-    return {m: torch.einsum("bhs,bs->h", v.to(torch.float64), rows) for m, v in per_row.items()}
+    values = per_query(weights.float(), Keys(causal, real.sum(-1), tokens))  # name -> (B, H, S), NaN: padding
+    return HeadSums().add({m: v.transpose(0, 1)[None].numpy() for m, v in values.items()})  # (1, H, B, S) each
 
 
 def corpus_metrics(
@@ -156,20 +138,19 @@ def _batches(path: Path, rank: int, world: int, size: int) -> Iterator[list[str]
 def _reduce_shard(
     model: nn.Module, tokenizer: Any, path: Path, rank: int, world: int, total: int, batch_size: int,
     max_length: int | None, progress: bool,
-) -> tuple[dict[str, Tensor], Tensor, list[str]]:
+) -> tuple[HeadSums, np.ndarray, list[str]]:
     from tqdm.auto import tqdm
 
     names: list[str] = []
-    sums: dict[str, list[Tensor]] = {m: [] for m in METRICS}
-    rows: list[Tensor] = []
+    sums: list[HeadSums] = []  # one per module, (1, H) each
+    rows = np.zeros(0)
     mine = len(range(rank, total, world))
     device = next(iter(model.parameters()), torch.empty(0)).device
     with tqdm(total=mine, unit="text", disable=not progress or rank != 0, desc="corpus metrics") as bar:
         for texts in _batches(path, rank, world, batch_size):
-            enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                            return_special_tokens_mask=True)
+            enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
             real = enc["attention_mask"].bool()  # (B, S)
-            special = enc["special_tokens_mask"].bool() & real  # (B, S)
+            tokens = [tokenizer.convert_ids_to_tokens(ids) for ids in enc["input_ids"].tolist()]
             with torch.no_grad(), capture(model, kinds=("self", "causal")) as trace:
                 model(input_ids=enc["input_ids"].to(device), attention_mask=enc["attention_mask"].to(device))
             records = [r for r in trace.records if r.weights.shape[-1] == r.weights.shape[-2] == real.shape[1]]
@@ -177,28 +158,30 @@ def _reduce_shard(
                 raise CaptureError(f"{type(model).__name__} recorded no self-attention over its input tokens")
             if not names:
                 names = [r.name for r in records]
-                for m in METRICS:
-                    sums[m] = [torch.zeros(r.weights.shape[1], dtype=torch.float64) for r in records]
-                rows = [torch.zeros((), dtype=torch.float64) for _ in records]
+                sums = [HeadSums() for _ in records]
+                rows = np.zeros(len(records))
             elif [r.name for r in records] != names:
                 raise CaptureError(f"the model's attention modules changed between batches: {names} then "
                                    f"{[r.name for r in records]}")
             for i, r in enumerate(records):
-                for m, v in head_sums(r.weights, real, special, causal=r.kind == "causal").items():
-                    sums[m][i] += v
-                rows[i] += real.sum()
+                sums[i] = sums[i].merge(head_sums(r.weights, real, tokens, causal=r.kind == "causal"))
+            rows += float(real.sum())
             bar.update(len(texts))
-    heads = {s.numel() for s in sums[METRICS[0]]}
+    heads = {s.total[METRICS[0]].shape for s in sums}
     if len(heads) != 1:
         raise CaptureError(f"the attention modules have different numbers of heads {sorted(heads)}; a grid needs one")
-    return {m: torch.stack(v) for m, v in sums.items()}, torch.stack(rows), names
+    stacked = HeadSums({m: np.concatenate([s.total[m] for s in sums]) for m in METRICS},
+                       {m: np.concatenate([s.count[m] for s in sums]) for m in METRICS})  # (M, H) each
+    return stacked, rows, names
 
 
-def _all_reduce(sums: dict[str, Tensor], rows: Tensor) -> tuple[dict[str, Tensor], Tensor]:
-    """Sum every rank's sums (one float64 all-reduce)."""
-    flat = torch.cat([sums[m].flatten() for m in METRICS] + [rows])  # (metrics * modules * heads + modules,)
+def _all_reduce(sums: HeadSums, rows: np.ndarray) -> tuple[HeadSums, np.ndarray]:
+    """Sum every rank's totals, counts and rows (one float64 all-reduce)."""
+    parts = [sums.total[m] for m in METRICS] + [sums.count[m] for m in METRICS] + [rows]
+    flat = torch.from_numpy(np.concatenate([p.ravel() for p in parts]))  # (2 * metrics * M * H + M,)
     dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-    shape = sums[METRICS[0]].shape
-    n = shape.numel()
-    out = {m: flat[i * n : (i + 1) * n].view(shape) for i, m in enumerate(METRICS)}
-    return out, flat[len(METRICS) * n :]
+    shape, n = sums.total[METRICS[0]].shape, sums.total[METRICS[0]].size
+    out = flat.numpy()
+    total = {m: out[i * n : (i + 1) * n].reshape(shape) for i, m in enumerate(METRICS)}
+    count = {m: out[(len(METRICS) + i) * n : (len(METRICS) + i + 1) * n].reshape(shape) for i, m in enumerate(METRICS)}
+    return HeadSums(total, count), out[2 * len(METRICS) * n :]

@@ -8,7 +8,8 @@ syntactic, broad; ``mixed`` when none applies.  The thresholds and why:
 * ``MOSTLY = 0.5`` (positional and sink): more than half of the head's weight, averaged over its
   queries, on one position (previous / next / self) or on the [CLS] / [SEP] / BOS tokens.  Above one
   half that position is, for most queries, the single largest weight, so it is what the head "does";
-  it is also the rule of ``attnlab show``'s summary, so the two agree.
+  it is also the rule of ``attnlab show``'s summary, so the two agree (one constant,
+  :data:`attnlab.functional.head_metrics.MOSTLY`).
 * ``BAND = 0.8`` within ``BAND_WIDTH = 2`` tokens (a diagonal band): four fifths of the weight on the
   five nearest tokens (self included) when no single offset has half of it.  For a sentence of 12+ tokens
   a uniform head puts under half of its weight there, so this is local, not broad.
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import BAND_WIDTH
+from .metrics import BAND_WIDTH, MOSTLY
 from .syntax import DependencyCounts
 
 __all__ = [
@@ -46,7 +47,6 @@ __all__ = [
     "label_heads",
 ]
 
-MOSTLY = 0.5
 BAND = 0.8
 BROAD = 0.8
 SYNTACTIC_MARGIN = 0.15

@@ -1,25 +1,17 @@
-"""Per-head metrics of captured attention (Clark et al. 2019, "What does BERT look at?").
+"""Per-head metrics of captured attention (Clark et al. 2019, "What does BERT look at?"), over numpy arrays.
 
-Every metric is a small pure function over a ``(layers, heads, q, k)`` array ``w`` (rows sum to one
-over the allowed keys) that returns **one value per query**, ``(layers, heads, q)``, with NaN where
-the metric is undefined for that query (no previous token for the first query, say).  A head's
-metric is the mean of its queries' values, so a corpus reduces to two running sums per metric and
-head (:class:`HeadSums`): no attention matrix is kept.
+The definitions are one table, :data:`METRICS` (:mod:`attnlab.functional.head_metrics`, where a new metric is one
+entry), shared with the corpus reduction (:mod:`attnlab.analysis.corpus`) and ``attnlab.viz.summarize``, and so is
+the table of special tokens (:data:`START_TOKENS`, :data:`END_TOKENS`).  Here every metric is a function over a
+``(layers, heads, q, k)`` array ``w`` (rows sum to one over the allowed keys) that returns **one value per query**,
+``(layers, heads, q)``, with NaN where the metric is undefined for that query (the first token's ``previous``, the
+last token's ``next``: left out, not counted as 0).  A head's metric is the mean of its defined queries' values,
+so a corpus reduces to two running sums per metric and head (:class:`HeadSums`): no attention matrix is kept.
 
-Letters: L layers, H heads, Q queries, K keys.  Queries are aligned bottom-right with the keys
-(query ``i`` sits at key position ``i + K - Q``), as attnlab's causal convention.
-
-The metrics (``METRICS``):
-
-* ``entropy``: ``-sum_j w_ij log w_ij`` in nats;
-* ``entropy_ratio``: entropy over ``log(allowed keys)``, 1 for a uniform row, 0 for a one-hot one;
-  a causal query ``i`` is allowed ``i + 1`` keys, a self-attention query all ``K``; undefined when one
-  key is allowed;
-* ``cls``, ``sep``: the mass on start tokens ([CLS], <s>, BOS) and on end tokens ([SEP], </s>);
-* ``punct``: the mass on punctuation tokens (every character in a Unicode P* category);
-* ``self``, ``previous``, ``next``: the mass on the query's own position, the one before, the one after;
-* ``distance``: the mean distance ``sum_j w_ij |i - j|`` in tokens;
-* ``band``: the mass on the keys at most ``BAND_WIDTH`` (2) positions from the query, itself included.
+Letters: L layers, H heads, Q queries, K keys.  Queries are aligned bottom-right with the keys (query ``i`` sits at
+key position ``i + K - Q``), as attnlab's causal convention.  The metrics: ``entropy``, ``entropy_ratio``, ``cls``,
+``sep``, ``punct``, ``self``, ``previous``, ``next``, ``distance``, ``band`` (see
+:mod:`attnlab.functional.head_metrics` for each definition).
 
 Jensen-Shannon distances between heads (:func:`js_distances`) and a 2-D embedding of the heads
 (:func:`mds`, classical MDS) follow Clark et al.'s head-clustering figure.
@@ -27,19 +19,22 @@ Jensen-Shannon distances between heads (:func:`js_distances`) and a 2-D embeddin
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
-from ..errors import InputError, ShapeError
+from ..errors import ShapeError
+from ..functional import head_metrics as hm
+from ..functional.head_metrics import BAND_WIDTH, END_TOKENS, METRICS, MOSTLY, START_TOKENS, Keys, is_punct
 
 __all__ = [
     "BAND_WIDTH",
     "END_TOKENS",
     "METRICS",
+    "MOSTLY",
     "START_TOKENS",
     "TOKEN_METRICS",
     "HeadSums",
@@ -50,6 +45,7 @@ __all__ = [
     "entropy",
     "entropy_ratio",
     "head_metrics",
+    "is_punct",
     "js_distances",
     "js_sums",
     "mds",
@@ -62,10 +58,9 @@ __all__ = [
     "sep_mass",
 ]
 
-START_TOKENS = frozenset({"[CLS]", "<s>", "<cls>", "[BOS]", "<bos>", "<|endoftext|>", "<|begin_of_text|>"})
-END_TOKENS = frozenset({"[SEP]", "</s>", "<sep>", "[EOS]", "<eos>"})
-
 Array = np.ndarray
+
+TOKEN_METRICS = tuple(name for name, m in METRICS.items() if m.tokens)  # the metrics that need the key tokens
 
 
 def as_weights(w: Any, *, keep_float32: bool = False) -> Array:
@@ -86,145 +81,71 @@ def as_weights(w: Any, *, keep_float32: bool = False) -> Array:
     return a
 
 
-def _positions(q: int, k: int) -> Array:
-    """``(Q,)``: the key position of each query (bottom-right aligned)."""
-    return np.arange(q) + (k - q)
-
-
-def _allowed(q: int, k: int, causal: bool) -> Array:
-    """``(Q,)``: how many keys each query may attend to."""
-    return _positions(q, k) + 1 if causal else np.full(q, k)
-
-
-def entropy(w: Array) -> Array:
-    """``(L, H, Q)``: the entropy of each query's row, in nats (0 log 0 = 0)."""
-    w = as_weights(w)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(w > 0, w * np.log(np.where(w > 0, w, 1.0)), 0.0)
-    return -terms.sum(-1)
-
-
-def entropy_ratio(w: Array, causal: bool = False) -> Array:
-    """``(L, H, Q)``: entropy over the entropy of the uniform distribution on the allowed keys;
-    NaN for a query allowed a single key (its entropy is 0 whatever the head does)."""
-    w = as_weights(w)
-    n = _allowed(w.shape[2], w.shape[3], causal).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        top = np.where(n > 1, np.log(n), np.nan)
-    return entropy(w) / top
-
-
-def offset_mass(w: Array, offset: int) -> Array:
-    """``(L, H, Q)``: the weight each query puts on the key ``offset`` positions from its own
-    (-1 previous, 0 self, +1 next); NaN where that key does not exist."""
-    w = as_weights(w)
-    q, k = w.shape[2], w.shape[3]
-    target = _positions(q, k) + offset
-    ok = (target >= 0) & (target < k)
-    out = np.full(w.shape[:3], np.nan)
-    rows = np.nonzero(ok)[0]
-    out[..., rows] = w[..., rows, target[ok]]
-    return out
-
-
-def previous_mass(w: Array) -> Array:
-    return offset_mass(w, -1)
-
-
-def next_mass(w: Array) -> Array:
-    return offset_mass(w, +1)
-
-
-def self_mass(w: Array) -> Array:
-    return offset_mass(w, 0)
-
-
-def distance(w: Array) -> Array:
-    """``(L, H, Q)``: the mean distance, in tokens, between a query and the keys it attends to."""
-    w = as_weights(w)
-    q, k = w.shape[2], w.shape[3]
-    d = np.abs(_positions(q, k)[:, None] - np.arange(k)[None, :])  # (Q, K)
-    return (w * d).sum(-1)
-
-
-BAND_WIDTH = 2  # the half-width of the diagonal band of the ``band`` metric (see attnlab.analysis.labels)
-
-
-def band_mass(w: Array, width: int = BAND_WIDTH) -> Array:
-    """``(L, H, Q)``: the weight each query puts on the keys at most ``width`` positions away."""
-    w = as_weights(w)
-    q, k = w.shape[2], w.shape[3]
-    near = np.abs(_positions(q, k)[:, None] - np.arange(k)[None, :]) <= width  # (Q, K)
-    return (w * near).sum(-1)
-
-
-def _key_mass(w: Array, keys: Sequence[bool]) -> Array:
-    w = as_weights(w)
-    sel = np.asarray(keys, dtype=bool)
-    if sel.shape != (w.shape[3],):
-        raise ShapeError(f"got {len(sel)} key tokens for attention over {w.shape[3]} keys")
-    return w[..., sel].sum(-1)
-
-
-def _need_tokens(tokens: Sequence[str] | None, what: str) -> Sequence[str]:
-    if tokens is None:
-        raise InputError(f"the {what} metric needs the key tokens, but the trace has none; capture with "
-                         f"attnlab.trace_text or attach them with attnlab.capture.attach_tokens(trace, tokens)")
-    return tokens
-
-
-def cls_mass(w: Array, tokens: Sequence[str] | None) -> Array:
-    """``(L, H, Q)``: the weight on start tokens ([CLS], <s>, BOS)."""
-    toks = _need_tokens(tokens, "cls")
-    return _key_mass(w, [t in START_TOKENS for t in toks])
-
-
-def sep_mass(w: Array, tokens: Sequence[str] | None) -> Array:
-    """``(L, H, Q)``: the weight on end tokens ([SEP], </s>)."""
-    toks = _need_tokens(tokens, "sep")
-    return _key_mass(w, [t in END_TOKENS for t in toks])
-
-
-def is_punct(token: str) -> bool:
-    """A token made only of punctuation characters (Unicode categories P*), sub-word marks removed."""
-    text = token.removeprefix("##").lstrip("Ġ▁")
-    return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
-
-
-def punct_mass(w: Array, tokens: Sequence[str] | None) -> Array:
-    """``(L, H, Q)``: the weight on punctuation tokens."""
-    toks = _need_tokens(tokens, "punct")
-    return _key_mass(w, [is_punct(t) for t in toks])
-
-
-# name -> function of (w, tokens, causal) giving (L, H, Q)
-METRICS: dict[str, Callable[[Array, Sequence[str] | None, bool], Array]] = {
-    "entropy": lambda w, t, c: entropy(w),
-    "entropy_ratio": lambda w, t, c: entropy_ratio(w, c),
-    "cls": lambda w, t, c: cls_mass(w, t),
-    "sep": lambda w, t, c: sep_mass(w, t),
-    "punct": lambda w, t, c: punct_mass(w, t),
-    "self": lambda w, t, c: self_mass(w),
-    "previous": lambda w, t, c: previous_mass(w),
-    "next": lambda w, t, c: next_mass(w),
-    "distance": lambda w, t, c: distance(w),
-    "band": lambda w, t, c: band_mass(w),
-}
-TOKEN_METRICS = ("cls", "sep", "punct")  # the metrics that need the key tokens
-
-
 def per_query_metrics(
     w: Any, tokens: Sequence[str] | None = None, *, causal: bool = False, names: Sequence[str] | None = None
 ) -> dict[str, Array]:
     """``{name: (L, H, Q)}`` for ``names`` (default: every metric, or every metric that needs no
-    tokens when ``tokens`` is None)."""
-    a = as_weights(w)
-    if names is None:
-        names = [n for n in METRICS if tokens is not None or n not in TOKEN_METRICS]
-    unknown = [n for n in names if n not in METRICS]
-    if unknown:
-        raise InputError(f"unknown metric(s) {unknown}; the metrics are {list(METRICS)}")
-    return {n: METRICS[n](a, tokens, causal) for n in names}
+    tokens when ``tokens`` is None), in float64."""
+    values = hm.per_query(torch.from_numpy(as_weights(w)), Keys.of(tokens, causal), names)
+    return {n: v.numpy() for n, v in values.items()}
+
+
+def _one(name: str, w: Any, tokens: Sequence[str] | None = None, causal: bool = False) -> Array:
+    return per_query_metrics(w, tokens, causal=causal, names=[name])[name]
+
+
+def entropy(w: Any) -> Array:
+    """``(L, H, Q)``: the entropy of each query's row, in nats (0 log 0 = 0)."""
+    return _one("entropy", w)
+
+
+def entropy_ratio(w: Any, causal: bool = False) -> Array:
+    """``(L, H, Q)``: entropy over the entropy of the uniform distribution on the allowed keys;
+    NaN for a query allowed a single key (its entropy is 0 whatever the head does)."""
+    return _one("entropy_ratio", w, causal=causal)
+
+
+def offset_mass(w: Any, offset: int) -> Array:
+    """``(L, H, Q)``: the weight each query puts on the key ``offset`` positions from its own
+    (-1 previous, 0 self, +1 next); NaN where that key does not exist."""
+    return hm.offset_mass(torch.from_numpy(as_weights(w)), Keys(), offset).numpy()
+
+
+def previous_mass(w: Any) -> Array:
+    return _one("previous", w)
+
+
+def next_mass(w: Any) -> Array:
+    return _one("next", w)
+
+
+def self_mass(w: Any) -> Array:
+    return _one("self", w)
+
+
+def distance(w: Any) -> Array:
+    """``(L, H, Q)``: the mean distance, in tokens, between a query and the keys it attends to."""
+    return _one("distance", w)
+
+
+def band_mass(w: Any, width: int = BAND_WIDTH) -> Array:
+    """``(L, H, Q)``: the weight each query puts on the keys at most ``width`` positions away."""
+    return hm.band_mass(torch.from_numpy(as_weights(w)), Keys(), width).numpy()
+
+
+def cls_mass(w: Any, tokens: Sequence[str] | None) -> Array:
+    """``(L, H, Q)``: the weight on start tokens (:data:`START_TOKENS`)."""
+    return _one("cls", w, tokens)
+
+
+def sep_mass(w: Any, tokens: Sequence[str] | None) -> Array:
+    """``(L, H, Q)``: the weight on end tokens (:data:`END_TOKENS`)."""
+    return _one("sep", w, tokens)
+
+
+def punct_mass(w: Any, tokens: Sequence[str] | None) -> Array:
+    """``(L, H, Q)``: the weight on punctuation tokens."""
+    return _one("punct", w, tokens)
 
 
 @dataclass
@@ -237,10 +158,12 @@ class HeadSums:
     count: dict[str, Array] = field(default_factory=dict)
 
     def add(self, values: dict[str, Array]) -> HeadSums:
-        """Add ``{name: (L, H, Q)}`` (one input) to the sums; returns self."""
+        """Add ``{name: (L, H, Q)}`` (the queries of one input; ``(L, H, ...)`` for many, every axis after the
+        heads one of queries) to the sums, in float64; returns self."""
         for name, v in values.items():
             ok = ~np.isnan(v)
-            s, n = np.where(ok, v, 0.0).sum(-1), ok.sum(-1).astype(np.float64)
+            queries = tuple(range(2, v.ndim))
+            s, n = np.where(ok, v, 0.0).sum(queries, dtype=np.float64), ok.sum(queries).astype(np.float64)
             if name in self.total:
                 if self.total[name].shape != s.shape:
                     raise ShapeError(f"metric {name!r}: adding {s.shape} heads to sums of {self.total[name].shape}")

@@ -7,8 +7,9 @@ Michel et al. (2019, "Are sixteen heads really better than one?") write multi-he
 ``g = 1`` measures how much the loss depends on it.  attnlab puts the gate where each family's
 per-head outputs are still apart:
 
-* attnlab's :class:`~attnlab.layers.MultiHeadAttention`: a forward pre-hook on its ``out_proj``, whose
-  input is the heads' outputs side by side, ``(B, L, H * D)``;
+* attnlab's :class:`~attnlab.layers.MultiHeadAttention`: a listener at its hook point that returns the
+  payload (:class:`~attnlab.layers.AttentionCall`) with its ``heads`` ``(B, H, L, D)`` multiplied by the
+  gates, before the layer merges and projects them;
 * Hugging Face transformers models: the ``"attnlab_capture"`` attention implementation of ``_hf.py``
   hands each module's output ``(B, L, H, D)`` to the gates of :data:`attnlab.capture._hf.GATES`.
 
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from dataclasses import replace
 
 import torch
 from torch import Tensor, nn
 
 from ..errors import CaptureError, InputError
-from ..layers import MultiHeadAttention
+from ..layers import AttentionCall, MultiHeadAttention
 from ..trace import AttentionTrace
 from . import _hf
 from ._recorder import Recorder, module_label
@@ -133,15 +134,14 @@ def _install_own(model: nn.Module, named: list[tuple[str, nn.Module]], gates: He
     for path, module in named:
         if not isinstance(module, MultiHeadAttention):
             continue
-        name, n_heads = module_label(path, model), module.n_heads
+        name = module_label(path, model)
 
-        def pre(mod: nn.Module, args: tuple[Any, ...], name: str = name, n_heads: int = n_heads) -> tuple[Any, ...]:
-            x = args[0]  # (B, L, H * D): the heads' outputs side by side
-            b, l, hd = x.shape
-            gated = gates.apply(name, x.view(b, l, n_heads, hd // n_heads))  # (B, L, H, D)
-            return (gated.reshape(b, l, hd), *args[1:])  # (B, L, H * D)
+        def gate(call: AttentionCall, name: str = name) -> AttentionCall:
+            assert call.heads is not None  # a MultiHeadAttention always hands its heads' outputs
+            gated = gates.apply(name, call.heads.transpose(1, 2))  # (B, L, H, D)
+            return replace(call, heads=gated.transpose(1, 2))  # (B, H, L, D)
 
-        undo.callback(module.out_proj.register_forward_pre_hook(pre).remove)
+        undo.callback(module.attn_hook.attach(gate, weights=False))
         found += 1
     return found
 

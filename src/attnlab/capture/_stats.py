@@ -4,13 +4,13 @@ Letters: B batch, H heads, L query length, S key length, E per-head query/key si
 
 ``capture()`` records weights ``(B, H, L, S)``: 16k tokens x 8 heads is 8 GiB in float32, and the
 efficient kernels (``memory_efficient``, ``local``) never build them.  ``capture_stats()`` leaves the
-layers' kernels alone and, for every call of an attnlab :class:`~attnlab.layers.MultiHeadAttention`,
-reads the projected queries and keys with forward hooks on ``q_proj`` / ``k_proj`` (or the layer's
-cache), rebuilds the mask the kernel used (the call's mask, key padding, causal flag, and for the
-``local`` kernel its window, dilation and global tokens) and runs
-:func:`attnlab.functional.attention_stats` on them: entropy, mean attention distance and the top-k
-keys of every query row, in ``O(L * K)`` memory per head.  The statistics are those of the softmax the
-kernel computes (before dropout).
+layers' kernels alone: it listens at the hook point of every attnlab
+:class:`~attnlab.layers.MultiHeadAttention` without asking for weights, and from each call's payload
+(:class:`~attnlab.layers.AttentionCall`: the queries and keys per head, the score scale, the merged mask
+and the causal flag the kernel received; for the ``local`` kernel also its window, dilation and global
+tokens from the payload's kernel options) runs :func:`attnlab.functional.attention_stats`: entropy, mean
+attention distance and the top-k keys of every query row, in ``O(L * K)`` memory per head.  The
+statistics are those of the softmax the kernel computes (before dropout).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 from .. import masks
 from ..errors import CaptureError, InputError
-from ..functional import AttentionStats, attention_stats, merge_masks
-from ..functional._checks import resolve_mask
+from ..functional import AttentionStats, attention_stats
 from ..functional.local import DEFAULT_WINDOW
-from ..layers import MultiHeadAttention
+from ..layers import AttentionCall, MultiHeadAttention
 from ..masks import Mask
 from ..trace import KINDS, Kind
 from ._core import _check_filters
@@ -102,80 +102,58 @@ def capture_stats(
 
 
 class _Watch:
-    """The hooks on one layer: the call's arguments, its projected queries and keys, then the statistics."""
+    """The listener at one layer's hook point: the statistics of each call it is given."""
 
     def __init__(self, name: str, layer: MultiHeadAttention, top_k: int, kinds: frozenset[Kind] | None,
                  names: tuple[str, ...] | None, record: Any) -> None:
         self.name, self.layer, self.top_k, self.record = name, layer, top_k, record
         self.kinds, self.names = kinds, names
-        self.call: dict[str, Any] = {}
-        self.q: Tensor | None = None
-        self.k: Tensor | None = None
 
     def install(self, undo: ExitStack) -> None:
-        layer = self.layer
-        undo.callback(layer.register_forward_pre_hook(self._before, with_kwargs=True).remove)
-        undo.callback(layer.q_proj.register_forward_hook(self._keep_q).remove)
-        undo.callback(layer.k_proj.register_forward_hook(self._keep_k).remove)
-        undo.callback(layer.register_forward_hook(self._after, with_kwargs=True).remove)
+        undo.callback(self.layer.attn_hook.attach(self._on_call, weights=False))
 
-    def _before(self, mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        query = args[0] if args else kwargs.get("query")
-        key = args[1] if len(args) > 1 else kwargs.get("key")
-        self.call = {"cross": key is not None and key is not query, **kwargs}
-        self.q = self.k = None
-
-    def _keep_q(self, mod: nn.Module, args: tuple[Any, ...], out: Tensor) -> None:
-        self.q = out
-
-    def _keep_k(self, mod: nn.Module, args: tuple[Any, ...], out: Tensor) -> None:
-        self.k = out
-
-    def _after(self, mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        call, layer = self.call, self.layer
-        causal = bool(call.get("causal", False))
-        kind: Kind = "cross" if call["cross"] else "causal" if causal else "self"
-        wanted_kind = self.kinds is None or kind in self.kinds
+    def _on_call(self, call: AttentionCall) -> None:
+        wanted_kind = self.kinds is None or call.kind in self.kinds
         if not wanted_kind or (self.names is not None and not any(s in self.name for s in self.names)):
             return
-        if layer.kernel not in STATS_KERNELS:
+        if call.kernel not in STATS_KERNELS:
             raise CaptureError(
-                f"{self.name} runs the kernel {layer.kernel!r}, whose attention is not softmax(q k^T): capture_stats() "
+                f"{self.name} runs the kernel {call.kernel!r}, whose attention is not softmax(q k^T): capture_stats() "
                 f"supports {STATS_KERNELS}; use one of those, or attnlab.capture() with kernel='dense'"
             )
-        cfg = layer.config
-        assert self.q is not None
-        q = layer._split(self.q.detach(), cfg.head_k)  # (B, H, L, E)
-        cache = call.get("cache")
-        if cache is not None and cache.keys is not None:
-            k = cache.keys.detach()  # (B, H, S, E): the past keys and this call's
-        else:
-            assert self.k is not None
-            k = layer._split(self.k.detach(), cfg.head_k)  # (B, H, S, E)
-        mask = self._mask(q, k, call.get("mask"), call.get("key_padding_mask"), causal)
-        self.record(self.name, kind, attention_stats(q, k, mask=mask, causal=causal, top_k=self.top_k))
-        self.q = self.k = None
+        assert call.q is not None and call.k is not None  # a MultiHeadAttention always hands them
+        q, k = call.q.detach(), call.k.detach()  # (B, H, L, E), (B, H, S, E)
+        stats = attention_stats(q, k, mask=self._mask(call, q, k), causal=call.causal, scale=call.scale,
+                                top_k=self.top_k)
+        self.record(self.name, call.kind, stats)
 
-    def _mask(self, q: Tensor, k: Tensor, mask: Tensor | Mask | None, kpm: Tensor | None, causal: bool
-              ) -> Tensor | Mask | None:
-        """The mask the layer's kernel applied, as a tensor of size O(n) or a predicate (never n x n)."""
-        if self.layer.kernel != "local":
-            if isinstance(mask, Mask):
-                return mask if kpm is None else mask & masks.key_padding(kpm)
-            m = resolve_mask(mask, q, k)
-            return m if kpm is None else merge_masks(m, kpm[:, None, None, :].bool())  # (B, 1, 1, S)
-        if mask is not None:
-            raise CaptureError(
-                f"{self.name} runs the local kernel with an extra mask; capture_stats() rebuilds the local pattern "
-                f"with key padding only: pass key_padding_mask= instead of mask="
-            )
-        options = self.layer.config.kernel_options
+    def _mask(self, call: AttentionCall, q: Tensor, k: Tensor) -> Tensor | Mask | None:
+        """The mask the kernel applied: the payload's merged mask, and for the ``local`` kernel its pattern as a
+        predicate (never n x n) with the key padding the merged mask holds."""
+        if call.kernel != "local":
+            return call.mask
+        options = call.kernel_options
         before, after = _window(options.get("window", DEFAULT_WINDOW))
-        pattern = masks.window(before, 0 if causal else after, dilation=int(options.get("dilation", 1)))
+        pattern = masks.window(before, 0 if call.causal else after, dilation=int(options.get("dilation", 1)))
         g = options.get("global_tokens")
         if g is not None and len(g):
             pattern = pattern | masks.global_tokens(g)
-        return pattern if kpm is None else pattern & masks.key_padding(kpm)
+        if call.mask is None:
+            return pattern
+        return pattern & masks.key_padding(self._key_padding(call.mask, q.shape[0], k.shape[-2]))
+
+    def _key_padding(self, mask: Tensor, batch: int, keys: int) -> Tensor:
+        """``(B, S)`` from a merged mask that is key padding only (bool, one row per example)."""
+        try:
+            if mask.dtype != torch.bool:
+                raise RuntimeError("not a bool mask")
+            return torch.broadcast_to(mask, (batch, 1, 1, keys))[:, 0, 0, :]  # (B, S)
+        except RuntimeError:
+            raise CaptureError(
+                f"{self.name} runs the local kernel with an extra mask of shape {tuple(mask.shape)} "
+                f"({mask.dtype}); capture_stats() rebuilds the local pattern with key padding only: pass "
+                f"key_padding_mask= instead of mask="
+            ) from None
 
 
 def _window(window: int | tuple[int, int]) -> tuple[int, int]:

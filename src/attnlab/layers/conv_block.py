@@ -1,7 +1,9 @@
-"""Convolution-augmented attention: global mixing by attention plus local mixing by a depthwise
-1-D convolution over the sequence, summed and normalised.
+"""Convolution-augmented attention: global mixing by attention plus local mixing by a 1-D convolution
+over the sequence, summed and normalised.  The convolution is depthwise by default (one filter per
+channel) or, with ``groups=1``, a full convolution over the channels (every output channel reads every
+input channel, as in the tutorials' block); ``groups`` in between splits the channels into that many groups.
 
-Letters: B batch, L length, M d_model (the convolution's channels).
+Letters: B batch, L length, M d_model (the convolution's channels), K kernel_size, G groups.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class ConvAttentionConfig:
     eps: float = 1e-5  # LayerNorm epsilon
     kernel: str = "dense"  # the attention kernel's name
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # passed to the attention's kernel
+    # channel groups of the convolution: None = d_model (depthwise, one filter per channel, M * K weights);
+    # 1 = a full convolution over the channels (M * M * K weights); any other divisor of d_model in between
+    groups: int | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         check.positive_int("kernel_size", self.kernel_size)
@@ -43,6 +48,18 @@ class ConvAttentionConfig:
         check.positive_float("eps", self.eps, fix="e.g. eps=1e-5")
         attention = self.attention()  # checks d_model, n_heads, dropout, the kernel and its options
         object.__setattr__(self, "kernel_options", attention.kernel_options)  # the read-only copy
+        check.positive_int("groups", self.groups, optional=True)
+        if self.groups is not None and self.d_model % self.groups:
+            raise ConfigError(
+                f"groups={self.groups} does not divide d_model={self.d_model}: each group convolves d_model / groups "
+                f"channels; use groups=1 (a full convolution), groups=None (depthwise, {self.d_model} groups) or a "
+                f"divisor of {self.d_model}"
+            )
+
+    @property
+    def conv_groups(self) -> int:
+        """The convolution's channel groups (``groups``, with None read as ``d_model``: depthwise)."""
+        return self.d_model if self.groups is None else self.groups
 
     def attention(self) -> AttentionConfig:
         """The config of the block's attention."""
@@ -51,10 +68,13 @@ class ConvAttentionConfig:
 
 
 class ConvAttentionBlock(Configured, nn.Module):
-    """``LayerNorm(MHA(x) + DepthwiseConv1d(x))``.
+    """``LayerNorm(MHA(x) + Conv1d(x))``, the convolution depthwise by default.
 
-    Attention relates every pair of positions; the depthwise convolution (one ``kernel_size`` filter
-    per channel, zero padded) adds the local n-gram features attention has to learn the hard way.
+    Attention relates every pair of positions; the convolution (``kernel_size`` wide, zero padded) adds
+    the local n-gram features attention has to learn the hard way.  ``groups=None`` (the default) makes it
+    depthwise, one filter per channel; ``groups=1`` a full convolution, each output channel a filter over
+    every input channel (the tutorials' block); ``groups=G`` (a divisor of ``d_model``) lets each of ``G``
+    groups of ``d_model / G`` channels read only its own group.
     With ``key_padding_mask``, padded positions are zeroed before the convolution, so their content
     reaches no real position through either branch.
 
@@ -69,7 +89,7 @@ class ConvAttentionBlock(Configured, nn.Module):
         self.config = cfg
         self.attn = MultiHeadAttention.from_config(cfg.attention())
         m, w = cfg.d_model, cfg.kernel_size
-        self.conv = nn.Conv1d(m, m, w, padding=w // 2, groups=m)
+        self.conv = nn.Conv1d(m, m, w, padding=w // 2, groups=cfg.conv_groups)  # weight (M, M / G, K)
         self.norm = nn.LayerNorm(m, eps=cfg.eps)
 
     def forward(

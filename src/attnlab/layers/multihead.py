@@ -20,7 +20,7 @@ from ..functional.rotary import apply_rotary
 from ..masks import Mask
 from ..trace import Kind
 from ._config import Configured, build, check_kernel_options, frozen_options
-from ._hook import AttentionHook
+from ._hook import AttentionCall, AttentionHook
 from .cache import KVCache
 
 if TYPE_CHECKING:
@@ -226,16 +226,19 @@ class MultiHeadAttention(Configured, nn.Module):
             kpm = check.key_padding(key_padding_mask, query.shape[0], k.shape[-2])
             m = merge_masks(m, kpm[:, None, None, :])  # (B, 1, 1, S) broadcast over heads and queries
 
-        need = return_weights or bool(self.attn_hook.active)
+        hook = self.attn_hook
+        need = return_weights or bool(hook.active)
         kernel = get_kernel(self.kernel)
         if self.kernel != self._options_checked_for:  # switched after construction: do the options suit it?
             check_kernel_options(self.kernel, cfg.kernel_options, cfg.head_k, cfg.head_v)
             self._options_checked_for = self.kernel
         p = cfg.dropout if self.training else 0.0
         out, weights = kernel(q, k, v, mask=m, causal=causal, dropout=p, return_weights=need, **cfg.kernel_options)
-        if weights is not None:
+        if weights is not None or hook.wanted:  # (B, H, L, Dv), (B, H, L, S) or None
             kind: Kind = "cross" if cross else "causal" if causal else "self"
-            weights = self.attn_hook(weights, kind, q, k, self._scale(q.shape[-1]))
+            call = hook(AttentionCall(kind, weights, q, k, self._scale(q.shape[-1]), m, causal, self.kernel,
+                                      cfg.kernel_options, heads=out))
+            weights, out = call.weights, _heads_of(call, out)
         b, _, l, _ = out.shape
         out = out.transpose(1, 2).reshape(b, l, self.n_heads * cfg.head_v)  # (B, L, H * Dv)
         return self.out_proj(out), (weights if return_weights else None)
@@ -258,3 +261,13 @@ class MultiHeadAttention(Configured, nn.Module):
         from ._torch_mha import import_torch_mha
 
         return import_torch_mha(cls, module)
+
+
+def _heads_of(call: AttentionCall, heads: Tensor) -> Tensor:
+    """The heads' outputs a hook returned, checked against the layer's own ``heads`` (B, H, L, Dv)."""
+    if call.heads is None or call.heads.shape != heads.shape:
+        got = None if call.heads is None else tuple(call.heads.shape)
+        raise ShapeError(f"a listener of the attention hook returned heads of shape {got}; the layer needs "
+                         f"{tuple(heads.shape)} (batch, heads, q_len, d_v): return "
+                         f"dataclasses.replace(call, heads=...) with a tensor of that shape")
+    return call.heads

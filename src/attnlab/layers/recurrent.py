@@ -22,7 +22,7 @@ from ..errors import ConfigError, ShapeError
 from ..functional import masked_softmax, scores
 from ..trace import Kind
 from ._config import Configured, build
-from ._hook import AttentionHook
+from ._hook import AttentionCall, AttentionHook
 
 __all__ = ["BahdanauAttention", "LuongAttention", "RecurrentAttentionConfig"]
 
@@ -166,9 +166,17 @@ class _SingleQueryAttention(Configured, nn.Module):
         e = self.score(query[:, None, :], keys, keys_projection)  # (B, 1, S)
         w = masked_softmax(e, mask).to(values.dtype)  # (B, 1, S)
         kind: Kind = "cross"  # a decoder state attends over the encoder states
-        w = self.attn_hook(w[:, None], kind)[:, 0]  # (B, 1, 1, S) for capture, back to (B, 1, S)
+        w = _weights_of(self.attn_hook(AttentionCall(kind, w[:, None])))[:, 0]  # (B, 1, 1, S) for capture; (B, 1, S)
         context = torch.matmul(w, values)  # (B, 1, Ev)
         return context[:, 0], w[:, 0]
+
+
+def _weights_of(call: AttentionCall) -> Tensor:
+    """The weights a hook returned (a listener may replace the payload, never drop the weights)."""
+    if call.weights is None:
+        raise ShapeError("a listener of the attention hook returned a payload without weights; the layer needs "
+                         "them: return dataclasses.replace(call, ...) keeping weights")
+    return call.weights
 
 
 class BahdanauAttention(_SingleQueryAttention):

@@ -422,7 +422,7 @@ def _weights_of(hook: AttentionHook) -> Iterator[list[Tensor]]:
     got: list[Tensor] = []
 
     def keep(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
-        got.append(args[0])  # (N, heads, L, S)
+        got.append(output.weights)  # (N, heads, L, S): the payload the hook returns
 
     hook.active += 1
     handle = hook.register_forward_hook(keep)

@@ -1,11 +1,15 @@
 """A readable text summary of a trace: per layer, the tokens attended to most and the heads that
 follow one simple pattern ([CLS], [SEP], previous token, next token, self).
 
+The patterns are the per-head metrics of :mod:`attnlab.functional.head_metrics` (the table ``attnlab analyze``
+uses, with its special tokens), so a head the summary calls "previous token" has the same share in the analysis.
+
     >>> print(attnlab.viz.summarize(trace))
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from dataclasses import dataclass
 
@@ -13,13 +17,13 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
+from ..functional.head_metrics import END_TOKENS, MOSTLY, START_TOKENS, Keys, key_mass, per_query
 from ..trace import AttentionTrace, Kind
 
 __all__ = ["MOSTLY", "LayerSummary", "head_pattern", "layer_summaries", "pattern_scores", "summarize"]
 
-MOSTLY = 0.5  # a head "mostly" follows a pattern when it puts more than this share of its weight there
-_START = {"[CLS]", "<s>", "<cls>", "[BOS]", "<bos>"}
-_END = {"[SEP]", "</s>", "<sep>", "[EOS]", "<eos>"}
+# pattern name -> the metric that scores it (positional patterns are read for self-attention only)
+_POSITIONAL = {"previous token": "previous", "next token": "next", "self": "self"}
 
 
 @dataclass(frozen=True)
@@ -36,19 +40,28 @@ class LayerSummary:
 
 
 def pattern_scores(w: Tensor, tokens: list[str]) -> dict[str, float]:
-    """For one head's ``(q_len, k_len)`` weights: the mean share each query gives to each pattern."""
+    """For one head's ``(q_len, k_len)`` weights: the mean share its queries give each pattern (the head's metric,
+    over the queries where it is defined).  The start tokens are named by the first of them (``[CLS]``) and scored
+    by the ``cls`` metric, or, when the keys have none, ``"first token"`` is the mass on the first key; the end
+    tokens by the ``sep`` metric, named by the first end token when there is one."""
     lq, lk = w.shape
+    w4 = w[None, None].double()  # (1, 1, Q, K)
+    names = ["cls", "sep", *(_POSITIONAL.values() if lq == lk else ())]
+    means = {n: float(v.nanmean()) for n, v in per_query(w4, Keys.of(tokens), names).items()}
     scores: dict[str, float] = {}
-    first = tokens[0] if tokens and tokens[0] in _START else "first token"
-    scores[first] = float(w[:, 0].mean())
-    ends = [j for j, t in enumerate(tokens) if t in _END]
+    starts = [t for t in tokens if t in START_TOKENS]
+    if starts:
+        scores[starts[0]] = means["cls"]
+    else:
+        first = torch.zeros(1, lk, 1, dtype=torch.bool)  # (1, K, 1): the first key alone
+        first[0, 0, 0] = True
+        scores["first token"] = float(key_mass(w4, first).mean())
+    ends = [t for t in tokens if t in END_TOKENS]
     if ends:
-        scores[tokens[ends[0]]] = float(w[:, ends].sum(-1).mean())
-    if lq == lk:
-        if lq > 1:
-            scores["previous token"] = float(torch.diagonal(w, -1).mean())
-            scores["next token"] = float(torch.diagonal(w, 1).mean())
-        scores["self"] = float(torch.diagonal(w).mean())
+        scores[ends[0]] = means["sep"]
+    for pattern, metric in _POSITIONAL.items():
+        if metric in means and not math.isnan(means[metric]):  # NaN: no query has that key (a 1-token input)
+            scores[pattern] = means[metric]
     return scores
 
 
