@@ -390,3 +390,17 @@ def test_library_deprecation_warnings_stay_out_of_the_cli(tmp_path, trace_file, 
     monkeypatch.setattr(viz, "heatmap", noisy)
     assert main(["show", "--trace", str(trace_file), "--out", str(tmp_path / "out"), "--no-viewer"]) == 0
     assert capsys.readouterr().err.splitlines() == ["attnlab show: warning: something the user should know"]
+
+
+def test_the_cli_prints_what_users_should_know_and_not_the_interpreters_notes(capsys):
+    """A warning for the user is one line; a ResourceWarning (a file an interrupted import left open, as a SIGTERM
+    during start-up does) or a DeprecationWarning is not the user's business and prints nothing."""
+    import warnings
+
+    from attnlab.cli import _cli_behaviour
+
+    with _cli_behaviour("show"):
+        warnings.warn("unclosed file <_io.BufferedReader name='x.pyc'>", ResourceWarning, stacklevel=1)
+        warnings.warn("old call", DeprecationWarning, stacklevel=1)
+        warnings.warn("3 tokens are unknown", UserWarning, stacklevel=1)
+    assert capsys.readouterr().err.splitlines() == ["attnlab show: warning: 3 tokens are unknown"]

@@ -62,6 +62,9 @@ def _cli_behaviour(command: str) -> Iterator[None]:
             # but not libraries' notes to their own developers (a dependency's deprecated calls)
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", PendingDeprecationWarning)
+            # nor the interpreter's: a SIGTERM that lands while an import reads a .pyc leaves that file to the
+            # garbage collector, and its ResourceWarning is no news to the user (Python hides it by default too)
+            warnings.simplefilter("ignore", ResourceWarning)
             warnings.showwarning = show_warning
             yield
     finally:
