@@ -1,9 +1,10 @@
 """Running a behaviour suite: observe each input once (prediction, warning or refusal), check each case, count the
-passes per capability.  A model is reached through one function ``observe(text) -> Observation``, so the checks
+passes per capability.  A model is reached through one function ``observe(texts) -> [Observation]``, so the checks
 are pure and a test can hand in any function; :func:`observer` builds it for a classifier or a translator."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -17,8 +18,21 @@ from .._io import atomic_write_text
 from ..errors import InputError, SuiteError
 from ._suite import BUNDLED_SUITES, Case, Suite, read_suite
 
-__all__ = ["CaseResult", "Observation", "SuiteResult", "check_case", "evaluate_suite", "format_report",
-           "model_kind", "observer", "pass_rates", "record_pass_rates", "run_suite"]
+__all__ = [
+    "CaseResult",
+    "Observation",
+    "SuiteResult",
+    "batched",
+    "check_case",
+    "evaluate_suite",
+    "format_report",
+    "model_kind",
+    "observer",
+    "pass_rates",
+    "record_pass_rates",
+    "run_suite",
+    "summary",
+]
 
 
 @dataclass(frozen=True)
@@ -37,7 +51,8 @@ class Observation:
         return f"{shown} (warned: {self.warning})" if self.warning else shown
 
 
-Observe = Callable[[str], Observation]
+# the model, as the suites see it: texts -> one Observation each (warnings and refusals are per text)
+Observe = Callable[[Sequence[str]], list[Observation]]
 
 
 @dataclass(frozen=True)
@@ -93,12 +108,11 @@ def check_case(case: Case, obs: Sequence[Observation]) -> bool:
 
 
 def run_suite(suite: Suite, observe: Observe, model: str = "") -> SuiteResult:
-    """Every case of ``suite`` checked against ``observe`` (called once per distinct input)."""
-    seen: dict[str, Observation] = {}
-    results = []
-    for case in suite.cases:
-        obs = tuple(seen[t] if t in seen else seen.setdefault(t, observe(t)) for t in case.inputs)
-        results.append(CaseResult(case, check_case(case, obs), obs))
+    """Every case of ``suite`` checked against ``observe`` (called once, on every distinct input)."""
+    texts = list(dict.fromkeys(t for case in suite.cases for t in case.inputs))
+    seen = dict(zip(texts, observe(texts), strict=True))
+    results = [CaseResult(case, check_case(case, obs), obs)
+               for case in suite.cases for obs in [tuple(seen[t] for t in case.inputs)]]
     return SuiteResult(suite, model, tuple(results))
 
 
@@ -142,30 +156,43 @@ def _watch(call: Callable[[], Any]) -> tuple[Any, str]:
     return value, str(caught[0].message) if caught else ""
 
 
+def batched(predict: Callable[[list[str]], list[Observation]], size: int = 64) -> Observe:
+    """An :data:`Observe` that runs ``predict`` on up to ``size`` texts at once; a batch that warns or is refused is
+    run again one text at a time, so that each warning or refusal is the text's own."""
+
+    def observe(texts: Sequence[str]) -> list[Observation]:
+        out: list[Observation] = []
+        for start in range(0, len(texts), size):
+            chunk = list(texts[start:start + size])
+            got, warning = _watch(lambda c=chunk: predict(c))  # type: ignore[misc]
+            if got is not None and not warning:
+                out += got
+                continue
+            for text in chunk:
+                one, warning = _watch(lambda t=text: predict([t]))  # type: ignore[misc]
+                out.append(Observation(text, None, {}, warning) if one is None
+                           else dataclasses.replace(one[0], warning=warning))
+        return out
+
+    return observe
+
+
 def observer(model: Any) -> Observe:
-    """``observe(text)`` for a loaded :class:`~attnlab.training.Classifier` or
-    :class:`~attnlab.training.Translator` (greedy decoding), one text at a time so that a warning is that text's."""
+    """The :data:`Observe` of a loaded :class:`~attnlab.training.Classifier` or
+    :class:`~attnlab.training.Translator` (greedy decoding)."""
     from ..training import Classifier
 
     if isinstance(model, Classifier):
         labels = model.labels
 
-        def observe_label(text: str) -> Observation:
-            got, warning = _watch(lambda: model.predict([text])[0])
-            if got is None:
-                return Observation(text, None, {}, warning)
-            label, p = got
+        def probs(label: str, p: float) -> dict[str, float]:
             # two labels: the other one's probability is the rest; more: only the predicted one's is known
-            probs = {label: p, **({lb: 1.0 - p for lb in labels if lb != label} if len(labels) == 2 else {})}
-            return Observation(text, label, probs, warning)
+            return {label: p, **({lb: 1.0 - p for lb in labels if lb != label} if len(labels) == 2 else {})}
 
-        return observe_label
-
-    def observe_output(text: str) -> Observation:
-        got, warning = _watch(lambda: model.translate([text])[0].text)
-        return Observation(text, got, {}, warning)
-
-    return observe_output
+        return batched(lambda texts: [Observation(t, label, probs(label, p), "")
+                                      for t, (label, p) in zip(texts, model.predict(texts), strict=True)])
+    return batched(lambda texts: [Observation(t, tr.text, {}, "")
+                                  for t, tr in zip(texts, model.translate(texts), strict=True)])
 
 
 def model_kind(model: str | os.PathLike[str]) -> str | None:
