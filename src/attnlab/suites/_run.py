@@ -268,5 +268,5 @@ def record_pass_rates(folder: str | os.PathLike[str], suite: str | os.PathLike[s
     final = json.loads(final_file.read_text(encoding="utf-8"))
     result = evaluate_suite(folder, name)
     final.setdefault("suites", {})[result.suite.name] = summary(result)
-    atomic_write_text(final_file, json.dumps(final, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(final_file, json.dumps(final, indent=2) + "\n")
     return final["suites"][result.suite.name]
