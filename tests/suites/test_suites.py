@@ -165,6 +165,15 @@ def test_bundled_suites_are_found_by_name_and_are_well_formed() -> None:
     assert {c.type for c in zh.cases} == {"MFT", "INV", "DIR"}
 
 
+def test_a_bundled_name_wins_over_a_file_of_that_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    local = jsonl({"suite": "local", "kind": "translator", "capabilities": {"a": "a"}},
+                  {"capability": "a", "type": "MFT", "input": "x", "expect": {"output": "y"}})
+    (tmp_path / "dates-zh").write_text(local, encoding="utf-8")
+    assert read_suite("dates-zh").name == "dates-zh"
+    assert read_suite("./dates-zh").name == "local"
+
+
 def test_the_dates_suites_format_cases_are_the_tasks_own_pairs() -> None:
     """Each locale/format case says which date it writes; it must be what the task would write, and every locale
     and format the task uses has one."""

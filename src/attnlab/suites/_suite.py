@@ -81,9 +81,10 @@ class Suite:
 
 
 def suite_path(suite: str | os.PathLike[str]) -> Path:
-    """The file of a bundled suite's name (``"dates-zh"``), else ``suite`` as a path."""
+    """The file of a bundled suite's name (``"dates-zh"``), else ``suite`` as a path.  The name wins over a file
+    of the same name in the working directory (pass ``./NAME`` for that), as for the bundled models."""
     name = str(suite)
-    if (HERE / f"{name}.jsonl").is_file() and not Path(name).exists():
+    if isinstance(suite, str) and "/" not in name and (HERE / f"{name}.jsonl").is_file():
         return HERE / f"{name}.jsonl"
     path = Path(suite)
     if not path.is_file():
