@@ -258,3 +258,17 @@ def test_record_pass_rates_adds_them_to_final_json_and_keeps_the_rest(tmp_path: 
     assert {k: v for k, v in after.items() if k != "suites"} == {k: v for k, v in before.items() if k != "suites"}
     with pytest.raises(SuiteError, match="no bundled suite is named like 'elsewhere'"):
         record_pass_rates(tmp_path / "elsewhere")
+
+
+def test_python_m_attnlab_suites_records_or_says_why_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from attnlab.suites.__main__ import main as record_main
+
+    bundle = tmp_path / "dates-zh"
+    shutil.copytree(bundled_folder("dates-zh"), bundle, ignore=shutil.ignore_patterns("luong"))  # type: ignore[arg-type]
+    (bundle / "final.json").unlink()
+    before = fingerprint(tmp_path)
+    assert record_main([str(bundle)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab.suites: error: ") and "final.json' does not exist" in err
+    assert fingerprint(tmp_path) == before
+    assert record_main([]) == 2 and "usage: python -m attnlab.suites FOLDER [SUITE]" in capsys.readouterr().err
