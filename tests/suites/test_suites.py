@@ -174,6 +174,14 @@ def test_a_bundled_name_wins_over_a_file_of_that_name(tmp_path: Path, monkeypatc
     assert read_suite("./dates-zh").name == "local"
 
 
+def test_a_suite_file_may_start_with_a_byte_order_mark_and_use_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "windows.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + jsonl(CLASSIFIER_HEADER, {"capability": "basic", "type": "MFT", "input": "a",
+                                                                 "expect": {"label": "pos"}}).replace("\n", "\r\n")
+                     .encode("utf-8"))
+    assert [c.line for c in read_suite(path).cases] == [2]
+
+
 def test_the_dates_suites_format_cases_are_the_tasks_own_pairs() -> None:
     """Each locale/format case says which date it writes; it must be what the task would write, and every locale
     and format the task uses has one."""

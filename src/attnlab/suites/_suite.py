@@ -98,7 +98,7 @@ def read_suite(suite: str | os.PathLike[str]) -> Suite:
     """The suite a bundled name or a JSONL file holds, validated (:func:`parse_suite`)."""
     path = suite_path(suite)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not part of line 1
     except UnicodeDecodeError as exc:
         raise SuiteError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as "
                          f"UTF-8") from None
