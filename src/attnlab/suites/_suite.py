@@ -1,0 +1,221 @@
+"""A behaviour suite as data: read and validate a JSONL file (a header line, then one case per line).
+
+The first non-blank line is the header::
+
+    {"suite": "zh-sentiment", "kind": "classifier", "description": "...",
+     "capabilities": {"negation": "what it checks", ...}, "report_only": ["sarcasm"]}
+
+every other non-blank line one case::
+
+    {"capability": "negation", "type": "MFT", "input": "这本书不好", "expect": {"label": "neg"}}
+    {"capability": "punctuation", "type": "INV", "inputs": ["这本书很好", "这本书很好！"]}
+    {"capability": "degree", "type": "DIR", "inputs": ["很好", "非常好"], "expect": {"towards": "pos"}}
+
+What each test type and kind of model expects is in :data:`EXPECT_KEYS`; docs/training.md documents the format.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SuiteError
+
+__all__ = ["BUNDLED_SUITES", "EXPECT_KEYS", "KINDS", "TEST_TYPES", "Case", "Suite", "parse_suite", "read_suite",
+           "suite_path"]
+
+HERE = Path(__file__).resolve().parent / "data"
+KINDS = ("classifier", "translator")
+TEST_TYPES = ("MFT", "INV", "DIR")  # minimum functionality, invariance, directional (Ribeiro et al., 2020)
+# the suite each bundled model is run on, by the model's name
+BUNDLED_SUITES: dict[str, str] = {"zh-sentiment": "zh-sentiment", "dates-zh": "dates-zh",
+                                  "tutorial-en-zh": "tutorial-en-zh"}
+
+# (kind, type) -> (the keys of "expect" that one of must be given, optional keys)
+EXPECT_KEYS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("classifier", "MFT"): (("label", "warns"), ()),  # the label; or: the model warns or refuses the input
+    ("translator", "MFT"): (("output", "warns"), ()),  # the exact output; or: the model warns or refuses
+    ("classifier", "INV"): ((), ()),  # every input gets the same label
+    ("translator", "INV"): ((), ()),  # every input gets the same output
+    ("classifier", "DIR"): (("towards",), ("tolerance",)),  # P(towards) of the 2nd input >= the 1st's - tolerance
+    ("translator", "DIR"): (("differs",), ()),  # the two outputs differ
+}
+HEADER_KEYS = {"suite", "kind", "description", "capabilities", "report_only"}
+CASE_KEYS = {"capability", "type", "input", "inputs", "expect", "note"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test: ``inputs`` (one for MFT, two or more for INV, exactly two for DIR: before and after the change)."""
+
+    capability: str
+    type: str
+    inputs: tuple[str, ...]
+    expect: Mapping[str, Any]
+    note: str
+    line: int  # its line in the suite file (1-based), for messages
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named list of :class:`Case`\\ s for one kind of model, with what each capability checks."""
+
+    name: str
+    kind: str  # "classifier" | "translator"
+    description: str
+    capabilities: Mapping[str, str]  # name -> what it checks, in the header's order
+    report_only: frozenset[str]  # capabilities reported but not a goal (the classifier's sarcasm)
+    cases: tuple[Case, ...]
+    source: str  # the file it was read from
+
+    @property
+    def labels(self) -> set[str]:
+        """The labels a classifier suite names (in MFT expectations and DIR directions)."""
+        return {str(c.expect.get("label", c.expect.get("towards"))) for c in self.cases
+                if "label" in c.expect or "towards" in c.expect}
+
+
+def suite_path(suite: str | os.PathLike[str]) -> Path:
+    """The file of a bundled suite's name (``"dates-zh"``), else ``suite`` as a path.  The name wins over a file
+    of the same name in the working directory (pass ``./NAME`` for that), as for the bundled models."""
+    name = str(suite)
+    if isinstance(suite, str) and "/" not in name and (HERE / f"{name}.jsonl").is_file():
+        return HERE / f"{name}.jsonl"
+    path = Path(suite)
+    if not path.is_file():
+        bundled = ", ".join(sorted(p.stem for p in HERE.glob("*.jsonl")))
+        raise SuiteError(f"no suite {name!r}: it is neither a bundled suite ({bundled}) nor a file; pass one of "
+                         f"those names or the path of a .jsonl suite (docs/training.md describes the format)")
+    return path
+
+
+def read_suite(suite: str | os.PathLike[str]) -> Suite:
+    """The suite a bundled name or a JSONL file holds, validated (:func:`parse_suite`)."""
+    path = suite_path(suite)
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not part of line 1
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as "
+                         f"UTF-8") from None
+    return parse_suite(text, str(path))
+
+
+def _fail(source: str, line: int, what: str) -> SuiteError:
+    return SuiteError(f"{source}, line {line}: {what}")
+
+
+def _text(value: object, source: str, line: int, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(source, line, f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _header(obj: Any, source: str, line: int) -> tuple[str, str, str, dict[str, str], frozenset[str]]:
+    if not isinstance(obj, dict) or "suite" not in obj:
+        raise _fail(source, line, 'the first line must be the header {"suite": NAME, "kind": "classifier" | '
+                    '"translator", "capabilities": {NAME: WHAT_IT_CHECKS, ...}}, got ' + _short(obj))
+    unknown = sorted(set(obj) - HEADER_KEYS)
+    if unknown:
+        raise _fail(source, line, f"unknown header keys {unknown}; the header takes {sorted(HEADER_KEYS)}")
+    name = _text(obj["suite"], source, line, '"suite"')
+    kind = obj.get("kind")
+    if kind not in KINDS:
+        raise _fail(source, line, f'"kind" must be one of {list(KINDS)}, got {kind!r}')
+    caps = obj.get("capabilities")
+    if not isinstance(caps, dict) or not caps or not all(isinstance(k, str) and k and isinstance(v, str)
+                                                          for k, v in caps.items()):
+        raise _fail(source, line, f'"capabilities" must map each capability name to what it checks (a non-empty '
+                    f'object of strings), got {_short(caps)}')
+    report_only = obj.get("report_only", [])
+    if not isinstance(report_only, list) or not set(report_only) <= set(caps):
+        raise _fail(source, line, f'"report_only" must list capabilities of the header, got {report_only!r}')
+    return name, kind, str(obj.get("description", "")), dict(caps), frozenset(report_only)
+
+
+def _short(obj: object) -> str:
+    text = json.dumps(obj, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _case(obj: Any, kind: str, caps: Mapping[str, str], source: str, line: int) -> Case:
+    if not isinstance(obj, dict):
+        raise _fail(source, line, f"a case must be a JSON object, got {_short(obj)}")
+    unknown = sorted(set(obj) - CASE_KEYS)
+    if unknown:
+        raise _fail(source, line, f"unknown keys {unknown}; a case takes {sorted(CASE_KEYS)}")
+    cap = obj.get("capability")
+    if cap not in caps:
+        raise _fail(source, line, f"unknown capability {cap!r}; the header declares {sorted(caps)} (add it there "
+                    f"with what it checks, or fix the name)")
+    kind_type = (kind, obj.get("type"))
+    if kind_type not in EXPECT_KEYS:
+        raise _fail(source, line, f'unknown test type {obj.get("type")!r}; "type" is one of {list(TEST_TYPES)}')
+    test = str(kind_type[1])
+    if ("input" in obj) == ("inputs" in obj):
+        raise _fail(source, line, 'give either "input" (one text) or "inputs" (a list of texts), not both or neither')
+    raw = [obj["input"]] if "input" in obj else obj["inputs"]
+    if not isinstance(raw, list):
+        raise _fail(source, line, f'"inputs" must be a list of texts, got {_short(raw)}')
+    inputs = tuple(_text(t, source, line, "every input") for t in raw)
+    wanted = {"MFT": "exactly 1", "INV": "at least 2", "DIR": "exactly 2"}[test]
+    if (len(inputs) != 1 if test == "MFT" else len(inputs) < 2 if test == "INV" else len(inputs) != 2):
+        raise _fail(source, line, f"a {test} case takes {wanted} input(s), got {len(inputs)}")
+    expect = obj.get("expect", {})
+    if not isinstance(expect, dict):
+        raise _fail(source, line, f'"expect" must be an object, got {_short(expect)}')
+    _check_expect(expect, kind, test, source, line)
+    note = obj.get("note", "")
+    if not isinstance(note, str):
+        raise _fail(source, line, f'"note" must be a string, got {note!r}')
+    return Case(str(cap), test, inputs, expect, note, line)
+
+
+def _check_expect(expect: Mapping[str, Any], kind: str, test: str, source: str, line: int) -> None:
+    one_of, optional = EXPECT_KEYS[(kind, test)]
+    given = set(expect)
+    if not given <= set(one_of) | set(optional) or (one_of and len(given & set(one_of)) != 1):
+        allowed = " | ".join(one_of) if one_of else "nothing"
+        extra = f" (optional: {', '.join(optional)})" if optional else ""
+        raise _fail(source, line, f'a {kind} {test} case expects {allowed}{extra}, got "expect": {_short(expect)}')
+    for key in ("label", "output", "towards"):
+        if key in expect:
+            _text(expect[key], source, line, f'"expect"\'s {key!r}')
+    for key in ("warns", "differs"):
+        if key in expect and expect[key] is not True:
+            raise _fail(source, line, f'"expect"\'s {key!r} can only be true, got {expect[key]!r}')
+    tol = expect.get("tolerance", 0.0)
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not math.isfinite(tol) or not 0 <= tol < 1:
+        raise _fail(source, line, f'"tolerance" must be a number in [0, 1), got {tol!r}')
+
+
+def parse_suite(text: str, source: str = "<suite>") -> Suite:
+    """A :class:`Suite` from the JSONL ``text`` (blank lines skipped); ``source`` names it in messages.
+
+    Raises:
+        SuiteError: naming ``source`` and the line: a line that is not JSON, a header or case that is malformed,
+            an unknown capability (not declared in the header) or test type, no cases.
+    """
+    header: tuple[str, str, str, dict[str, str], frozenset[str]] | None = None
+    cases: list[Case] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise _fail(source, number, f"not valid JSON ({exc.msg} at column {exc.colno}): "
+                        f"{raw.strip()[:60]!r}; each line is one JSON object") from None
+        if header is None:
+            header = _header(obj, source, number)
+        else:
+            cases.append(_case(obj, header[1], header[3], source, number))
+    if header is None or not cases:
+        raise SuiteError(f"{source} holds no {'header' if header is None else 'case'}; a suite is a header line "
+                         f"and one case per line (docs/training.md)")
+    name, kind, description, caps, report_only = header
+    return Suite(name, kind, description, caps, report_only, tuple(cases), source)
