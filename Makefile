@@ -86,7 +86,7 @@ lint-js: $(NODE_STAMP)
 # ruff, the layering of docs/architecture.md checked by import-linter (contract in pyproject.toml), and lint-js.
 lint: $(STAMP) lint-js
 	$(PY) -m ruff check src tests benchmarks
-	$(VENV)/bin/lint-imports --no-logo --cache-dir .import_linter_cache
+	PYTHONPATH=.ci $(VENV)/bin/lint-imports --no-logo --cache-dir .import_linter_cache
 
 typecheck: $(STAMP)
 	$(PY) -m mypy src

@@ -4,7 +4,7 @@ Compares, in one run and on the same model object, at 16, 128 and 512 tokens:
 
 * ``eager``: the model's own forward with ``output_attentions=True`` in eager mode (what one would
   run without attnlab to get the weights);
-* ``capture``: the model as loaded (SDPA) inside ``attnlab.capture`` (records every weight);
+* ``capture``: the model as loaded (SDPA) inside ``attnlab.capture()`` (records every weight);
 * ``sdpa``: the plain forward, for reference (no weights).
 
 Each is warmed up, then timed ``--repeats`` times, the three taking turns in every repeat; the
@@ -29,7 +29,7 @@ import torch
 
 import attnlab as al
 from attnlab._io import atomic_write_text
-from attnlab.capture import load_model
+from attnlab.capturing import load_model
 
 GOAL = 1.15
 LENGTHS = (16, 128, 512)
@@ -100,7 +100,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
     print(f"{result['model']}: median of {repeats} runs, {result['threads']} threads")
-    print(f"{'tokens':>6}  {'eager+attn ms':>13}  {'capture ms':>10}  {'sdpa ms':>8}  {'capture/eager':>13}")
+    print(f"{'tokens':>6}  {'eager+attn ms':>13}  {'capture ms':>10}  {'sdpa ms':>8}  {'capturing/eager':>13}")
     for r in result["rows"]:  # type: ignore[attr-defined]
         print(f"{r['tokens']:>6}  {r['eager_output_attentions_ms']:>13.2f}  {r['capture_ms']:>10.2f}  "
               f"{r['sdpa_no_weights_ms']:>8.2f}  {r['capture_over_eager']:>12.3f}x")

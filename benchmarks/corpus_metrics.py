@@ -4,7 +4,7 @@ A corpus of ``--texts`` sentences, each at least 128 tokens long and truncated t
 ``batch x 128`` with no padding), is written to a temporary file.  Timed, taking turns in every repeat:
 
 * ``forward``: the model as loaded (SDPA) on the already tokenised batches, under ``torch.no_grad``;
-* ``capture``: the same batches inside ``attnlab.capture`` (the eager attention that gives the weights), no
+* ``capture``: the same batches inside ``attnlab.capture()`` (the eager attention that gives the weights), no
   reductions: the part of the cost that is getting the weights at all;
 * ``metrics``: :func:`attnlab.analysis.corpus_metrics` on the file, same batch size: reading, tokenising,
   the captured (eager) forward and the per-head reductions.
@@ -30,7 +30,7 @@ import torch
 
 from attnlab._io import atomic_write_text
 from attnlab.analysis import corpus_metrics
-from attnlab.capture import capture, load_model
+from attnlab.capturing import capture, load_model
 
 GOAL = 1.3
 TOKENS = 128

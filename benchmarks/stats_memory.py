@@ -2,7 +2,7 @@
 
     python benchmarks/stats_memory.py [--n 16384] [--kernel local|memory_efficient] [--heads 4]
 
-Runs the layer on a ``(1, n, 64)`` input inside :func:`attnlab.capture.capture_stats` (top-8 keys) under
+Runs the layer on a ``(1, n, 64)`` input inside :func:`attnlab.capturing.capture_stats` (top-8 keys) under
 ``torch.no_grad`` and prints the peak extra resident memory (``attnlab.bench.measure_peak``: VmHWM around
 the call, large allocations served by mmap) next to what the dense weights alone would take,
 ``heads x n x n x 4`` bytes.
@@ -17,7 +17,7 @@ import time
 import torch
 
 from attnlab.bench import _setup_malloc, measure_peak
-from attnlab.capture import capture_stats
+from attnlab.capturing import capture_stats
 from attnlab.layers import TransformerConfig, TransformerEncoder
 
 

@@ -151,7 +151,7 @@ def test_bad_long_input_options(tmp_path, trace_file, capsys, extra, words):
 
 
 def test_tokens_beyond_the_model_limit_are_refused_before_it_loads(tmp_path, capsys, monkeypatch):
-    from attnlab.capture import pretrained
+    from attnlab.capturing import pretrained
 
     monkeypatch.setattr(pretrained, "_load", lambda folder: pytest.fail("the model must not load"))
     check_refused(tmp_path, capsys, ["The cat sat.", "--tokens", "500:600", "--out", str(tmp_path / "o")],
@@ -349,7 +349,7 @@ def test_bad_text_or_model(tmp_path, capsys, args, words):
 def test_out_of_range_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, args, words):
     import importlib
 
-    text = importlib.import_module("attnlab.capture.pretrained")
+    text = importlib.import_module("attnlab.capturing.pretrained")
 
     def no_load(folder):
         raise AssertionError("the model was loaded before the arguments were checked")

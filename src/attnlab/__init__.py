@@ -12,28 +12,41 @@ with no allowed key give zeros, never NaN; heads are never averaged unless asked
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import errors, functional, masks
 from ._bundled import Located, locate
-from .capture import capture, trace_text
+from .capturing import capture
 from .errors import AttnLabError
 from .functional import attention
 from .trace import AttentionRecord, AttentionTrace
 
 __version__ = "0.1.0"
 
+# Every subpackage is reachable as ``attnlab.NAME`` after ``import attnlab`` (and as ``import attnlab.NAME``); the
+# ones that pull in heavy libraries (matplotlib, transformers, tokenizers, scikit-learn) load on first use.
+SUBPACKAGES = ("analysis", "capturing", "data", "explain", "functional", "layers", "masks", "models", "suites",
+               "trace", "training", "viz")
+_LAZY_NAMES = {"trace_text": "attnlab.capturing"}
+
 if TYPE_CHECKING:
-    from . import viz
+    from . import analysis, capturing, data, explain, models, suites, training, viz
+    from .capturing import trace_text
 
 
 def __getattr__(name: str) -> Any:
-    """Load heavy submodules on first use: ``attnlab.viz`` (matplotlib) stays unimported until touched."""
-    if name == "viz":
-        import importlib
-
+    """Load a subpackage (or a name that needs one) on first use: ``import attnlab`` stays quick."""
+    if name in SUBPACKAGES:
         return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "AttentionRecord",
@@ -41,13 +54,21 @@ __all__ = [
     "AttnLabError",
     "Located",
     "__version__",
+    "analysis",
     "attention",
     "capture",
+    "capturing",
+    "data",
     "errors",
+    "explain",
     "functional",
     "locate",
     "masks",
+    "models",
+    "suites",
+    "trace",
     "trace_text",
+    "training",
     "viz",
 ]
 

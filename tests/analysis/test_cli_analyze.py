@@ -87,7 +87,7 @@ def test_a_saved_trace(minilm_run: tuple[Path, str], tmp_path: Path, capsys: Any
 def test_a_causal_model_gets_the_detectors(tmp_path: Path, capsys: Any) -> None:
     import transformers
 
-    from attnlab.capture import load_model
+    from attnlab.capturing import load_model
 
     _, tokenizer, _ = load_model("minilm")
     cfg = transformers.GPT2Config(vocab_size=tokenizer.vocab_size, n_embd=24, n_head=2, n_layer=2, n_positions=64)
@@ -124,7 +124,7 @@ def test_a_model_without_attention(tmp_path: Path, capsys: Any) -> None:
     """A Hugging Face model with no attention layer (a tiny Mamba) records nothing: one line, exit 2."""
     import transformers
 
-    from attnlab.capture import load_model
+    from attnlab.capturing import load_model
 
     _, tokenizer, _ = load_model("minilm")
     cfg = transformers.MambaConfig(vocab_size=tokenizer.vocab_size, hidden_size=8, state_size=2, num_hidden_layers=1)

@@ -7,7 +7,7 @@ import torch
 
 import attnlab as al
 from attnlab.analysis import analyze_trace
-from attnlab.analysis._plot import label_grid
+from attnlab.analysis.figures import label_grid
 
 TOKENS = ["[CLS]", "这", "本", "书", "写", "得", "很", "好", "[SEP]"]
 

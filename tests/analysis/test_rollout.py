@@ -22,7 +22,7 @@ from attnlab.analysis import (
     spearman,
     spearman_agreement,
 )
-from attnlab.capture import capture
+from attnlab.capturing import capture
 from attnlab.errors import InputError, ShapeError
 from attnlab.layers import MultiHeadAttention
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.capture import AttentionRecord, AttentionTrace
+from attnlab.capturing import AttentionRecord, AttentionTrace
 from attnlab.viz import _encode
 from attnlab.viz.html import repr_html
 

@@ -16,7 +16,7 @@ from attnlab.data import (
     make_dates,
     read_pairs,
 )
-from attnlab.data._corpus import _bucket
+from attnlab.data._corpus import hash_bucket
 from attnlab.data._pair_tokenize import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from attnlab.errors import InputError, ModelLoadError, TooLongError
 
@@ -100,7 +100,7 @@ def test_load_pairs_dates_and_unknown_spec(tmp_path: Path) -> None:
     assert dates.test == make_dates(seed=2).test
     with pytest.raises(InputError, match="neither 'dates', 'sentences' nor a file"):
         load_pairs(str(tmp_path / "missing.tsv"))
-    held_out = next(f"sentence {i}." for i in range(100) if _bucket(f"sentence {i}.") < 20)  # valid or test
+    held_out = next(f"sentence {i}." for i in range(100) if hash_bucket(f"sentence {i}.") < 20)  # valid or test
     one = write(tmp_path, f"{held_out}\t句子。\n")
     with pytest.raises(InputError, match="none is left to train on"):
         load_pairs(str(one))

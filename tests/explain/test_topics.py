@@ -49,7 +49,7 @@ def test_temperature_below_one_sharpens_above_one_flattens():
 
 
 def test_masks_both_tutorial_bugs_fail_and_attnlab_holds():
-    n = explain.masks().numbers
+    n = explain.masking().numbers
     # bug 1: the tutorial's "masked" decoder sees the future; attnlab's causal layer does not
     assert n["tutorial_mha_pos0_change"] > 1e-3
     assert max(n["attnlab_mha_change"][:-1]) < 1e-6 < n["attnlab_mha_change"][-1]
@@ -122,5 +122,5 @@ def test_seeing_reads_the_bundled_model_and_a_trained_classifier():
 
 def test_unknown_topic_names_the_valid_ones():
     with pytest.raises(ConfigError) as err:
-        explain.explain("scalling")
+        explain.run("scalling")
     assert all(name in str(err.value) for name in explain.TOPICS)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import attnlab as al
-from attnlab.capture import AttentionRecord, AttentionTrace
+from attnlab.capturing import AttentionRecord, AttentionTrace
 from attnlab.errors import InputError
 from attnlab.viz import _encode
 from attnlab.viz.html import SCRIPTS, compare_html, decode_half, repr_html, save_html, to_html, viewer_script

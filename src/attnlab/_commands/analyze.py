@@ -86,7 +86,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import analysis
-    from ..analysis import _plot
+    from ..analysis import figures as draw
     from ..trace import AttentionTrace
     from ..viz import save
     from ..viz.html import save_html
@@ -109,11 +109,11 @@ def run(args: argparse.Namespace) -> int:
         causal = _causal_scores(args) if trace.records and trace.main_kind == "causal" and args.trace is None else None
         report = analysis.analyze_trace(trace, sentences=sentences, causal_scores=causal, flow_targets=targets)
         trace.meta["heads"] = report.heads_meta()
-        figures = {"labels": _plot.label_grid(report), "metrics": _plot.metric_heatmaps(report),
-                   "mds": _plot.mds_figure(report)}
+        figures = {"labels": draw.label_grid(report), "metrics": draw.metric_heatmaps(report),
+                   "mds": draw.mds_figure(report)}
         if report.flow is not None:
-            figures["rollout"] = _plot.rollout_figure(report)
-            figures["flow"] = _plot.flow_figure(report)
+            figures["rollout"] = draw.rollout_figure(report)
+            figures["flow"] = draw.flow_figure(report)
         written = [JSON_FILE, TRACE_FILE, VIEWER_FILE]
         (stage / JSON_FILE).write_text(json.dumps(report.to_json(), ensure_ascii=False, allow_nan=False) + "\n",
                                        encoding="utf-8")
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_corpus(args: argparse.Namespace) -> int:
     """``--corpus``: per-head means over every real query token of the corpus; rank 0 writes and prints."""
     from ..analysis import corpus_metrics
-    from ..capture import load_model
+    from ..capturing import load_model
 
     given = [o for o, v in (("TEXT", args.text), ("--trace", args.trace), ("--treebank", args.treebank),
                             ("--parse", args.parse), ("--flow-target", args.flow_target)) if v]
@@ -185,7 +185,7 @@ def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:
 
 
 def _capture(args: argparse.Namespace, text: str) -> Any:
-    from ..capture import trace_text
+    from ..capturing import trace_text
 
     options: dict[str, Any] = {}
     if args.model is not None:
@@ -211,7 +211,7 @@ def _capture(args: argparse.Namespace, text: str) -> Any:
 def _causal_scores(args: argparse.Namespace) -> Any:
     """The previous-token / duplicate-token / induction detectors, on the same model."""
     from ..analysis import detect_causal_heads
-    from ..capture import load_model
+    from ..capturing import load_model
 
     model, tokenizer, _ = load_model(args.model or "minilm")
     starts = [i for i in (tokenizer.bos_token_id, tokenizer.cls_token_id) if i is not None]

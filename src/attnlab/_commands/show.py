@@ -1,5 +1,5 @@
 """``attnlab show``: run a model on a text (or load a saved trace), draw its attention, write it all
-into one folder and print a per-layer summary.  The work itself lives in ``attnlab.capture`` and
+into one folder and print a per-layer summary.  The work itself lives in ``attnlab.capturing`` and
 ``attnlab.viz``; this module only checks the arguments and orchestrates.
 
 Nothing is written until everything has been computed: the files go to a temporary folder next to
@@ -118,7 +118,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import viz
-    from ..capture import AttentionTrace
+    from ..capturing import AttentionTrace
     from ..viz.html import save_html
 
     layer = parse_int(args.layer, "--layer")
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> Any:
-    from ..capture import trace_text
+    from ..capturing import trace_text
 
     options: dict[str, Any] = {"text_pair": args.pair, "merge": args.merge, "truncate": args.truncate}
     if args.model is not None:
@@ -193,7 +193,7 @@ def _capture(args: argparse.Namespace) -> Any:
 
 def _translate(args: argparse.Namespace) -> Any:
     """The captured cross-attention of a translator translating TEXT (see `attnlab translate`)."""
-    from ..capture import trace_translation
+    from ..capturing import trace_translation
     from ..training import load_translator
 
     given = [o for o, v in (("--pair", args.pair), ("--merge", args.merge), ("--max-length", args.max_length),
@@ -228,7 +228,7 @@ _HEAD_KEYS = {
 
 def _check_against_config(model: str, kind: str | None, layer: int, head: int | str) -> None:
     """Refuse --layer, --head or --kind that the model's config.json already rules out, before loading it."""
-    from ..capture import model_config
+    from ..capturing import model_config
 
     config = model_config(model)
     enc_dec = bool(config.get("is_encoder_decoder"))
@@ -282,7 +282,7 @@ def _check_span(option: str | None, span: tuple[int | None, int | None] | None, 
 
 def _check_span_against_limit(args: argparse.Namespace, span: tuple[int | None, int | None] | None) -> None:
     """A --tokens STOP beyond the most tokens the model takes can be refused before the model loads."""
-    from ..capture import model_config
+    from ..capturing import model_config
 
     if span is None or span[1] is None:
         return

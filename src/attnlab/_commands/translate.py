@@ -1,6 +1,6 @@
 """``attnlab translate``: translate a text with a bundled or trained translator, print the translation, and write
 the alignment heatmap and the offline viewer with the captured cross-attention.  The work lives in
-``attnlab.training`` (the translator), ``attnlab.capture`` and ``attnlab.viz``; this module orchestrates.
+``attnlab.training`` (the translator), ``attnlab.capturing`` and ``attnlab.viz``; this module orchestrates.
 
 Nothing is written until everything has been computed (files go to a temporary folder next to --out and are
 moved into place at the end), so bad input leaves no file behind and overwrites nothing.
@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import viz
-    from ..capture import trace_translation
+    from ..capturing import trace_translation
     from ..training import load_translator
 
     if args.beam < 1:

@@ -28,7 +28,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from .._process_group import join_process_group
-from ..capture import capture
+from ..capturing import capture
 from ..errors import CaptureError, InputError
 from ..functional.head_metrics import Keys, per_query
 from .metrics import METRICS as _TABLE

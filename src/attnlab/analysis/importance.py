@@ -1,6 +1,6 @@
 """Head importance and the pruning curve (Michel, Levy and Neubig 2019, "Are sixteen heads really better than one?").
 
-Every head's output is multiplied by a gate ``g_h`` (:func:`attnlab.capture.head_gates`, hooks
+Every head's output is multiplied by a gate ``g_h`` (:func:`attnlab.capturing.head_gates`, hooks
 only); the importance of a head is the expected size of the loss's sensitivity to its gate,
 
     I_h = E_x | dL(x) / d g_h |   at g = 1,
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 from torch import Tensor, nn
 
-from ..capture import HeadGates, head_gates
+from ..capturing import HeadGates, head_gates
 from ..errors import InputError
 
 if TYPE_CHECKING:

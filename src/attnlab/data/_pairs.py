@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ._corpus import _bucket, _decode_lines
+from ._corpus import decode_lines, hash_bucket
 
 __all__ = ["PairSplits", "Pairs", "load_pairs", "read_pairs", "split_pairs"]
 
@@ -90,7 +90,7 @@ def read_pairs(path: str | os.PathLike[str], *, source_column: int = 0, target_c
         raise InputError(f"{where!r} is not a file; give a tab-separated file of 'source<TAB>target' lines")
     rows: list[tuple[str, str, str]] = []
     first: tuple[int, int] | None = None  # (line number, number of fields) of the first pair
-    for i, line in enumerate(_decode_lines(Path(path).read_bytes(), where), 1):
+    for i, line in enumerate(decode_lines(Path(path).read_bytes(), where), 1):
         if not line.strip() or (first is None and _ANKI_HEADER.match(line)):
             continue
         fields = line.split("\t")
@@ -128,7 +128,7 @@ def split_pairs(pairs: Pairs, source: str, *, valid: float = 0.1, test: float = 
     n_test, n_valid = round(test * 100), round(valid * 100)
     parts: dict[str, list[tuple[str, str, str]]] = {"train": [], "valid": [], "test": []}
     for row in distinct:
-        b = _bucket(row[0])
+        b = hash_bucket(row[0])
         parts["test" if b < n_test else "valid" if b < n_test + n_valid else "train"].append(row)
     if not parts["train"]:
         raise InputError(f"{source}: all {len(distinct)} distinct pair(s) fell in the valid/test splits, none is "

@@ -22,7 +22,7 @@ from ._basics import cosine, softmax, temperature
 from ._cost import cost
 from ._efficient import efficient
 from ._finding import TUTORIALS, Finding, write_figures
-from ._masks import masks
+from ._masks import masking
 from ._multihead import multihead
 from ._scaling import scaling
 from ._seeing import seeing
@@ -45,7 +45,7 @@ TOPICS: dict[str, Topic] = {
         Topic("softmax", softmax, "softmax([10, 8, 2]) printed as [0.88, 0.11, 0.01]: wrong"),
         Topic("cosine", cosine, "the dot product is cosine similarity: only for unit vectors"),
         Topic("temperature", temperature, "温度 τ: τ < 1 sharpens, τ > 1 flattens: true"),
-        Topic("masks", masks, "掩码: two tutorial bugs (an MHA that drops its mask; True = blocked into mask == 0)"),
+        Topic("masks", masking, "掩码: two tutorial bugs (an MHA that drops its mask; True = blocked into mask == 0)"),
         Topic("multihead", multihead,
               "多头注意力 has the parameters of one head at the same d_model: true; d_k != d_v works"),
         Topic("cost", cost, "复杂度: dense n², linear n d², local n w measured; RNN O(d²) per step; sparse != n log n"),
@@ -65,8 +65,8 @@ def get_topic(name: str) -> Topic:
         raise ConfigError(f"unknown topic {name!r}; choose one of: {', '.join(TOPICS)}") from None
 
 
-def explain(name: str, **options: Any) -> Finding:
-    """Run the topic called ``name`` with ``options`` (e.g. ``explain("cost", quick=False)``)."""
+def run(name: str, **options: Any) -> Finding:
+    """Run the topic called ``name`` with ``options`` (e.g. ``explain.run("cost", quick=False)``)."""
     return get_topic(name).run(**options)
 
 
@@ -79,10 +79,10 @@ __all__ = [
     "cosine",
     "cost",
     "efficient",
-    "explain",
     "get_topic",
-    "masks",
+    "masking",
     "multihead",
+    "run",
     "scaling",
     "seeing",
     "softmax",

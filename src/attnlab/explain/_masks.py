@@ -47,7 +47,7 @@ def _edit_last(n: int, d: int, gen: torch.Generator) -> tuple[torch.Tensor, torc
     return x, edited
 
 
-def masks(*, n: int = 6, d_model: int = 8, n_heads: int = 2, seed: int = 0) -> Finding:
+def masking(*, n: int = 6, d_model: int = 8, n_heads: int = 2, seed: int = 0) -> Finding:
     """Run both tutorial bugs and attnlab's convention on the same seeded inputs; see the module docstring."""
     gen = torch.Generator().manual_seed(seed)
     x, edited = _edit_last(n, d_model, gen)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..capture import trace_text
+from ..capturing import trace_text
 from ..viz.summary import layer_summaries, pattern_scores, summarize
 from ._finding import Finding
 

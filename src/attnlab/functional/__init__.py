@@ -7,6 +7,7 @@ kernel by name from :data:`KERNELS`; each entry is a :class:`Kernel`.
 
 from ..errors import ConfigError
 from . import scores
+from ._checks import resolve_mask
 from ._kernel import Kernel
 from .dense import attention, causal_mask, masked_softmax, merge_masks
 from .linear import (
@@ -66,5 +67,6 @@ __all__ = [
     "merge_masks",
     "orthogonal_random_features",
     "performer_attention",
+    "resolve_mask",
     "scores",
 ]

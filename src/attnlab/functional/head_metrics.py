@@ -87,7 +87,7 @@ class Keys:
         if self.tokens is None:
             raise InputError(f"the {', '.join(metrics)} metric needs the key tokens, but the trace has none; "
                              f"capture with attnlab.trace_text or attach them with "
-                             f"attnlab.capture.attach_tokens(trace, tokens)")
+                             f"attnlab.capturing.attach_tokens(trace, tokens)")
         k = w.shape[-1]
         bad = [len(t) for t in self.tokens if len(t) != k]
         if bad:

@@ -5,6 +5,7 @@ hands what it computed (one :class:`AttentionCall`: weights, q, k, scale, merged
 outputs) to its ``attn_hook`` (an :class:`AttentionHook`) and stores nothing on ``self``.
 """
 
+from ._config import frozen_options
 from ._hook import AttentionCall, AttentionHook
 from ._torch_mha import from_torch_masks
 from .cache import DecoderLayerCache, KVCache
@@ -35,4 +36,5 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderLayer",
     "from_torch_masks",
+    "frozen_options",
 ]

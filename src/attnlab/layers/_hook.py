@@ -6,8 +6,8 @@ A layer builds one :class:`AttentionCall` per call (the hook payload, as x-trans
 ``Intermediates``) and passes it through its :class:`AttentionHook` (a named hook point, as TransformerLens'
 ``HookPoint``); whoever wants it attaches a function with :meth:`AttentionHook.attach`.  Consumers read the
 payload and never a layer's private methods: :func:`attnlab.capture` records its weights (and ``q``, ``k``,
-``scale``), :func:`attnlab.capture.capture_stats` computes streaming statistics from its ``q``, ``k``, ``scale``
-and ``mask``, and :func:`attnlab.capture.head_gates` returns a copy with the heads' outputs multiplied by gates.
+``scale``), :func:`attnlab.capturing.capture_stats` computes streaming statistics from its ``q``, ``k``, ``scale``
+and ``mask``, and :func:`attnlab.capturing.head_gates` returns a copy with the heads' outputs multiplied by gates.
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ from torch import Tensor, nn
 
 from .. import _validate as check
 from ..errors import ConfigError, MaskError, ShapeError
-from ..functional import get_kernel, merge_masks
-from ..functional._checks import resolve_mask
+from ..functional import get_kernel, merge_masks, resolve_mask
 from ..functional.rotary import apply_rotary
 from ..masks import Mask
 from ..trace import Kind

@@ -26,8 +26,7 @@ from torch import Tensor, nn
 
 from .. import _validate as check
 from ..errors import ConfigError, InputError
-from ..layers import BahdanauAttention, TransformerConfig, TransformerEncoder
-from ..layers._config import frozen_options
+from ..layers import BahdanauAttention, TransformerConfig, TransformerEncoder, frozen_options
 
 __all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding",
            "count_bigrams", "count_trigrams"]

@@ -321,7 +321,7 @@ class AttentionTrace:
     @property
     def tokens(self) -> list[str] | None:
         """The tokens of the main stack (its query tokens), or None when none are attached: attach them
-        with ``trace = attnlab.capture.attach_tokens(trace, tokens)``."""
+        with ``trace = attnlab.capturing.attach_tokens(trace, tokens)``."""
         if not self.records:
             return None
         rec = self.select(kind=self.main_kind)[0]
@@ -348,7 +348,7 @@ class AttentionTrace:
         fewer queries than keys (one cached decoding call) gets the last tokens as queries (bottom-right).
         In a generation pass the final sequence: a decoding step over keys ``0..S-1`` gets the first ``S``
         tokens as keys and its new positions as queries; tokens past the last step's keys (the last token
-        generated, which no call read) are left out.  ``attnlab.capture.attach_tokens`` is this method.
+        generated, which no call read) are left out.  ``attnlab.capturing.attach_tokens`` is this method.
         """
         source = [str(t) for t in tokens]
         target = [str(t) for t in target_tokens] if target_tokens is not None else source

@@ -35,8 +35,8 @@ from ..data import collate
 from ..errors import ConfigError, InputError
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import RunConfig, differing_keys
+from ._curves import plot_curves
 from ._distributed import World
-from ._plot import plot_curves
 
 __all__ = ["Judged", "Result", "Runtime", "StepLoss", "Task", "accuracy_stderr", "collate", "lr_at", "prepare_out",
            "seed_everything"]

@@ -14,7 +14,7 @@ import torch
 import transformers
 
 import attnlab as al
-from attnlab.capture import attach_tokens
+from attnlab.capturing import attach_tokens
 from attnlab.errors import InputError, ShapeError
 from attnlab.layers import TransformerConfig, TransformerDecoder
 from attnlab.trace import AttentionRecord, AttentionTrace

@@ -15,7 +15,7 @@ from review_helpers import write_reviews
 
 import attnlab._bundled as bundled
 from attnlab import locate, trace_text
-from attnlab.capture import model_config
+from attnlab.capturing import model_config
 from attnlab.cli import main
 from attnlab.errors import ModelLoadError
 from attnlab.training import TrainConfig, train_classifier

@@ -3,7 +3,7 @@
 An adapter is a module with one function, ``install(model, named, recorder, undo) -> int``: it finds
 the attention of one model family inside ``model``, installs what reports each call to ``recorder``,
 registers the undo of everything it changed on ``undo``, and returns how many attention sites it
-found.  A new model family is one new module here plus one entry in :data:`attnlab.capture._core.ADAPTERS`.
+found.  A new model family is one new module here plus one entry in :data:`attnlab.capturing._core.ADAPTERS`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ per-head outputs are still apart:
   payload (:class:`~attnlab.layers.AttentionCall`) with its ``heads`` ``(B, H, L, D)`` multiplied by the
   gates, before the layer merges and projects them;
 * Hugging Face transformers models: the ``"attnlab_capture"`` attention implementation of ``_hf.py``
-  hands each module's output ``(B, L, H, D)`` to the gates of :data:`attnlab.capture._hf.GATES`.
+  hands each module's output ``(B, L, H, D)`` to the gates of :data:`attnlab.capturing._hf.GATES`.
 
 ``torch.nn.MultiheadAttention`` computes its output projection inside one functional call, so its
 heads cannot be gated by a hook (convert it with ``MultiHeadAttention.from_torch``).

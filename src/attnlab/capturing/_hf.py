@@ -33,7 +33,7 @@ IMPLEMENTATION = "attnlab_capture"
 # One entry per running capture of a transformers model: (module id -> path, model, recorder).
 _SESSIONS: list[tuple[dict[int, str], nn.Module, Recorder]] = []
 _registered = False
-# Head gates (capture/_gates.py): each takes (module, output (B, L, H, D)) and returns the gated output.
+# Head gates (capturing/_gates.py): each takes (module, output (B, L, H, D)) and returns the gated output.
 GATES: list[Callable[[nn.Module, Tensor], Tensor]] = []
 
 
@@ -138,7 +138,7 @@ def _configs(modules: list[nn.Module]) -> list[Any]:
 # transformers keeps the attention implementation a model runs in the private attribute below; its public
 # setter (`model.set_attn_implementation`) reloads and re-checks the model, which capture must not do on
 # every call. This is the one place attnlab touches transformers' private state, and
-# tests/capture/test_hf_private_state.py fails, naming the transformers version, when that state changes.
+# tests/capturing/test_hf_private_state.py fails, naming the transformers version, when that state changes.
 _PRIVATE_IMPLEMENTATION = "_attn_implementation_internal"
 
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..functional import causal_mask, masked_softmax
-from ..layers._torch_mha import from_torch_masks
+from ..layers import from_torch_masks
 from ..trace import Kind
 from ._recorder import Recorder, module_label
 

@@ -128,7 +128,7 @@ def merge_words(
         if r.query_tokens is None or r.key_tokens is None:
             raise InputError(
                 f"record {r.name!r} has no tokens to merge; attach them first with "
-                f"attnlab.capture.attach_tokens(trace, tokens)"
+                f"attnlab.capturing.attach_tokens(trace, tokens)"
             )
         s = style or detect_style([*r.query_tokens, *r.key_tokens])
         qg, kg = word_groups(r.query_tokens, s, spec), word_groups(r.key_tokens, s, spec)

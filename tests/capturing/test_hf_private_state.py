@@ -1,7 +1,7 @@
 """The one piece of transformers' private state capture relies on, checked against the installed version.
 
 capture() switches a model's attention by setting ``config._attn_implementation_internal``
-(``attnlab.capture._hf.switch_implementation``). If a transformers release renames or reinterprets
+(``attnlab.capturing._hf.switch_implementation``). If a transformers release renames or reinterprets
 it, these tests fail and say which version did.
 """
 
@@ -14,7 +14,7 @@ import torch
 import transformers
 from transformers import BertConfig, BertModel
 
-from attnlab.capture import _hf
+from attnlab.capturing import _hf
 from attnlab.errors import CaptureError
 
 VERSION = f"transformers {transformers.__version__}"
@@ -29,7 +29,7 @@ def tiny_bert() -> BertModel:
 def test_the_private_attribute_exists_and_drives_the_public_one():
     model = tiny_bert()
     assert hasattr(model.config, _hf._PRIVATE_IMPLEMENTATION), (
-        f"{VERSION}: configs no longer have {_hf._PRIVATE_IMPLEMENTATION!r}; capture/_hf.py must change"
+        f"{VERSION}: configs no longer have {_hf._PRIVATE_IMPLEMENTATION!r}; capturing/_hf.py must change"
     )
     before = model.config._attn_implementation
     with ExitStack() as undo:

@@ -28,7 +28,7 @@ __all__ = ["ADAPTERS", "capture"]
 ADAPTERS: tuple[Adapter, ...] = (_own, _torch, _hf)
 
 
-def _check_filters(
+def check_filters(
     kinds: Iterable[str] | str | None, names: Iterable[str] | str | None
 ) -> tuple[frozenset[Kind] | None, tuple[str, ...] | None]:
     kind_set: frozenset[Kind] | None = None
@@ -85,7 +85,7 @@ def capture(
     """
     if not isinstance(model, nn.Module):
         raise InputError(f"capture() takes a torch.nn.Module, got {type(model).__name__}")
-    kind_set, name_tuple = _check_filters(kinds, names)
+    kind_set, name_tuple = check_filters(kinds, names)
     trace = AttentionTrace(meta={"model": type(model).__name__})
     check.boolean("qk", qk, "record queries and keys too")
     recorder = Recorder(trace, kind_set, name_tuple, qk=qk)

@@ -2,7 +2,7 @@
 
 The model is a name or folder :func:`attnlab.locate` resolves (the bundled all-MiniLM-L6-v2 by default, the bundled
 ``zh-sentiment`` classifier, any local Hugging Face folder, the folder of ``attnlab train classify``) or a Hugging Face
-model already loaded; :mod:`attnlab.capture.pretrained` loads it.
+model already loaded; :mod:`attnlab.capturing.pretrained` loads it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from torch import nn
 from .._bundled import locate
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
-from ._checkpoint import trace_classifier
+from ._classifier import trace_classifier
 from ._core import capture
 from .pretrained import BUNDLED, load_model
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens

@@ -12,7 +12,7 @@ from torch import Tensor
 
 import attnlab as al
 from attnlab import masks
-from attnlab.capture import capture_stats
+from attnlab.capturing import capture_stats
 from attnlab.layers import MultiHeadAttention, TransformerConfig, TransformerEncoder
 
 B, L, D, H = 2, 11, 15, 3

@@ -124,7 +124,7 @@ def test_restored_after_an_exception_and_kind_filter() -> None:
     with pytest.raises(ValueError), al.capture(model):
         model(input_ids=IDS, decoder_input_ids=torch.zeros(2, 3, 3, dtype=torch.long))  # bad shape
     assert all(c._attn_implementation == "sdpa" for c in _all_configs(model))
-    from attnlab.capture._hf import _SESSIONS
+    from attnlab.capturing._hf import _SESSIONS
 
     assert not _SESSIONS
     with torch.no_grad(), al.capture(model, kinds="cross") as trace:
@@ -148,7 +148,7 @@ def test_generation_with_cache_records_each_step() -> None:
 def test_generic_eager_fallback_matches_plain_softmax_attention() -> None:
     """The eager path used for a modeling file without its own eager_attention_forward: grouped-query
     heads repeated, the additive mask applied, transformers' (B, L, H, D) layout returned."""
-    from attnlab.capture._hf import _generic_eager
+    from attnlab.capturing._hf import _generic_eager
 
     g = torch.Generator().manual_seed(3)
     q = torch.randn(2, 4, 5, 6, generator=g)  # (B, H, L, D)

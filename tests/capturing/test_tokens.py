@@ -10,8 +10,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnlab.capture import AttentionRecord, AttentionTrace, attach_tokens, merge_words
-from attnlab.capture.tokens import detect_style, readable_tokens, word_groups
+from attnlab.capturing import AttentionRecord, AttentionTrace, attach_tokens, merge_words
+from attnlab.capturing.tokens import detect_style, readable_tokens, word_groups
 from attnlab.errors import InputError, ShapeError, TraceFileError
 
 WORDPIECE = ["[CLS]", "un", "##believ", "##able", "cat", "##s", ".", "[SEP]"]

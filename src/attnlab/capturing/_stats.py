@@ -30,7 +30,7 @@ from ..functional.local import DEFAULT_WINDOW
 from ..layers import AttentionCall, MultiHeadAttention
 from ..masks import Mask
 from ..trace import KINDS, Kind
-from ._core import _check_filters
+from ._core import check_filters
 from ._recorder import module_label
 
 __all__ = ["STATS_KERNELS", "StatsRecord", "StatsTrace", "capture_stats"]
@@ -81,7 +81,7 @@ def capture_stats(
         raise InputError(f"capture_stats() takes a torch.nn.Module, got {type(model).__name__}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise InputError(f"top_k must be a positive integer, got {top_k!r}; e.g. top_k=8")
-    kind_set, name_tuple = _check_filters(kinds, names)
+    kind_set, name_tuple = check_filters(kinds, names)
     trace = StatsTrace(top_k=top_k)
     count = dict.fromkeys(KINDS, 0)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._bundled import MINILM, MINILM_NAME, Located, locate
 from ..errors import ModelLoadError
-from ._checkpoint import classifier_config
+from ._classifier import classifier_config
 
 __all__ = ["BUNDLED", "BUNDLED_NAME", "load_model", "model_config"]
 

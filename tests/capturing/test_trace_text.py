@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import attnlab as al
-from attnlab.capture import UnknownTokensWarning, load_model
+from attnlab.capturing import UnknownTokensWarning, load_model
 from attnlab.errors import InputError, ModelLoadError
 
 TEXT = "The cat sat on the mat because it was unbelievably tired."

@@ -1,0 +1,55 @@
+"""Capture the attention of any PyTorch model into an :class:`AttentionTrace`.
+
+``attnlab.capture`` (the function) is this package's :func:`capture`; the package itself is ``attnlab.capturing``.
+The names that load models (``trace_text``, ``trace_translation``, ``load_model``, ``model_config``) are imported on
+first use, so ``import attnlab`` does not import the models and data packages they need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ..trace import KINDS, AttentionRecord, AttentionTrace
+from ._core import capture
+from ._gates import HeadGates, head_gates
+from ._stats import StatsRecord, StatsTrace, capture_stats
+from .tokens import attach_tokens, merge_words
+
+if TYPE_CHECKING:
+    from ._trace_text import UnknownTokensWarning, trace_text
+    from ._translation import trace_translation
+    from .pretrained import load_model, model_config
+
+_LAZY = {"UnknownTokensWarning": "._trace_text", "trace_text": "._trace_text", "trace_translation": "._translation",
+         "load_model": ".pretrained", "model_config": ".pretrained"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "KINDS",
+    "AttentionRecord",
+    "AttentionTrace",
+    "HeadGates",
+    "StatsRecord",
+    "StatsTrace",
+    "UnknownTokensWarning",
+    "attach_tokens",
+    "capture",
+    "capture_stats",
+    "head_gates",
+    "load_model",
+    "merge_words",
+    "model_config",
+    "trace_text",
+    "trace_translation",
+]
