@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from analysis_models import AttentionOnly, train_induction
+from helpers.analysis_models import AttentionOnly, train_induction
 
 from attnlab.analysis import causal_scores, detect_causal_heads, label_heads, repeated_tokens
 from attnlab.analysis.labels import DETECT

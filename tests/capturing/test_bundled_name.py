@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from review_helpers import write_reviews
+from helpers.reviews import write_reviews
 
 import attnlab._bundled as bundled
 from attnlab import locate, trace_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from reference import attention_ref
+from helpers.reference import attention_ref
 from torch import Tensor, nn
 
 import attnlab as al

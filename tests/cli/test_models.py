@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_helpers import one_error_line
+from helpers.cli import one_error_line
 
 import attnlab as al
 from attnlab._bundled import MODELS

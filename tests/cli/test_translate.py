@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_helpers import fingerprint, one_error_line
+from helpers.cli import fingerprint, one_error_line
 
 from attnlab import AttentionTrace
 from attnlab._bundled import bundled_folder

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from reference import attention_ref, plain_attention
+from helpers.reference import attention_ref, plain_attention
 
 import attnlab as al
 from attnlab import masks

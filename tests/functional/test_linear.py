@@ -8,7 +8,7 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
-from reference import attention_ref
+from helpers.reference import attention_ref
 
 from attnlab.errors import ConfigError, MaskError, ShapeError
 from attnlab.functional import (

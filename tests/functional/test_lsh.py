@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from reference import attention_ref, plain_attention
+from helpers.reference import attention_ref, plain_attention
 
 from attnlab import masks
 from attnlab.errors import ConfigError, MaskError, ShapeError

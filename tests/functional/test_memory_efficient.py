@@ -7,9 +7,9 @@ import math
 
 import pytest
 import torch
+from helpers.reference import attention_ref, plain_attention
 from hypothesis import given
 from hypothesis import strategies as st
-from reference import attention_ref, plain_attention
 
 from attnlab import masks
 from attnlab.errors import ConfigError, MaskError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from reference import attention_ref
+from helpers.reference import attention_ref
 
 from attnlab import masks
 from attnlab.errors import ConfigError

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 import torch
-from layers_reference import randomize
+from helpers.layers_reference import randomize
 
 from attnlab import functional, masks
 from attnlab.errors import ConfigError

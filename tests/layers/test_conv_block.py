@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from layers_reference import conv_block_ref, grouped_conv_ref, randomize
+from helpers.layers_reference import conv_block_ref, grouped_conv_ref, randomize
 
 from attnlab.errors import ConfigError
 from attnlab.layers import ConvAttentionBlock, ConvAttentionConfig

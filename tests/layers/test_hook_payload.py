@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from layers_reference import randomize
+from helpers.layers_reference import randomize
 from torch import Tensor
 
 from attnlab.errors import InputError, ShapeError

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from layers_reference import mha_ref, randomize
+from helpers.layers_reference import mha_ref, randomize
 
 import attnlab as al
 from attnlab import functional, masks

@@ -6,9 +6,9 @@ from __future__ import annotations
 from itertools import pairwise
 
 import torch
+from helpers.layers_reference import randomize
 from hypothesis import given
 from hypothesis import strategies as st
-from layers_reference import randomize
 
 from attnlab.layers import KVCache, MultiHeadAttention
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from layers_reference import randomize, single_query_ref
+from helpers.layers_reference import randomize, single_query_ref
 
 from attnlab.layers import BahdanauAttention, LuongAttention
 

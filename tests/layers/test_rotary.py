@@ -7,8 +7,8 @@ import math
 
 import pytest
 import torch
-from layers_reference import lin, randomize
-from reference import attention_ref
+from helpers.layers_reference import lin, randomize
+from helpers.reference import attention_ref
 from torch import Tensor
 
 from attnlab.errors import ConfigError, ShapeError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from layers_reference import decoder_layer_ref, encoder_layer_ref, layer_norm_ref, randomize
+from helpers.layers_reference import decoder_layer_ref, encoder_layer_ref, layer_norm_ref, randomize
 
 from attnlab.layers import (
     DecoderLayerCache,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from review_helpers import write_reviews
+from helpers.reviews import write_reviews
 
 from attnlab.errors import ConfigError
 from attnlab.models import AttentionClassifier, ClassifierConfig, load_classifier, save_classifier

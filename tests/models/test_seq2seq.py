@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from seq2seq_helpers import EOS, FACTORIES, PAD, SRC_VOCAB, TGT_VOCAB, make, sources, targets
+from helpers.seq2seq import EOS, FACTORIES, PAD, SRC_VOCAB, TGT_VOCAB, make, sources, targets
 
 import attnlab
 from attnlab.errors import ConfigError, InputError, ModelLoadError, ShapeError, TooLongError

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 import torch
-from seq2seq_helpers import BOS, EOS, UNK, make, sequence_log_prob, sources, targets
+from helpers.seq2seq import BOS, EOS, UNK, make, sequence_log_prob, sources, targets
 from torch import Tensor, nn
 
 from attnlab.models import length_penalty

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from seq2seq_helpers import SRC_VOCAB, TGT_VOCAB, sources, targets, transformer
+from helpers.seq2seq import SRC_VOCAB, TGT_VOCAB, sources, targets, transformer
 
 from attnlab.errors import ConfigError
 from attnlab.models import TransformerSeq2SeqConfig, load_seq2seq, save_seq2seq

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from cli_helpers import fingerprint, one_error_line
+from helpers.cli import fingerprint, one_error_line
 
 from attnlab._bundled import bundled_folder
 from attnlab.cli import main

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_helpers import kill_at_checkpoint, one_and_two_ranks
+from helpers.cli import kill_at_checkpoint, one_and_two_ranks
 from safetensors.torch import load_file
 
 TINY = ["--d-model", "12", "--n-heads", "3", "--n-layers", "1", "--d-ff", "20", "--min-frequency", "1",

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import kill_at_checkpoint, one_and_two_ranks
+from helpers.cli import kill_at_checkpoint, one_and_two_ranks
 from safetensors.torch import load_file
 
 from attnlab.data import Pairs, PairSplits

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from cli_helpers import fingerprint, one_error_line
+from helpers.cli import fingerprint, one_error_line
 
 from attnlab.cli import main
 from attnlab.training import lr_at
