@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences mutation clean
+.PHONY: demo test test-fast test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -95,6 +95,10 @@ pytest: $(STAMP) system
 	$(PY) -m pytest -n 2 --dist loadgroup
 
 test: lint typecheck pytest
+
+# The edit-test loop: the tests not marked slow (about a minute here); `make test` runs them all.
+test-fast: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not browser" -p no:cacheprovider
 
 # The suite again with every runtime dependency at the floor pyproject.toml declares (.ci/floors.py), in a
 # second venv under the same torch pin: a floor that is not true fails here, not in a user's install.

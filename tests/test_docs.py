@@ -38,6 +38,7 @@ def test_every_page_is_found_and_has_examples():
 
 
 @pytest.mark.parametrize(("page", "line", "code"), [b[1:] for b in BLOCKS], ids=[b[0] for b in BLOCKS])
+@pytest.mark.slow
 def test_block_runs(page: Path, line: int, code: str, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     # Pad with blank lines so a traceback points at the right line of the page.

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 import attnlab
 
 
@@ -44,6 +46,7 @@ def test_every_name_in_all_exists() -> None:
         assert missing == [], (module.__name__, missing)
 
 
+@pytest.mark.slow
 def test_import_attnlab_loads_no_heavy_library_and_no_model_package() -> None:
     code = ("import sys, json, attnlab; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('matplotlib', 'transformers', 'tokenizers', 'sklearn', 'scipy') or m.split('.')[:2] in "

@@ -35,6 +35,7 @@ def printed() -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_the_tour_prints_the_example_computed_in_float64(printed: str) -> None:
     torch.manual_seed(0)  # the tour's projections, recomputed here in float64
     x = tour.EXAMPLE[0].double()  # (T, D)
@@ -55,6 +56,7 @@ def test_the_tour_prints_the_example_computed_in_float64(printed: str) -> None:
     assert sums == pytest.approx([1.0] * 4, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_the_tour_shows_why_scores_are_scaled(printed: str) -> None:
     m = re.search(r"var\(q\.k\) = ([\d.]+), var\(q\.k / sqrt\(d_k\)\) = ([\d.]+)", printed)
     assert m, printed

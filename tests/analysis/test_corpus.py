@@ -182,6 +182,7 @@ SCRIPT = """
 """
 
 
+@pytest.mark.slow
 def test_two_ranks_under_torchrun_give_the_numbers_of_one(tiny_bert: tuple[Path, Path], tmp_path: Path) -> None:
     folder, corpus = tiny_bert
     script = tmp_path / "run.py"

@@ -130,6 +130,7 @@ def test_importance_equals_per_example_finite_differences() -> None:
     assert all(p.grad is None for p in model.parameters())  # only the gates were differentiated
 
 
+@pytest.mark.slow
 def test_importance_and_pruning_curve_on_a_trained_classifier(trained: Classifier, tmp_path) -> None:
     test = [_task(200, 10_000)]
     full = float(_correct(trained, test[0]).float().mean())

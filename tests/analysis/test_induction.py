@@ -41,6 +41,7 @@ def test_scores_of_hand_made_patterns() -> None:
         causal_scores(w[..., :9, :9], t, start=start)
 
 
+@pytest.mark.slow
 def test_detector_finds_the_trained_induction_head() -> None:
     torch.manual_seed(0)
     untrained = detect_causal_heads(AttentionOnly(24, 32, 2, 2, 20), 24, length=10, batch=16)

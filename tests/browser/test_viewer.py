@@ -133,6 +133,7 @@ def view_type() -> dict[str, str]:
 
 
 # ----- tests --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_every_view_draws_and_exports_png_and_svg(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     v = open_viewer(write(mixed_trace(), tmp_path))
     for view in ("head", "model", "matrix"):
@@ -173,6 +174,7 @@ def test_hovering_a_token_changes_what_is_highlighted(open_viewer: Callable[...,
     assert fingerprint(v) == before
 
 
+@pytest.mark.slow
 def test_head_buttons_toggle_heads_and_the_mean(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     v = open_viewer(write(mixed_trace(), tmp_path))
     assert v.js("[...attnlab.state.heads]") == [0] and v.js("attnlab.state.mean") is False  # one head, not a tangle
@@ -208,6 +210,7 @@ def test_clicking_a_thumbnail_opens_that_head(open_viewer: Callable[..., Any], t
     assert v.js("[attnlab.state.view, attnlab.state.rec, attnlab.state.head]") == ["matrix", 1, 1]
 
 
+@pytest.mark.slow
 def test_value_on_hover_is_the_weight_within_the_encoding_error(open_viewer: Callable[..., Any],
                                                                 tmp_path: Path) -> None:
     trace = mixed_trace()
@@ -248,6 +251,7 @@ def test_causal_and_cross_kinds_are_selectable(open_viewer: Callable[..., Any], 
     assert ink(v) > 2000
 
 
+@pytest.mark.slow
 def test_hostile_tokens_are_shown_literally_and_run_nothing(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     trace = mixed_trace(HOSTILE)
     trace.meta["text"] = "<img src=x onerror=alert(2)> \u2028 </script>"
@@ -467,6 +471,7 @@ def test_a_clicked_token_stays_focused_when_the_layer_changes(open_viewer: Calla
     assert v.js("attnlab.state.focus") is None
 
 
+@pytest.mark.slow
 def test_512_tokens_labels_do_not_overlap_and_a_450_word_caption_wraps(open_viewer: Callable[..., Any],
                                                                        tmp_path: Path) -> None:
     path = write(long_trace(), tmp_path)
@@ -595,6 +600,7 @@ def test_token_range_and_colour_scale(open_viewer: Callable[..., Any], tmp_path:
     assert v.js("attnlab.state.range") is None
 
 
+@pytest.mark.slow
 def test_neuron_view_shows_the_q_k_terms_behind_a_weight(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     trace, q, k = qk_trace()
     v = open_viewer(write(trace, tmp_path))

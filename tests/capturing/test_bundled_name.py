@@ -49,6 +49,7 @@ def package(tiny_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return folder
 
 
+@pytest.mark.slow
 def test_the_name_resolves_to_the_bundled_folder(package: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     found = locate("zh-sentiment")

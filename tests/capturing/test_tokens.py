@@ -51,6 +51,7 @@ def test_word_groups_and_merge_rule(style: str) -> None:
 
 
 @given(st.lists(st.sampled_from(["▁a", "b", "▁", "c", "<pad>"]), min_size=1, max_size=12), st.integers(1, 4))
+@pytest.mark.slow
 def test_merge_keeps_rows_summing_to_one(tokens: list[str], heads: int) -> None:
     merged = merge_words(_trace(tokens, heads), style="sentencepiece")
     n_words = len(word_groups(tokens, "sentencepiece"))

@@ -50,6 +50,7 @@ def minilm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out, buffer.getvalue()
 
 
+@pytest.mark.slow
 def test_analyze_minilm_with_a_treebank(minilm_run: tuple[Path, str]) -> None:
     out, printed = minilm_run
     assert {p.name for p in out.iterdir()} == FILES
@@ -72,6 +73,7 @@ def test_analyze_minilm_with_a_treebank(minilm_run: tuple[Path, str]) -> None:
     assert (out / "labels.png").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_a_saved_trace(minilm_run: tuple[Path, str], tmp_path: Path, capsys: Any) -> None:
     out, _ = minilm_run
     args = ["analyze", "--trace", str(out / "trace.attn"), "--out", str(tmp_path / "b"), "--flow-target", "0"]
@@ -84,6 +86,7 @@ def test_a_saved_trace(minilm_run: tuple[Path, str], tmp_path: Path, capsys: Any
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_a_causal_model_gets_the_detectors(tmp_path: Path, capsys: Any) -> None:
     import transformers
 

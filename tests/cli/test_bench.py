@@ -14,6 +14,7 @@ from attnlab.bench import measure_peak
 from attnlab.cli import main
 
 
+@pytest.mark.slow
 def test_bench_quick_writes_json_table_and_plots(tmp_path):
     # In its own process, exactly as a user (and the issue) runs it: the memory pass changes glibc's
     # allocation settings for the rest of the process, which must not slow the other tests here.
@@ -39,6 +40,7 @@ def test_bench_quick_writes_json_table_and_plots(tmp_path):
     assert "[  1/" in err and "sdpa" in err  # progress lines
 
 
+@pytest.mark.slow
 def test_peak_memory_measures_a_known_allocation():
     _, peak = measure_peak(lambda: torch.ones(64 * 2**20 // 4).sum())
     assert peak is not None, "Linux /proc/self/clear_refs must be usable here (memory is reported missing elsewhere)"

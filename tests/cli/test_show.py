@@ -40,6 +40,7 @@ def expected_files(fmt: str = "png", viewer: bool = True) -> set[str]:
 
 
 # ----- what it writes and prints -------------------------------------------------------------------
+@pytest.mark.slow
 def test_redraw_a_saved_trace(tmp_path, trace_file, capsys):
     out = tmp_path / "out"
     assert main(["show", "--trace", str(trace_file), "--out", str(out)]) == 0
@@ -62,6 +63,7 @@ def test_redraw_a_saved_trace(tmp_path, trace_file, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "the staging folder is removed"
 
 
+@pytest.mark.slow
 def test_layer_head_and_format(tmp_path, trace_file):
     out = tmp_path / "out"
     args = ["show", "--trace", str(trace_file), "--out", str(out), "--layer", "0", "--head", "2", "--format", "svg"]
@@ -72,12 +74,14 @@ def test_layer_head_and_format(tmp_path, trace_file):
     assert "layer 0: all 3 heads" in (out / "heads.svg").read_text()
 
 
+@pytest.mark.slow
 def test_default_heatmap_is_the_mean_of_the_last_layer(tmp_path, trace_file):
     out = tmp_path / "out"
     assert main(["show", "--trace", str(trace_file), "--out", str(out), "--format", "svg"]) == 0
     assert "layer 1, mean of 3 heads" in (out / "heatmap.svg").read_text()
 
 
+@pytest.mark.slow
 def test_existing_folder_keeps_other_files(tmp_path, trace_file):
     out = tmp_path / "out"
     out.mkdir()
@@ -89,6 +93,7 @@ def test_existing_folder_keeps_other_files(tmp_path, trace_file):
     assert files(out) == expected_files() | {"notes.txt"}
 
 
+@pytest.mark.slow
 def test_a_run_replaces_the_files_of_an_earlier_run(tmp_path, trace_file):
     """Another --format and --no-viewer: the earlier run's heatmap.png, heads.png, model.png and viewer.html go,
     so the folder never mixes two runs; files show does not write are kept."""
@@ -99,6 +104,7 @@ def test_a_run_replaces_the_files_of_an_earlier_run(tmp_path, trace_file):
     assert files(out) == expected_files("svg", viewer=False) | {"notes.txt"}
 
 
+@pytest.mark.slow
 def test_default_output_is_a_folder_of_its_own_per_input(tmp_path, trace_file, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     other = al.AttentionTrace.load(trace_file)
@@ -114,6 +120,7 @@ def test_default_output_is_a_folder_of_its_own_per_input(tmp_path, trace_file, m
     assert "wrote 5 files to attnlab-out/another-text-entirely-" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_long_input_options(tmp_path, trace_file):
     """--tokens draws a range, --scale a colour scale, --compact stores trace.attn in float16."""
     out = tmp_path / "out"
@@ -171,6 +178,7 @@ def test_version(capsys):
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"attnlab {al.__version__}"
 
 
+@pytest.mark.slow
 def test_sigterm_removes_the_staging_folder(tmp_path):
     """A real `attnlab show` process killed with SIGTERM while it works: exit 143, one line, no files left."""
     import signal
@@ -280,6 +288,7 @@ def test_output_folder_that_cannot_be_written(tmp_path, trace_file, capsys):
     assert files(tmp_path) == before and not Path("/proc/attnlab-out").exists()
 
 
+@pytest.mark.slow
 def test_failure_while_writing_leaves_nothing(tmp_path, trace_file, capsys, monkeypatch):
     """A disk that fills up after the first figure: no output folder, no staging folder, one error line."""
     from attnlab.viz import static
@@ -373,6 +382,7 @@ def test_folder_that_is_not_a_model(tmp_path, capsys):
     check_refused(tmp_path, capsys, [SENTENCE, "--model", str(folder), "--out", str(tmp_path / "out")], "not-a-model")
 
 
+@pytest.mark.slow
 def test_library_deprecation_warnings_stay_out_of_the_cli(tmp_path, trace_file, capsys, monkeypatch):
     """A dependency's DeprecationWarning (matplotlib 3.8 with a newer pyparsing, say) is not the user's concern;
     a UserWarning is, once, on one line."""

@@ -33,6 +33,7 @@ def test_schedule_warms_up_then_decays_to_zero() -> None:
     assert math.isclose(lr_at(6, 10, 2, 1.0), 0.5) and lr_at(10, 10, 2, 1.0) == 0.0
 
 
+@pytest.mark.slow
 def test_train_writes_the_run_and_evaluate_predict_show_use_it(
     trained: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def test_train_writes_the_run_and_evaluate_predict_show_use_it(
     assert (tmp_path / "show" / "heatmap.png").is_file()
 
 
+@pytest.mark.slow
 def test_refusals_leave_the_run_as_it_was(trained: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     data, out = trained
     before = fingerprint(out)
@@ -92,6 +94,7 @@ def test_a_batch_that_does_not_fit_in_memory(reviews: Path, capsys: pytest.Captu
     assert not (tmp_path / "oom" / "checkpoints").exists()
 
 
+@pytest.mark.slow
 def test_corrupt_checkpoint_and_corrupt_model(trained: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     data, out = trained
     latest = out / "checkpoints" / (out / "checkpoints" / "latest").read_text().strip()
@@ -117,6 +120,7 @@ def test_bad_data(tmp_path: Path, capsys: pytest.CaptureFixture[str], one_thread
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_long_texts_are_truncated_and_counted(reviews: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               one_thread: None) -> None:
     assert train(reviews, tmp_path / "cut", "--max-length", "6", "--max-steps", "3") == 0
@@ -126,6 +130,7 @@ def test_long_texts_are_truncated_and_counted(reviews: Path, tmp_path: Path, cap
     assert n > 100
 
 
+@pytest.mark.slow
 def test_show_on_the_tutorials_additive_model(reviews: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               one_thread: None) -> None:
     out = tmp_path / "additive"
@@ -157,6 +162,7 @@ class Stop(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_resume_reads_the_saved_options_and_a_runs_config_starts_it_again(
         reviews: Path, tmp_path: Path, one_thread: None) -> None:
     from attnlab.training import TrainConfig, train_classifier

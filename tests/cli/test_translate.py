@@ -23,6 +23,7 @@ def dates_models() -> list[Translator]:
     return [load_translator(f) for f in [folder, *sorted(p.parent for p in folder.glob("*/config.json"))]]
 
 
+@pytest.mark.slow
 def test_translate_prints_the_translation_and_writes_the_alignment_and_viewer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -61,6 +62,7 @@ def test_the_tutorial_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert sorted(p.name for p in out.iterdir()) == ["alignment.png"]
 
 
+@pytest.mark.slow
 def test_unseen_characters_are_read_as_unknown_with_one_warning(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["translate", "Friday, March 5, 2021 ☃", "--model", "dates-zh", "--out", str(tmp_path / "o"),
@@ -134,6 +136,7 @@ def year_alignment(translator: Translator, n: int = 300) -> tuple[float, int]:
     return hits / total, total
 
 
+@pytest.mark.slow
 def test_bundled_dates_models_look_at_the_year_while_writing_it() -> None:
     models = dates_models()
     assert {m.run["arch"] for m in models} == {"bahdanau", "luong"}
@@ -164,6 +167,7 @@ def attended_words(translator: Translator, n: int = 2000) -> dict[str, list[str]
     return looked
 
 
+@pytest.mark.slow
 def test_bundled_sentence_model_writes_the_mat_looking_at_mat_and_the_locative_looking_at_on() -> None:
     looked = attended_words(load_translator("tutorial-en-zh"))
     shares = {}

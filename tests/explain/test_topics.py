@@ -13,6 +13,7 @@ from attnlab.errors import ConfigError
 from attnlab.functional import KERNELS
 
 
+@pytest.mark.slow
 def test_scaling_variance_saturation_and_both_halves_of_the_gradient_problem():
     n = explain.scaling(rows=400).numbers
     for d, ratio in n["var_over_d_k"].items():

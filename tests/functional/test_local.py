@@ -79,6 +79,7 @@ def test_local_bfloat16_rule():
 
 
 @pytest.mark.parametrize("glob", [None, [4]])
+@pytest.mark.slow
 def test_local_gradcheck_with_an_empty_row(glob):
     q, k, v = (t.requires_grad_() for t in make(9, 9, B=1, H=2, E=4, Ev=3))
     pad = torch.ones(1, 1, 9, 9, dtype=torch.bool)
@@ -123,6 +124,7 @@ def test_registered_local_kernel_and_errors():
 
 @given(st.integers(1, 25), st.integers(1, 25), st.integers(0, 6), st.integers(0, 6), st.integers(1, 3),
        st.integers(1, 9), st.booleans(), st.integers(0, 99))
+@pytest.mark.slow
 def test_property_local_equals_dense(L, S, before, after, dilation, block, causal, seed):
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(1, 2, n, 3, generator=g, dtype=torch.float64) for n in (L, S, S))

@@ -177,6 +177,7 @@ def test_bfloat16_within_twice_the_error_of_plain_bfloat16():
 @pytest.mark.parametrize(
     ("causal", "shared", "dedup"), [(True, True, False), (False, True, True), (False, False, False)]
 )
+@pytest.mark.slow
 def test_gradcheck(causal, shared, dedup):
     q, k, v = make(1, 2, 9, 4, 3, seed=1)
     q, k, v = (t.requires_grad_() for t in (q, k, v))

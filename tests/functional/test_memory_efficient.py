@@ -88,6 +88,7 @@ def test_bfloat16_within_twice_the_error_of_plain_bfloat16():
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
+@pytest.mark.slow
 def test_gradcheck_float64(causal, dropout):
     q, k, v = (t.requires_grad_() for t in make(2, 3, 7, 6, 5, 4))
     mask = make_mask("bool", 2, 3, 7, 6)

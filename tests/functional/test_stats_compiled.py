@@ -26,6 +26,7 @@ def _same(a: object, b: object) -> None:
 
 
 @pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.slow
 def test_compiled_equals_eager(causal: bool) -> None:
     q, k, mask = _inputs()
     for m in (None, mask):

@@ -89,6 +89,7 @@ def test_groups_round_trip_through_the_config():
     assert ConvAttentionBlock.from_config(block.config).conv.groups == 1
 
 
+@pytest.mark.slow
 def test_gradcheck():
     block = randomize(ConvAttentionBlock(9, 3, kernel_size=3)).double()
     x = torch.randn(2, 5, 9, dtype=torch.float64, requires_grad=True)

@@ -137,6 +137,7 @@ GRAD_CASES = [("self", "bool", True), ("causal", "float", False), ("cross", "boo
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: "-".join(map(str, c)))
 @pytest.mark.parametrize("return_weights", [True, False])
+@pytest.mark.slow
 def test_gradcheck_inputs(case, return_weights):
     kind, mask_kind, padded = case
     m = layer()
@@ -157,6 +158,7 @@ def test_gradcheck_inputs(case, return_weights):
     assert torch.autograd.gradcheck(f, (x, mem), eps=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_gradcheck_parameters():
     m = randomize(MultiHeadAttention(9, 3, d_k=2, d_v=4)).double()
     x = torch.randn(2, 4, 9, dtype=torch.float64)

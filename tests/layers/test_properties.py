@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
 import torch
 from helpers.layers_reference import randomize
 from hypothesis import given
@@ -26,6 +27,7 @@ def decode_case(draw):
 
 
 @given(decode_case())
+@pytest.mark.slow
 def test_cached_decoding_equals_full_causal(case):
     b, h, dk, dv, d_model, length, bounds, left_pad, bias, seed = case
     torch.manual_seed(seed)
@@ -68,6 +70,7 @@ def masked_case(draw):
 
 
 @given(masked_case())
+@pytest.mark.slow
 def test_fully_masked_rows_give_zeros_and_finite_gradients(case):
     b, h, lq, lk, d_model, keep, dead, bias, return_weights = case
     m = randomize(MultiHeadAttention(d_model, h, bias=bias)).double()

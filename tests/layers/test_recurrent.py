@@ -69,6 +69,7 @@ def test_bfloat16_flash_attention_rule(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.slow
 def test_gradcheck_inputs_and_parameters(kind):
     m, dq, dk = build(kind)
     q, keys, values = (t.requires_grad_() for t in data(dq, dk))

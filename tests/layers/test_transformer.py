@@ -121,6 +121,7 @@ def test_causal_encoder_ignores_the_future():
 
 
 @pytest.mark.parametrize("which", ["encoder", "decoder"])
+@pytest.mark.slow
 def test_gradcheck_inputs_and_parameters(which):
     small = dict(d_model=9, n_heads=3, d_ff=5, d_k=2, d_v=4)
     g = torch.Generator().manual_seed(2)
@@ -143,6 +144,7 @@ def test_gradcheck_inputs_and_parameters(which):
     assert torch.autograd.gradcheck(f, (*args, *params), eps=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_gradcheck_full_size_inputs():
     layer = randomize(TransformerDecoderLayer(M, H, F, norm_first=True)).double()
     x, mem = (t.requires_grad_() for t in data())

@@ -51,6 +51,7 @@ def test_file_round_trip(tmp_path: Path) -> None:
 
 
 
+@pytest.mark.slow
 def test_trains_saves_and_loads(tmp_path: Path) -> None:
     data = write_reviews(tmp_path / "reviews.csv", 300, longest=12)
     threads = torch.get_num_threads()

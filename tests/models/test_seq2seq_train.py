@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import Tensor
 from torch.nn import functional as F
@@ -20,6 +21,7 @@ def reversal(n: int, g: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
     return src, torch.cat([torch.full((n, 1), BOS), rev], dim=1), torch.cat([rev, torch.full((n, 1), EOS)], dim=1)
 
 
+@pytest.mark.slow
 def test_a_bahdanau_model_learns_to_reverse_digits() -> None:
     model = Seq2Seq(Seq2SeqConfig(14, 14, d_embed=16, d_hidden=32, dropout=0.0, max_length=8))
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)

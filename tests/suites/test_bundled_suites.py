@@ -30,6 +30,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_the_suite_runs_whole_and_the_expected_capabilities_pass(result: SuiteResult) -> None:
     suite = result.suite
     assert len(result.results) == len(suite.cases) and all(len(r.observations) == len(r.case.inputs)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from attnlab.training._distributed import World
@@ -54,6 +55,7 @@ with open(os.path.join(sys.argv[1], f"rank{result['rank']}.json"), "w") as f:
 '''
 
 
+@pytest.mark.slow
 def test_two_ranks_average_to_the_full_batch_gradient_and_close_joins_every_gloo_thread(
         tmp_path: Path, child_env: dict[str, str]) -> None:
     script = tmp_path / "rank.py"

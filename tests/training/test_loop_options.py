@@ -60,6 +60,7 @@ class Stop(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_a_run_with_every_option_resumes_exactly(reviews: Path, tmp_path: Path, one_thread: None) -> None:
     """Pre-training, then EMA + buckets + smoothing + fused AdamW + bigrams; stopped at the one validation
     (step 38, after the step-35 checkpoint), resumed: the same final metrics and weights as a run that never stopped."""
@@ -101,6 +102,7 @@ def ema_names(saved: dict[str, torch.Tensor], ema: dict[str, torch.Tensor]) -> l
     return names
 
 
+@pytest.mark.slow
 def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: None) -> None:
     from attnlab.cli import main
 

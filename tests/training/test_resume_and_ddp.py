@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers.cli import kill_at_checkpoint, one_and_two_ranks
 from safetensors.torch import load_file
 
@@ -25,6 +26,7 @@ def train_rows(out: Path) -> list[tuple[object, ...]]:
     return [tuple((k, v) for k, v in sorted(r.items()) if k != "samples_per_s") for r in rows]
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, reviews: Path, child_env: dict[str, str]
                                                          ) -> None:
     args = ["train", "classify", "--data", str(reviews), "--epochs", "3", "--batch-size", "8", "--dropout", "0.2",
@@ -45,6 +47,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, reviews
     assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_two_torchrun_ranks_match_one_process(tmp_path: Path, reviews: Path, child_env: dict[str, str]) -> None:
     args = ["train", "classify", "--data", str(reviews), "--batch-size", "8", "--max-steps", "6", "--dropout", "0",
             "--lr", "3e-3", "--warmup", "0", *TINY]

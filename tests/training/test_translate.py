@@ -56,6 +56,7 @@ def final(out: Path) -> dict[str, object]:
     return {k: v for k, v in data.items() if k not in ("train_cpu_s", "train_wall_s")}
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_env: dict[str, str]) -> None:
     data = write_pairs(tmp_path / "pairs.tsv", 120)
     args = ["train", "translate", "--data", str(data), "--arch", "luong", "--score", "general", "--epochs", "3",
@@ -78,6 +79,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_e
     assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_two_torchrun_ranks_match_one_process(tmp_path: Path, child_env: dict[str, str]) -> None:
     data = write_pairs(tmp_path / "pairs.tsv", 120)
     args = ["train", "translate", "--data", str(data), "--batch-size", "8", "--max-steps", "5", "--dropout", "0",
@@ -114,6 +116,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
     yield out, result
 
 
+@pytest.mark.slow
 def test_a_run_writes_its_files_and_the_figures_per_set_and_tag(run: tuple[Path, dict[str, object]]) -> None:
     out, result = run
     for name in ("model.safetensors", "config.json", "tokenizer.json", "run.json", "metrics.jsonl", "curves.png",
@@ -143,6 +146,7 @@ def test_a_run_writes_its_files_and_the_figures_per_set_and_tag(run: tuple[Path,
     assert t.alignment.sum(-1).sub(1).abs().max() < 1e-5  # each generated token's weights sum to one
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_not_overwritten_and_resume_keeps_its_settings(run: tuple[Path, dict[str, object]]
                                                                            ) -> None:
     out, _ = run

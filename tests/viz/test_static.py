@@ -135,6 +135,7 @@ def test_annotate_writes_every_value_in_a_colour_that_reads():
     assert not al.viz.heatmap(w).axes[0].texts, "no cell text unless asked"
 
 
+@pytest.mark.slow
 def test_long_input_thins_labels_without_overlap():
     n = 300
     fig = al.viz.heatmap(torch.rand(n, n).softmax(-1), tokens=[f"tok{i}" for i in range(n)])
@@ -159,6 +160,7 @@ def test_labels_are_literal_text():
     assert len(shown[2][0]) == 14 and shown[2][0].endswith("…")
 
 
+@pytest.mark.slow
 def test_figures_draw_with_agg_and_no_pyplot(tmp_path):
     """A figure is a plain Agg figure: pyplot never manages it (no window opens, none piles up in pyplot's
     figure list), and drawing and saving never import pyplot (checked in a fresh interpreter, since another
@@ -264,6 +266,7 @@ def png_size(path) -> tuple[int, int]:
     return struct.unpack(">II", header[16:24])
 
 
+@pytest.mark.slow
 def test_long_input_figures_stay_under_the_pixel_cap(tmp_path):
     trace = long_trace(520, heads=4)
     for name, fig in {"heatmap": al.viz.heatmap(trace, head="mean"), "heads": al.viz.heads(trace, 0),
@@ -306,6 +309,7 @@ def test_pool_is_the_mean_of_each_block(n, factor):
             assert pooled[i, j] == pytest.approx(block.mean())  # the last blocks average only the cells they have
 
 
+@pytest.mark.slow
 def test_span_draws_a_range_of_positions():
     trace = synthetic_trace()
     fig = al.viz.heatmap(trace, layer=1, head=2, span=(2, 6))
@@ -350,6 +354,7 @@ def test_bad_spans_are_refused(span, words):
 
 
 # ----- colour scales -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_colour_scales():
     from matplotlib.colors import LogNorm, PowerNorm
 
@@ -375,6 +380,7 @@ def test_colour_scales():
     assert type(im.norm).__name__ == "Normalize"
 
 
+@pytest.mark.slow
 def test_a_log_scale_shows_what_a_linear_one_hides():
     """On a 512-token head, the weights between 1/(10 n) and 10/n (most of what is not the peak) span most
     colours in log and almost none in linear: the uniform dark field of the issue."""
@@ -413,6 +419,7 @@ def glyph_warnings(fig: Figure) -> list[str]:
     return [str(w.message) for w in caught if "Glyph" in str(w.message)]
 
 
+@pytest.mark.slow
 def test_chinese_tokens_render_with_a_cjk_font():
     cjk = _fonts.cjk_family()
     assert cjk is not None, "no CJK font: install fonts-wqy-zenhei (`make system`)"
@@ -479,6 +486,7 @@ def test_cjk_glyphs_are_embedded_in_svg_and_pdf(tmp_path):
     assert re.search(rb"/BaseFont /[A-Z]{6}\+" + cjk.replace(" ", "").encode(), pdf)
 
 
+@pytest.mark.slow
 def test_save_is_reproducible(tmp_path):
     w = torch.rand(5, 5)
     for suffix in (".svg", ".pdf", ".png"):
@@ -510,6 +518,7 @@ def test_failed_save_leaves_no_file(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_import_attnlab_does_not_import_matplotlib():
     code = "import sys, attnlab; assert 'matplotlib' not in sys.modules; attnlab.viz.heatmap; print('ok')"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "ok\n"
