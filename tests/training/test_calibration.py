@@ -43,7 +43,8 @@ def test_ece_on_hand_made_cases() -> None:
 
 
 def test_reliability_bins_are_equal_width_and_right_closed() -> None:
-    bins = use.reliability_bins(torch.tensor([0.5, 0.5 + 1e-9, 1.0], dtype=torch.float64), torch.tensor([True, False, True]), bins=2)
+    conf = torch.tensor([0.5, 0.5 + 1e-9, 1.0], dtype=torch.float64)
+    bins = use.reliability_bins(conf, torch.tensor([True, False, True]), bins=2)
     assert bins == [(1, 0.5, 1.0), (2, pytest.approx(0.75), 0.5)]  # 0.5 is in (0, 0.5]; 0.5 + 1e-9 in (0.5, 1]
 
 
