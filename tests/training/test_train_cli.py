@@ -250,6 +250,9 @@ def test_predict_prints_the_calibrated_probability_and_explains_it(capsys: pytes
     shares = [float(s) for s in attended.split(":")[1].split()[1::2]]
     assert attended.startswith("  attended most (pooled attention") and shares == sorted(shares, reverse=True)
     assert len(shares) == 5 and 0 < sum(shares) <= 1
+    assert main(["predict", "--model", "zh-sentiment", "--explain", "☃☃☃☃☃"]) == 0
+    attended = capsys.readouterr().out.splitlines()[2]
+    assert attended.split(":")[1].split()[::2] == ["☃"] * 5  # the character an [UNK] hides, not "[UNK]"
 
 
 def test_pooled_attention_reads_what_the_pooling_reads() -> None:

@@ -77,7 +77,9 @@ def _explain(clf: Any, model: str, text: str) -> list[str]:
 
     label, _, drops = clf.blank_out(text)
     top = sorted(drops, key=lambda d: -d[1])[:TOP]
-    attended = [(t, w) for t, w in pooled_attention(trace_text(text, model=model), clf.model.config.pooling)
+    pieces = [text[a:b] for a, b in clf.tokenizer.encode(text).offsets]  # each token's characters ("" for [CLS])
+    attended = [(pieces[i] if i < len(pieces) and pieces[i] else t, w)  # an [UNK] shown as the character it hides
+                for i, (t, w) in enumerate(pooled_attention(trace_text(text, model=model), clf.model.config.pooling))
                 if t != CLS]
     shown = sorted(attended, key=lambda a: -a[1])[:TOP]
     return [f"  matters most (drop in P({label}) when blanked out): "

@@ -133,9 +133,7 @@ class Classifier:
     def probabilities(self, texts: Sequence[str]) -> Tensor:
         """``(N, C)`` calibrated probabilities, ``softmax(logits / T)``; an empty text is an InputError, and a
         text with more than 10% of its characters unknown to the model's tokenizer gives a warning."""
-        for t in texts:
-            if not isinstance(t, str) or not t.strip():
-                raise InputError(f"the text to classify is empty (got {t!r}); give some text")
+        _check_texts(texts)
         for t in texts:
             unknown, n = self.unknown_characters(t)
             if sum(map(len, unknown)) > UNKNOWN_WARN_SHARE * n:
@@ -161,8 +159,10 @@ class Classifier:
     def blank_out(self, text: str) -> tuple[str, float, list[tuple[int, float]]]:
         """Leave-one-out importance: ``(label, probability, [(position, drop)])`` where each character of ``text``
         (spaces skipped) is replaced by one the model never saw (read as [UNK], as in masked pre-training) and
-        ``drop`` is how much the predicted label's probability falls without it (negative: it spoke against)."""
-        probs = self.probabilities([text])[0]  # (C,)
+        ``drop`` is how much the predicted label's probability falls without it (negative: it spoke against).  Gives no
+        warning of its own (:meth:`predict` does)."""
+        _check_texts([text])
+        probs = self._probabilities([text])[0]  # (C,)
         k = int(probs.argmax())
         where = [i for i, c in enumerate(text) if not c.isspace()]
         blank = self._blank_character()
@@ -176,6 +176,12 @@ class Classifier:
             if self.tokenizer.encode(chr(code)).tokens[-1:] == [UNK]:
                 return chr(code)
         raise ModelLoadError("the tokenizer knows every private-use character; it has no [UNK] to blank out with")
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    for t in texts:
+        if not isinstance(t, str) or not t.strip():
+            raise InputError(f"the text to classify is empty (got {t!r}); give some text")
 
 
 def model_file(path: str | os.PathLike[str]) -> Path:
