@@ -211,3 +211,88 @@ def test_a_config_saved_when_bucket_was_a_flag_still_reads(reviews: Path, tmp_pa
     assert main(["train", "classify", "--data", str(reviews), "--config", str(old), "--out", str(tmp_path / "r"),
                  "--max-steps", "2", "--batch-size", "8", "--no-progress"]) == 0
     assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["bucket"] == 50
+
+
+def test_predict_warns_on_unknown_characters_reads_stdin_and_refuses_an_empty_text(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    assert main(["predict", "--model", "zh-sentiment", "☃☃☃☃☃", "这本书写得很好"]) == 0
+    captured = capsys.readouterr()
+    assert [ln.split("\t")[2] for ln in captured.out.splitlines()] == ["☃☃☃☃☃", "这本书写得很好"]
+    warned = captured.err.strip().splitlines()
+    assert len(warned) == 1 and warned[0].startswith("attnlab predict: warning: 5 of the 5 characters of '☃☃☃☃☃'")
+    assert main(["predict", "--model", "zh-sentiment", "好好好好好好好好好☃"]) == 0  # 1 in 10: no warning
+    assert capsys.readouterr().err == ""
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("很好\n太差了\n"))
+    assert main(["predict", "--model", "zh-sentiment", "-"]) == 0
+    assert [ln.split("\t")[2] for ln in capsys.readouterr().out.splitlines()] == ["很好", "太差了"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("很好\n\n太差了\n"))
+    assert main(["predict", "--model", "zh-sentiment", "-"]) == 2
+    assert "line 2 of stdin is empty" in one_error_line(capsys, "predict")
+    assert main(["predict", "--model", "zh-sentiment", " "]) == 2
+    assert "the text to classify is empty" in one_error_line(capsys, "predict")
+
+
+def test_predict_prints_the_calibrated_probability_and_explains_it(capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    from attnlab.training import load_trained
+
+    clf = load_trained("zh-sentiment")
+    assert clf.temperature != 1.0
+    text = "这本书写得很好"
+    probs = torch.softmax(clf.logits([text])[0] / clf.temperature, -1)
+    assert main(["predict", "--model", "zh-sentiment", "--explain", text]) == 0
+    first, blanked, attended = capsys.readouterr().out.splitlines()
+    assert first == f"{clf.labels[int(probs.argmax())]}\t{float(probs.max()):.4f}\t{text}"
+    label, p, drops = clf.blank_out(text)
+    top = max(drops, key=lambda d: d[1])
+    blank = clf._blank_character()
+    without = torch.softmax(clf.logits([text[:top[0]] + blank + text[top[0] + 1:]])[0] / clf.temperature, -1)
+    assert top[1] == pytest.approx(p - float(without[clf.labels.index(label)]), abs=1e-6)
+    assert blanked.startswith(f"  matters most (drop in P({label}) when blanked out): {text[top[0]]} {top[1]:+.3f}")
+    shares = [float(s) for s in attended.split(":")[1].split()[1::2]]
+    assert attended.startswith("  attended most (pooled attention") and shares == sorted(shares, reverse=True)
+    assert len(shares) == 5 and 0 < sum(shares) <= 1
+    assert main(["predict", "--model", "zh-sentiment", "--explain", "☃☃☃☃☃"]) == 0
+    attended = capsys.readouterr().out.splitlines()[2]
+    assert attended.split(":")[1].split()[::2] == ["☃"] * 5  # the character an [UNK] hides, not "[UNK]"
+
+
+def test_pooled_attention_reads_what_the_pooling_reads() -> None:
+    from types import SimpleNamespace
+
+    import torch
+
+    from attnlab._commands.predict import pooled_attention
+
+    weights = torch.tensor([[[[0.5, 0.5, 0.0], [0.0, 0.2, 0.8], [0.0, 0.2, 0.8]]]])  # (1, H=1, Lq, Lk)
+    rec = SimpleNamespace(weights=weights, key_tokens=["[CLS]", "a", "b"])
+    trace = SimpleNamespace(kinds=("self",), select=lambda kind: [rec] if kind == "self" else [])
+    assert pooled_attention(trace, "cls") == [("[CLS]", 0.5), ("a", 0.5), ("b", 0.0)]  # the [CLS] row
+    mean = pooled_attention(trace, "meanmax")  # every row
+    assert [t for t, _ in mean] == ["[CLS]", "a", "b"]
+    assert [w for _, w in mean] == pytest.approx([0.5 / 3, 0.9 / 3, 1.6 / 3])
+
+
+def test_show_on_the_bundled_classifier_prints_its_calibrated_prediction(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from attnlab.training import load_trained
+
+    [(label, prob)] = load_trained("zh-sentiment").predict(["这本书写得很好"])
+    assert main(["show", "这本书写得很好", "--model", "zh-sentiment", "--out", str(tmp_path), "--no-viewer"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"prediction: {label} {prob:.2f} (calibrated probability)"
+
+
+def test_a_killed_run_is_read_from_its_last_checkpoint_with_one_line_saying_so(
+        trained: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = trained
+    (out / "model.safetensors").unlink()  # what a run killed before its end leaves: checkpoints, no final model
+    latest = (out / "checkpoints" / "latest").read_text().strip()
+    for command in (["predict", "--model", str(out), "好"], ["evaluate", "--model", str(out)]):
+        assert main(command) == 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"attnlab {command[0]}: warning: "), err
+        assert f"using its last checkpoint, {latest}, not the final model" in err[0]

@@ -303,3 +303,12 @@ def test_python_m_attnlab_suites_records_or_says_why_not(tmp_path: Path, capsys:
     assert err.startswith("attnlab.suites: error: ") and "final.json' does not exist" in err
     assert fingerprint(tmp_path) == before
     assert record_main([]) == 2 and "usage: python -m attnlab.suites FOLDER [SUITE]" in capsys.readouterr().err
+
+
+def test_the_bundled_classifiers_unknown_character_warning_reaches_the_suite() -> None:
+    from attnlab.suites import observer
+    from attnlab.training import load_trained
+
+    unknown, known = observer(load_trained("zh-sentiment"))(["☃☃☃☃☃", "这本书写得很好"])
+    assert "5 of the 5 characters of '☃☃☃☃☃' are unknown" in unknown.warning and unknown.output is not None
+    assert known.warning == ""

@@ -63,4 +63,6 @@ def test_two_runs_of_the_target_write_the_same_bytes(reviews: Path, child_env: d
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
         assert (Path(f"{a}-bundle") / name).read_bytes() == (a / name).read_bytes(), name
     assert without_timings(a / "metrics.jsonl") == without_timings(b / "metrics.jsonl")
+    for name in ("calibration.json", "reliability.png"):  # the target's last step, on the bundle
+        assert Path(f"{a}-bundle", name).read_bytes() == Path(f"{b}-bundle", name).read_bytes(), name
     assert len(without_timings(a / "metrics.jsonl")) > 10

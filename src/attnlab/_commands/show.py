@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     elif trace is None:  # check what the model's config.json can tell before the slow load
         _check_against_config(args.model or "minilm", args.kind, layer, head)
         _check_span_against_limit(args, span)
+    prediction = _prediction(args) if found is not None and found.kind == "classifier" else None
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
     out, base = check_out(out_arg)
 
@@ -169,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
             written.append(VIEWER_FILE)
         publish(stage, out, written, OWNED)
 
+    if prediction is not None:
+        print(prediction)
     print(summary)
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
@@ -189,6 +192,14 @@ def _capture(args: argparse.Namespace) -> Any:
             f"the input is {exc.n_tokens} tokens long (special tokens included) but at most {exc.limit} are taken; "
             f"shorten the text, or add --truncate to keep the first {exc.limit} tokens"
         ) from None
+
+
+def _prediction(args: argparse.Namespace) -> str:
+    """The line a classifier's show prints first: its label for TEXT and the calibrated probability, rounded."""
+    from ..training import load_trained
+
+    [(label, prob)] = load_trained(args.model).predict([args.text])
+    return f"prediction: {label} {prob:.2f} (calibrated probability)"
 
 
 def _translate(args: argparse.Namespace) -> Any:

@@ -2,7 +2,7 @@
 object; the text classifier's task and the translator's, each with its use (load, predict or translate, evaluate)."""
 
 from ._classify_run import TrainConfig, train_classifier
-from ._classify_use import Classifier, evaluate_model, load_trained
+from ._classify_use import Classifier, calibrate, evaluate_model, load_trained
 from ._config import RunConfig
 from ._runtime import Task, accuracy_stderr, lr_at, saved_run
 from ._translate_run import ARCHITECTURES, TranslateConfig, build_translator, exact_match, train_translator
@@ -20,6 +20,7 @@ __all__ = [
     "accuracy_stderr",
     "build_translator",
     "bundle_translator",
+    "calibrate",
     "evaluate_model",
     "exact_match",
     "load_trained",
