@@ -72,7 +72,7 @@ def pooled_attention(trace: Any, pooling: str) -> list[tuple[str, float]]:
 
 
 def _explain(clf: Any, model: str, text: str) -> list[str]:
-    from ..capture import trace_text
+    from ..capturing import trace_text
     from ..data import CLS
 
     label, _, drops = clf.blank_out(text)

@@ -29,8 +29,8 @@ from ..data import UNK, encode, load_data, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
 from ..models import AttentionClassifier, load_classifier
 from ._classify_run import evaluate_ids
+from ._curves import plot_reliability
 from ._distributed import World
-from ._plot import plot_reliability
 from ._runtime import accuracy_stderr, collate
 
 __all__ = [
