@@ -59,3 +59,27 @@ def test_check_out_refuses_a_file(tmp_path: Path) -> None:
         _output.check_out(tmp_path / "f")
     with pytest.raises(InputError, match=r"--layer takes an integer or 'mean', got 'x'"):
         _output.parse_int("x", "--layer", " or 'mean'")
+
+
+def test_a_sigterm_the_moment_the_staging_folder_appears_still_removes_it(tmp_path, monkeypatch):
+    """The signal lands right after mkdtemp made the folder (what a supervisor watching for it does): the command
+    unwinds as terminated and the folder is gone, not left behind by a signal raised before its cleanup began."""
+    import os
+    import signal
+    import tempfile
+
+    from attnlab._commands import _output
+    from attnlab.cli import Terminated, _cli_behaviour
+
+    made = tempfile.mkdtemp
+
+    def mkdtemp_then_sigterm(*args, **kwargs):
+        folder = made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered at once unless held
+        return folder
+
+    monkeypatch.setattr(_output.tempfile, "mkdtemp", mkdtemp_then_sigterm)
+    out = tmp_path / "out"
+    with pytest.raises(Terminated), _cli_behaviour("show"), _output.staging(out, tmp_path):
+        pytest.fail("the signal must end the command before its work starts")
+    assert list(tmp_path.iterdir()) == []

@@ -15,7 +15,9 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,14 +76,25 @@ def check_out(out: Path) -> tuple[Path, Path]:
 @contextlib.contextmanager
 def staging(out: Path, base: Path) -> Iterator[Path]:
     """A temporary folder in ``base`` (from :func:`check_out`), on the same file system as ``out`` (so moving files
-    is a rename); removed at the end, however the block ends."""
+    is a rename); removed at the end, however the block ends.
+
+    SIGTERM and SIGINT are held while the folder is made and let through only inside the ``try`` that removes it: a
+    signal that lands between ``mkdtemp`` and the ``try`` (the moment the folder appears, which is when a supervisor
+    that watches for it sends its signal) would otherwise raise there and leave the folder behind."""
+    held = {signal.SIGTERM, signal.SIGINT}
+    can_hold = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held) if can_hold else None
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
     except OSError as exc:  # read-only or special file systems (/proc), where access() said yes to root
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
         why = {errno.ENOENT: "it takes no new files (a special file system such as /proc)",
                errno.EROFS: "it is on a read-only file system"}.get(exc.errno or 0, exc.strerror)
         raise InputError(f"cannot create {str(out)!r} in {str(base)!r}: {why}; choose another --out") from None
     try:
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a signal held meanwhile is raised here
         yield stage
     finally:
         shutil.rmtree(stage, ignore_errors=True)
