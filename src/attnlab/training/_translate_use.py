@@ -94,7 +94,7 @@ class Translator:
     @torch.no_grad()
     def translate(self, texts: Sequence[str], *, beam: int = 1, warn: bool = True) -> list[Translation]:
         """Translate ``texts`` (greedy, or beam search with ``beam`` hypotheses), one batch; each translation's
-        warnings (:meth:`doubts`) are also issued as UserWarnings unless ``warn`` is False."""
+        reasons for doubt (:meth:`doubts`) are also issued as one UserWarning per text unless ``warn`` is False."""
         ids = self.encode(texts)
         self.model.eval()
         pad = int(model_config(self.model).pad_id)
@@ -109,8 +109,8 @@ class Translator:
             out.append(Translation(text, output, src[: weights.shape[1]],
                                    list(self.tokenizer.target_tokens(tokens))[: weights.shape[0]], weights,
                                    float(gen.scores[i]), tokens, confidence, doubts))
-            for message in doubts if warn else ():
-                warnings.warn(message, UserWarning, stacklevel=2)
+            if doubts and warn:  # one line per text, every reason in it
+                warnings.warn("; ".join(doubts), UserWarning, stacklevel=2)
         return out
 
     def doubts(self, text: str, output: str, confidence: float) -> tuple[str, ...]:
