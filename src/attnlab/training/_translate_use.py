@@ -25,7 +25,7 @@ from torch import nn
 
 from .._bundled import locate
 from .._io import atomic_write_text
-from ..data import collate
+from ..data import PairSplits, collate
 from ..errors import InputError, ModelLoadError, TooLongError
 from ._translate_run import model_config
 
@@ -218,19 +218,20 @@ def _negatives(task: str, valid_sources: Sequence[str], n: int, seed: int) -> li
 
 
 def calibrate_translator(model: str | os.PathLike[str], *, n_negatives: int = 3_000, seed: int = 0,
-                         max_warned: float = 0.01) -> dict[str, Any]:
+                         max_warned: float = 0.01, data: PairSplits | None = None) -> dict[str, Any]:
     """Choose the confidence threshold of a translator on held-out data and store it in its model folder's
     ``bundled.json`` under ``"confidence"``: the task's valid split (never trained on) is the side to leave
     alone (at most ``max_warned`` of it warned), ``n_negatives`` generated inputs (:func:`_negatives`) the side
     to warn on.  The record holds the threshold, both rates by the threshold alone, and for a dates model the
-    rates with the calendar and ambiguity checks too (what :meth:`Translator.translate` warns on)."""
+    rates with the calendar and ambiguity checks too (what :meth:`Translator.translate` warns on).  ``data``: the
+    splits the model was trained on, when its run cannot make them again (they were passed in memory)."""
     from ._translate_run import load_task
 
     folder = translator_folder(model)
     translator = load_translator(folder)
     translator.threshold = None
     runinfo = translator.run
-    valid = load_task(runinfo["data"], runinfo.get("data_options")).valid
+    valid = (data if data is not None else load_task(runinfo["data"], runinfo.get("data_options"))).valid
     negatives = _negatives(str(runinfo["data"]), list(valid.source), n_negatives, seed)
     got_valid = _translate_all(translator, list(valid.source))
     got_neg = _translate_all(translator, [text for text, _ in negatives])
