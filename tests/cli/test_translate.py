@@ -35,6 +35,8 @@ def test_translate_prints_the_translation_and_writes_the_alignment_and_viewer(
     assert list(trace.kinds) == ["cross"]  # the recurrent decoder's attention, one record per decoding step
     assert trace.records[0].key_tokens == [*"Friday,", "▁", *"March", "▁", *"5,", "▁", *"2021", "[EOS]"]
     assert [r.step for r in trace.records] == list(range(len("2021年3月5日星期五") + 1))  # the last step writes EOS
+    assert printed[1].startswith(f"confidence {trace.meta['confidence']:.4f} (warns below ")
+    assert trace.meta["warnings"] == [] and trace.meta["confidence"] <= 0
     assert "cross" in (out / "viewer.html").read_text(encoding="utf-8")
 
     beam = tmp_path / "beam"

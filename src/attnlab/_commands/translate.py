@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     translator = load_translator(args.model)
     with staging(out, base) as stage:
         translation, trace = trace_translation(translator, text, args.beam)
+        trace.meta.update(confidence=translation.confidence, warnings=list(translation.warnings))
         fig = viz.alignment(translation.alignment, translation.source_tokens, translation.target_tokens,
                             title=f"{text}  →  {translation.text}")
         viz.save(fig, stage / ALIGNMENT_FILE)
