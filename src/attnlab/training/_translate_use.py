@@ -46,7 +46,7 @@ class Translation:
     alignment: torch.Tensor  # (T, S) float32: row i is where the model looked while generating token i
     score: float
     ids: list[int]  # the T generated target ids (no BOS, no EOS)
-    confidence: float = 0.0  # score / tokens scored (EOS included): the mean log-probability per token
+    confidence: float  # score / tokens scored (EOS included): the mean log-probability per token
     warnings: tuple[str, ...] = ()  # why not to believe it (low confidence, no such date, an ambiguous input)
 
 
