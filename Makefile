@@ -61,6 +61,8 @@ train-zh: $(STAMP)
 # dates-zh holds the Bahdanau model and, in dates-zh/luong/, the Luong one (the alignment tests check both).
 TRANSLATE_RUNS ?= translate-runs
 BUNDLE := $(PY) -c 'import sys; from attnlab.training import bundle_translator; print(bundle_translator(*sys.argv[1:]))'
+# the confidence threshold of a bundled translator, chosen on held-out data, into its bundled.json (after BUNDLE)
+CALIBRATE := $(PY) -c 'import sys; from attnlab.training import calibrate_translator; print(calibrate_translator(sys.argv[1]))'
 train-dates: $(STAMP)
 	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh.json \
 	  --out $(TRANSLATE_RUNS)/dates-zh $(TRAIN_ARGS)
@@ -69,12 +71,15 @@ train-dates: $(STAMP)
 	rm -rf src/attnlab/_bundled/dates-zh
 	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh src/attnlab/_bundled/dates-zh
 	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh-luong src/attnlab/_bundled/dates-zh/luong
+	$(CALIBRATE) src/attnlab/_bundled/dates-zh
+	$(CALIBRATE) src/attnlab/_bundled/dates-zh/luong
 
 train-sentences: $(STAMP)
 	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/tutorial-en-zh.json \
 	  --out $(TRANSLATE_RUNS)/tutorial-en-zh $(TRAIN_ARGS)
 	rm -rf src/attnlab/_bundled/tutorial-en-zh
 	$(BUNDLE) $(TRANSLATE_RUNS)/tutorial-en-zh src/attnlab/_bundled/tutorial-en-zh
+	$(CALIBRATE) src/attnlab/_bundled/tutorial-en-zh
 
 # The viewer's JavaScript: tsc checks its JSDoc types (tsconfig.json, strict). TypeScript's version is pinned by
 # package-lock.json; `npm ci` installs it into node_modules/ once, and again only when package*.json change.

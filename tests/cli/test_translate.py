@@ -36,6 +36,8 @@ def test_translate_prints_the_translation_and_writes_the_alignment_and_viewer(
     assert list(trace.kinds) == ["cross"]  # the recurrent decoder's attention, one record per decoding step
     assert trace.records[0].key_tokens == [*"Friday,", "▁", *"March", "▁", *"5,", "▁", *"2021", "[EOS]"]
     assert [r.step for r in trace.records] == list(range(len("2021年3月5日星期五") + 1))  # the last step writes EOS
+    assert printed[1].startswith(f"confidence {trace.meta['confidence']:.4f} (warns below ")
+    assert trace.meta["warnings"] == [] and trace.meta["confidence"] <= 0
     assert "cross" in (out / "viewer.html").read_text(encoding="utf-8")
 
     beam = tmp_path / "beam"
@@ -178,3 +180,121 @@ def test_bundled_sentence_model_writes_the_mat_looking_at_mat_and_the_locative_l
     assert len(looked["垫子"]) >= 30 and len(looked["上"]) >= 30
     # the word 垫子 and its first character look at mat; its second character sometimes already at the next word
     assert shares["垫"] >= 0.95 and shares["垫子"] >= 0.95 and shares["上"] >= 0.95, shares
+
+
+@pytest.mark.filterwarnings("ignore:.*never saw in training")
+@pytest.mark.parametrize("beam", [1, 3])
+def test_the_confidence_is_the_models_own_mean_log_probability_recomputed_teacher_forced(beam: int) -> None:
+    import torch
+
+    from attnlab.data import collate
+
+    for translator in [*dates_models(), load_translator("tutorial-en-zh")]:
+        texts = ["Friday, March 5, 2021", "3 mars 1999", "The cat sat on the mat.", "zzzz"]
+        got = translator.translate(texts, beam=beam, warn=False)
+        cfg = translator.model.config  # type: ignore[attr-defined]
+        for text, t in zip(texts, got, strict=True):
+            read = [int(cfg.bos_id), *t.ids]  # the inputs; the outputs are the ids then EOS (when it fit)
+            wanted = [*t.ids, int(cfg.eos_id)][: int(cfg.max_length)]
+            with torch.no_grad():
+                logits = translator.model(collate(translator.encode([text]), torch.device("cpu"), int(cfg.pad_id)),
+                                          torch.tensor([read[: len(wanted)]]))  # (1, T, V)
+            logp = torch.log_softmax(logits[0].double(), dim=-1)  # (T, V)
+            taken = logp.gather(1, torch.tensor(wanted)[:, None])[:, 0]  # (T,)
+            assert t.confidence == pytest.approx(float(taken.mean()), abs=1e-4)
+            assert t.score == pytest.approx(float(taken.sum()), abs=1e-3) and t.confidence <= 0
+
+
+def test_the_bundled_translators_store_a_threshold_chosen_on_held_out_data() -> None:
+    import json
+
+    for translator in [*dates_models(), load_translator("tutorial-en-zh")]:
+        folder = Path(translator.name) if Path(translator.name).is_dir() else bundled_folder(translator.name)
+        assert folder is not None
+        record = json.loads((folder / "bundled.json").read_text(encoding="utf-8"))["confidence"]
+        assert translator.threshold == record["threshold"] < 0
+        assert record["valid_warned"] <= record["max_valid_warned"] == 0.01 and record["n_valid"] == 2000
+        assert record["with_checks"]["valid_warned"] <= 0.01
+        assert record["with_checks"]["negatives_warned"] >= 0.95  # the issue's goal, with the dates' checks
+
+
+def test_choose_threshold_warns_at_most_the_share_of_valid_asked_for() -> None:
+    from attnlab.errors import InputError
+    from attnlab.training import choose_threshold
+
+    valid = [-0.01 * i for i in range(200)]  # -1.99 .. 0
+    got = choose_threshold(valid, [-5.0, -0.5, 0.0], max_warned=0.01)
+    assert got["threshold"] == pytest.approx(-1.97) and got["valid_warned"] == 0.01  # -1.98 and -1.99 warned
+    assert got["negatives_warned"] == pytest.approx(1 / 3)
+    with pytest.raises(InputError, match="needs valid and negative"):
+        choose_threshold([], [-1.0])
+
+
+@pytest.mark.parametrize(("text", "warning"), [
+    ("February 30, 2021", "is not a real calendar date"),
+    ("Saturday, March 5, 2021", "wrong weekday"),
+    ("3/5/2021", "3/5/2021 is ambiguous: March 5, 2021 (month first, 2021年3月5日) or 3 May 2021 (day first"),
+    ("July 4, 1776", "the year 1776 is outside the years 1900-2099"),
+    ("Guten Tag, wie geht es dir?", "low confidence for 'Guten Tag, wie geht es dir?'"),
+])
+def test_the_dates_translator_warns_on_one_line_and_exits_0(text: str, warning: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["translate", text, "--model", "dates-zh", "--out", str(tmp_path / "o"), "--no-viewer"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert lines and all(line.startswith("attnlab translate: warning: ") for line in lines), lines
+    mine = [line for line in lines if "[UNK]" not in line]  # one line per text, every reason in it
+    assert len(mine) == 1 and warning in mine[0], lines
+    assert re.fullmatch(r"confidence -?\d\.\d{4} \(warns below -0\.\d{4}\)", captured.out.splitlines()[1])
+
+
+def test_a_valid_date_is_not_warned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["translate", "Friday, March 5, 2021", "--model", "dates-zh", "--out", str(tmp_path / "o"),
+                 "--no-viewer"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_several_texts_print_one_line_each_and_write_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    monkeypatch.chdir(tmp_path)
+    texts = ["Friday, March 5, 2021", "5 March 2021", "3/5/2021"]
+    assert main(["translate", *texts, "--model", "dates-zh"]) == 0
+    captured = capsys.readouterr()
+    rows = [line.split("\t") for line in captured.out.splitlines()]
+    assert [r[0] for r in rows[:2]] == ["2021年3月5日星期五", "2021年3月5日"] and len(rows) == 3
+    assert all(float(r[1]) <= 0 for r in rows)
+    assert "3/5/2021 is ambiguous" in captured.err and list(tmp_path.iterdir()) == []
+
+    (tmp_path / "in.txt").write_text("\n".join(texts[:2]) + "\n\n", encoding="utf-8")
+    assert main(["translate", "--file", "in.txt", "--model", "dates-zh"]) == 0
+    assert capsys.readouterr().out.splitlines() == captured.out.splitlines()[:2]
+    for argv in (["--file", "-"], ["-"]):
+        monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(texts) + "\n"))
+        assert main(["translate", *argv, "--model", "dates-zh"]) == 0
+        assert capsys.readouterr().out == captured.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+@pytest.mark.parametrize(("args", "stdin", "message"), [
+    (["Friday", "  "], "", "empty"),
+    (["--file", "empty.txt"], "", "'empty.txt' holds no text"),
+    (["--file", "-"], "\n  \n", "stdin holds no text"),
+    (["--file", "missing.txt"], "", "cannot read --file 'missing.txt'"),
+    (["Friday", "--file", "empty.txt"], "", "not both"),
+    ([], "", "no text to translate"),
+    (["Friday", "Monday", "--out", "o"], "", "--out and --no-viewer draw one text's figures"),
+])
+def test_bad_lists_of_texts_are_one_line_exit_2_and_write_nothing(
+    args: list[str], stdin: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    assert main(["translate", *args, "--model", "dates-zh"]) == 2
+    assert message in one_error_line(capsys, "translate")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]

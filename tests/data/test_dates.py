@@ -12,7 +12,17 @@ import pytest
 from babel import Locale, localedata
 from babel.dates import format_date, get_date_format, get_day_names, get_month_names
 
-from attnlab.data import DATE_LOCALES, date_formats, date_pair, make_dates
+from attnlab.data import (
+    DATE_LOCALES,
+    ambiguity,
+    calendar_problem,
+    date_formats,
+    date_pair,
+    date_readings,
+    held_out_negatives,
+    make_dates,
+    year_problem,
+)
 from attnlab.data._dates import date_split, is_numeric
 from attnlab.errors import InputError
 
@@ -250,3 +260,72 @@ def test_every_pair_round_trips_and_names_a_weekday_iff_its_source_does(task) ->
 def test_bad_sizes() -> None:
     with pytest.raises(InputError, match="n_test"):
         make_dates(n_test=-1)
+
+
+@pytest.mark.parametrize(("output", "problem"), [
+    ("2021年3月5日星期五", None),
+    ("2021年3月5日", None),
+    ("2020年2月29日", None),
+    ("2021年2月30日", "no day 30 of month 2"),
+    ("2021年2月29日", "no day 29 of month 2"),
+    ("2021年13月5日", "month 13"),
+    ("2021年3月0日", "no day 0"),
+    ("2021年3月5日星期六", "wrong weekday: 2021-03-05 is a 星期五, not a 星期六"),
+    ("Hello", "not a date of the form"),
+    ("2021年3月5", "not a date of the form"),
+])
+def test_a_dates_output_that_is_no_calendar_date_is_named(output: str, problem: str | None) -> None:
+    got = calendar_problem(output)
+    assert got is None if problem is None else problem in (got or "")
+
+
+def test_every_valid_target_of_the_task_is_a_calendar_date() -> None:
+    splits = make_dates(n_train=0, n_valid=300, n_test=0, n_unseen=300, seed=3)
+    for target in splits.valid.target + splits.extra["unseen_years"].target:
+        assert calendar_problem(target) is None, target
+    for source, target in zip(splits.valid.source, splits.valid.target, strict=True):
+        assert ambiguity(source) is None and year_problem(source, target) is None, source
+
+
+@pytest.mark.parametrize(("text", "readings"), [
+    ("3/5/2021", ["March 5, 2021 (month first, 2021年3月5日)", "3 May 2021 (day first, 2021年5月3日)"]),
+    ("05/03/2021", ["May 3, 2021 (month first", "5 March 2021 (day first"]),
+    ("05.03.21", ["5 March 1921", "5 March 2021"]),
+    ("3-5-21", ["3 May 1921", "3 May 2021"]),
+    ("10/12/99", ["October 12, 1999", "10 December 1999", "October 12, 2099", "10 December 2099"]),
+    ("13/5/2021", None),  # only day first is a date
+    ("5/5/2021", None),  # both orders read the same
+    ("05.03.2021", None),  # a dot is day first in every CLDR locale
+    ("2021-03-05", None),
+    ("March 5, 2021", None),
+])
+def test_an_ambiguous_numeric_date_names_every_reading(text: str, readings: list[str] | None) -> None:
+    got = ambiguity(text)
+    if readings is None:
+        assert got is None
+        return
+    assert got is not None and got.startswith(f"{text} is ambiguous: ")
+    assert all(r in got for r in readings) and got.count(" or ") == len(readings) - 1, got
+    assert len(date_readings(text)) == len(readings)
+
+
+def test_years_outside_the_task_are_named_in_the_input_or_the_output() -> None:
+    assert year_problem("July 4, 1776", "1976年7月4日") is not None
+    assert "1776" in (year_problem("July 4, 1776", "1976年7月4日") or "")
+    assert year_problem("hello", "2150年1月1日") is not None
+    assert year_problem("July 4, 1976", "1976年7月4日") is None
+    assert year_problem("1 January 2099", "2099年1月1日") is None
+
+
+def test_held_out_negatives_are_deterministic_of_every_kind_and_use_no_training_date() -> None:
+    neg = held_out_negatives(300, seed=1)
+    assert neg == held_out_negatives(300, seed=1) and neg != held_out_negatives(300, seed=2)
+    assert [k for _, k in neg[:3]] == ["non_date", "year_outside", "garbled"] and len(neg) == 300
+    assert all(text.strip() for text, _ in neg)
+    for text, kind in neg:
+        if kind == "year_outside":
+            assert year_problem(text, "") is not None, text
+    targets = set(make_dates(n_train=2000, n_valid=0, n_test=0, n_unseen=0).train.source)
+    assert not targets & {t for t, _ in neg}
+    with pytest.raises(InputError, match="whole number"):
+        held_out_negatives(-1)

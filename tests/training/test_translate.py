@@ -183,3 +183,25 @@ def test_the_cli_passes_positions_to_the_transformer_and_refuses_it_for_a_gru(tm
                  "--out", str(tmp_path / "gru")]) == 2
     assert "['positions'] are not options of the bahdanau model" in capsys.readouterr().err
     assert not (tmp_path / "gru").exists()
+
+
+def test_calibrate_translator_stores_the_threshold_and_the_rates_it_measured(
+    run: tuple[Path, dict[str, object]], tmp_path: Path
+) -> None:
+    import shutil
+
+    from attnlab.training import calibrate_translator, choose_threshold
+
+    folder = tmp_path / "run"
+    shutil.copytree(run[0], folder)
+    assert load_translator(folder).threshold is None  # none chosen yet: no low-confidence warning
+    record = calibrate_translator(folder, n_negatives=30, seed=2, data=tagged_splits(160))
+    translator = load_translator(folder)
+    assert translator.threshold == record["threshold"]
+    assert record == calibrate_translator(folder, n_negatives=30, seed=2, data=tagged_splits(160))  # deterministic
+    valid = [t.confidence for t in translator.translate(list(tagged_splits(160).valid.source), warn=False)]
+    assert record["n_valid"] == 20 and record["n_negatives"] == 30
+    assert record["valid_warned"] == choose_threshold(valid, [0.0])["valid_warned"] <= 0.01
+    assert 0 <= record["negatives_warned"] <= 1 and set(record["negatives_warned_by_kind"]) == {"garbled", "non_date"}
+    long_ones = record["refused_negatives"]  # longer than the model's 10 tokens: refused, so counted as warned
+    assert record["negatives_warned"] >= long_ones / 30 and long_ones > 0

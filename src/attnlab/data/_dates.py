@@ -32,7 +32,18 @@ from ..errors import InputError
 from ._corpus import hash_bucket
 from ._pairs import Pairs, PairSplits
 
-__all__ = ["DATE_FORMATS", "DATE_LOCALES", "date_formats", "date_pair", "make_dates"]
+__all__ = [
+    "DATE_FORMATS",
+    "DATE_LOCALES",
+    "ambiguity",
+    "calendar_problem",
+    "date_formats",
+    "date_pair",
+    "date_readings",
+    "held_out_negatives",
+    "make_dates",
+    "year_problem",
+]
 
 DATE_LOCALES: tuple[str, ...] = (
     "en_US", "en_GB", "fr_FR", "de_DE", "es_ES", "ru_RU", "it_IT", "pt_BR", "nl_NL", "ja_JP",
@@ -182,3 +193,157 @@ def make_dates(*, n_train: int = 40_000, n_valid: int = 2_000, n_test: int = 2_0
     unseen = _draw(rng, _dates(*UNSEEN_YEARS), n_unseen)
     stats = {f"{s} dates": len(parts[s]) for s in ("train", "valid", "test")}
     return PairSplits(train, valid, test, "dates", {"unseen_years": unseen}, stats)
+
+
+# --- checking what a dates translator says -----------------------------------------------------------------------
+
+_CHINESE_DATE = re.compile(r"(\d+)年(\d+)月(\d+)日(?:星期([一二三四五六日]))?")
+_NUMERIC_DATE = re.compile(r"(\d{1,2})([/.\-])(\d{1,2})\2(\d{2}|\d{4})")  # day/month or month/day, then the year
+_MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+              "November", "December")
+
+
+def calendar_problem(output: str) -> str | None:
+    """Why ``output`` (a dates translator's ``2021年3月5日星期五``) is not a real calendar date, or None when it is:
+    not of that form, no such day (``2021年2月30日``, ``2021年13月1日``), or a weekday the date does not fall on."""
+    m = _CHINESE_DATE.fullmatch(output)
+    if m is None:
+        return f"{output!r} is not a date of the form 2021年3月5日"
+    year, month, day = (int(g) for g in m.group(1, 2, 3))
+    try:
+        date = dt.date(year, month, day)
+    except ValueError:
+        return f"{output!r} is not a real calendar date (there is no day {day} of month {month} in {year})"
+    if m.group(4) is not None and WEEKDAYS_ZH.index(m.group(4)) != date.weekday():
+        return (f"{output!r} names the wrong weekday: {date.isoformat()} is a 星期{WEEKDAYS_ZH[date.weekday()]}, "
+                f"not a 星期{m.group(4)}")
+    return None
+
+
+def year_problem(text: str, output: str) -> str | None:
+    """Why the year of ``output`` cannot be trusted, or None: ``text`` or ``output`` holds a year (a number of 3
+    or more digits) outside the task's years 1900-2099, which the model never saw."""
+    first, last = TRAIN_YEARS[0], UNSEEN_YEARS[1]
+    m = _CHINESE_DATE.fullmatch(output)
+    years = [int(y) for y in re.findall(r"\d{3,}", text)] + ([int(m.group(1))] if m else [])
+    outside = [y for y in years if not first <= y <= last]
+    if not outside:
+        return None
+    return (f"the year {outside[0]} is outside the years {first}-{last} the dates task holds; the model's year "
+            f"is a guess")
+
+
+def _reading(year: int, month: int, day: int) -> dt.date | None:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def date_readings(text: str) -> list[tuple[str, dt.date]]:
+    """The ``(how, date)`` readings of a numeric date such as ``3/5/2021`` or ``05.03.21`` (empty for any other
+    text): with ``/`` month first (en_US) and day first (en_GB), with ``.`` or ``-`` day first (every CLDR locale);
+    a two-digit year as 19yy and 20yy.  Only real calendar dates are kept, each once."""
+    m = _NUMERIC_DATE.fullmatch(clean_spaces(text))
+    if m is None:
+        return []
+    a, sep, b, y = int(m.group(1)), m.group(2), int(m.group(3)), m.group(4)
+    years = [int(y)] if len(y) == 4 else [1900 + int(y), 2000 + int(y)]
+    orders = [("month first", a, b), ("day first", b, a)] if sep == "/" else [("day first", b, a)]
+    out: dict[dt.date, str] = {}
+    for year in years:
+        for how, month, day in orders:
+            date = _reading(year, month, day)
+            if date is not None:
+                out.setdefault(date, how)
+    return [(how, date) for date, how in out.items()]
+
+
+def ambiguity(text: str) -> str | None:
+    """``"3/5/2021 is ambiguous: March 5, 2021 (month first, 2021年3月5日) or 3 May 2021 (day first, 2021年5月3日)"``
+    when the numeric date ``text`` has more than one reading (:func:`date_readings`), else None."""
+    readings = date_readings(text)
+    if len(readings) < 2:
+        return None
+
+    def name(how: str, d: dt.date) -> str:
+        shown = (f"{_MONTHS_EN[d.month - 1]} {d.day}, {d.year}" if how == "month first"
+                 else f"{d.day} {_MONTHS_EN[d.month - 1]} {d.year}")
+        return f"{shown} ({how}, {chinese_date(d, weekday=False)})"
+
+    return f"{clean_spaces(text)} is ambiguous: {' or '.join(name(h, d) for h, d in readings)}"
+
+
+# --- held-out inputs that are not dates the task holds ---------------------------------------------------------
+
+NEGATIVE_KINDS = ("non_date", "year_outside", "garbled")
+
+
+def _non_date(rng: random.Random) -> str:
+    """A text in one of :data:`DATE_LOCALES` that is no date: 1-3 names of countries or languages as that locale
+    writes them, a time of day, or a number or an amount of money (CLDR data, through Babel)."""
+    from babel import Locale
+    from babel.dates import format_time
+    from babel.numbers import format_currency, format_decimal
+
+    locale = rng.choice(DATE_LOCALES)
+    loc = Locale.parse(locale)
+    kind = rng.randrange(4)
+    if kind == 0:
+        names = sorted(loc.territories.values())
+        return " ".join(rng.choice(names) for _ in range(rng.randint(1, 3)))
+    if kind == 1:
+        names = sorted(loc.languages.values())
+        return " ".join(rng.choice(names) for _ in range(rng.randint(1, 3)))
+    if kind == 2:
+        when = dt.time(rng.randrange(24), rng.randrange(60), rng.randrange(60))
+        return clean_spaces(format_time(when, rng.choice(("short", "medium", "long")), locale=locale,
+                                        tzinfo=dt.timezone.utc))
+    value = round(rng.uniform(0, 100_000), 2)
+    return clean_spaces(format_currency(value, rng.choice(("EUR", "USD", "JPY")), locale=locale) if rng.random() < 0.5
+                        else format_decimal(value, locale=locale))
+
+
+def garble(text: str, rng: random.Random) -> str:
+    """``text`` made unreadable: its characters reversed, the letters inside each word shuffled, its digits
+    dropped, or cut in the middle of a word (each changes the text)."""
+    for _ in range(10):
+        kind = rng.randrange(4)
+        if kind == 0:
+            out = text[::-1]
+        elif kind == 1:
+            out = " ".join("".join(rng.sample(w, len(w))) for w in text.split(" "))
+        elif kind == 2:
+            out = clean_spaces(re.sub(r"\d", "", text))
+        else:
+            out = text[: rng.randrange(1, max(2, len(text) - 1))].strip()
+        if out and out != text:
+            return out
+    return text[::-1] + "?"
+
+
+def held_out_negatives(n: int = 2_000, *, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` ``(text, kind)`` inputs a dates translator should warn on, generated with ``seed`` (the same seed, the
+    same texts), in equal parts of :data:`NEGATIVE_KINDS`: ``non_date`` (names, times, numbers in the task's
+    locales), ``year_outside`` (a date of the valid split's days moved to a year outside 1900-2099, written in one
+    of the task's formats) and ``garbled`` (a valid-split date written as the task does, then garbled).  No
+    training date is used; the behaviour suites' hand-written cases are separate."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise InputError(f"n must be a whole number >= 0, got {n!r}")
+    rng = random.Random(f"held-out negatives {seed}")
+    days = _split_dates()["valid"]
+    out: list[tuple[str, str]] = []
+    for i in range(n):
+        kind = NEGATIVE_KINDS[i % len(NEGATIVE_KINDS)]
+        if kind == "non_date":
+            out.append((_non_date(rng), kind))
+            continue
+        day, locale = rng.choice(days), rng.choice(DATE_LOCALES)
+        _, pattern = rng.choice(date_formats(locale))
+        if kind == "year_outside":
+            year = rng.choice((rng.randint(1000, 1899), rng.randint(2100, 2999)))
+            day = day.replace(year=year, day=min(day.day, 28))
+            out.append((_pair(day, locale, pattern)[0], kind))
+        else:
+            out.append((garble(_pair(day, locale, pattern)[0], rng), kind))
+    return out

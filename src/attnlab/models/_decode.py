@@ -34,15 +34,23 @@ class Generation:
     under the model (the sum over its tokens, EOS included; beam search *chooses* by the length-normalised
     score, see :func:`length_penalty`, but reports this raw sum).  ``alignment``: a ``(T_i, S_i)`` tensor per
     source, the attention weights of each generated token (rows, EOS excluded) over the source tokens
-    (columns, every real source token, its EOS included); each row sums to one.
+    (columns, every real source token, its EOS included); each row sums to one.  ``lengths``: the tokens each
+    score adds up (the generated ones, and EOS when the search ended with one).
     """
 
     tokens: list[list[int]]
     scores: list[float]
     alignment: list[Tensor]
+    lengths: list[int]
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    @property
+    def confidences(self) -> list[float]:
+        """The length-normalised log-probability of each chosen sequence: ``score / length``, the mean
+        log-probability per scored token (EOS included), in ``(-inf, 0]``; 0 is certainty."""
+        return [s / max(n, 1) for s, n in zip(self.scores, self.lengths, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,7 @@ def greedy(stepper: Stepper, src_len: Tensor, specials: Specials, max_length: in
         tokens = best
     ids = torch.stack(outputs, dim=1).tolist()  # (B, T)
     align = torch.stack(weights, dim=1)  # (B, T, S)
-    gen = Generation([], [], [])
+    gen = Generation([], [], [], [])
     for i in range(b):
         n = int(length[i])
         seq = ids[i][:n]
@@ -128,6 +136,7 @@ def greedy(stepper: Stepper, src_len: Tensor, specials: Specials, max_length: in
             seq = seq[:-1]
         gen.tokens.append(seq)
         gen.scores.append(float(score[i]))
+        gen.lengths.append(n)
         gen.alignment.append(align[i, : len(seq), : int(src_len[i])].float().cpu())  # (T_i, S_i)
     return gen
 
@@ -138,6 +147,7 @@ class _Best:
 
     normalised: float
     score: float
+    length: int  # the tokens the score adds up, EOS included when it ended with one
     tokens: list[int]
     alignment: Tensor  # (T, S)
 
@@ -195,7 +205,7 @@ def beam_search(
             ended = bool(is_eos[i, j])
             seq = history[r].tolist() + ([] if ended else [int(token[i, j])])
             rows_ = align[r] if ended else torch.cat([align[r], w[r][None]], dim=0)  # (T, S) EOS row dropped
-            best[i] = _Best(norm, float(top[i, j]), seq, rows_[:, : int(src_len[i])].float().cpu())
+            best[i] = _Best(norm, float(top[i, j]), t + 1, seq, rows_[:, : int(src_len[i])].float().cpu())
         if last:
             break
         order = torch.argsort(is_eos.to(torch.uint8), dim=1, stable=True)[:, :k]  # (B, K) non-EOS first, best first
@@ -213,10 +223,11 @@ def beam_search(
                 done[i] = True
         if all(done):
             break
-    gen = Generation([], [], [])
+    gen = Generation([], [], [], [])
     for found in best:
         assert found is not None  # at max_length every source finishes its best live hypotheses
         gen.tokens.append(found.tokens)
         gen.scores.append(found.score)
+        gen.lengths.append(found.length)
         gen.alignment.append(found.alignment)
     return gen

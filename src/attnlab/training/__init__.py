@@ -6,7 +6,14 @@ from ._classify_use import Classifier, calibrate, evaluate_model, load_trained
 from ._config import RunConfig
 from ._runtime import Task, accuracy_stderr, lr_at, saved_run
 from ._translate_run import ARCHITECTURES, TranslateConfig, build_translator, exact_match, train_translator
-from ._translate_use import Translation, Translator, bundle_translator, load_translator
+from ._translate_use import (
+    Translation,
+    Translator,
+    bundle_translator,
+    calibrate_translator,
+    choose_threshold,
+    load_translator,
+)
 
 __all__ = [
     "ARCHITECTURES",
@@ -21,6 +28,8 @@ __all__ = [
     "build_translator",
     "bundle_translator",
     "calibrate",
+    "calibrate_translator",
+    "choose_threshold",
     "evaluate_model",
     "exact_match",
     "load_trained",
