@@ -47,15 +47,20 @@ def _one_line(text: object) -> str:
 
 @contextlib.contextmanager
 def _cli_behaviour(command: str) -> Iterator[None]:
-    """For the length of a command: SIGTERM raises :class:`Terminated`; warnings print as one line."""
+    """For the length of a command: SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` (both held
+    while a staging folder is being made: ``_output.interrupt``); warnings print as one line."""
+    from ._commands import interrupt
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        raise Terminated
+        interrupt(Terminated())
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        interrupt(KeyboardInterrupt())
 
     def show_warning(message: Warning | str, category: type[Warning], *rest: object, **kw: object) -> None:
         print(f"attnlab {command}: warning: {_one_line(message)}", file=sys.stderr)
 
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    previous = signal.signal(signal.SIGTERM, on_sigterm), signal.signal(signal.SIGINT, on_sigint)
     try:
         with warnings.catch_warnings():  # restores the filters and showwarning afterwards
             warnings.simplefilter("default")  # what the user should know (truncation, unknown tokens), once
@@ -68,7 +73,8 @@ def _cli_behaviour(command: str) -> Iterator[None]:
             warnings.showwarning = show_warning
             yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,9 +15,7 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -73,28 +71,53 @@ def check_out(out: Path) -> tuple[Path, Path]:
     return out, base
 
 
+# Signals the CLI turns into exceptions (SIGTERM -> Terminated, SIGINT -> KeyboardInterrupt) wait while a block
+# makes a staging folder: a process-directed signal can be handled at any bytecode of the main thread (masking
+# it in one thread does not hold it: another thread receives it), so the hold is kept here, where the handler looks.
+_held: list[int] = []
+_pending: list[BaseException] = []
+
+
+def interrupt(exc: BaseException) -> None:
+    """Raise ``exc`` now or, while a staging folder is being made, once it is safe (the CLI's signal handlers call
+    this)."""
+    if _held:
+        _pending.append(exc)
+        return
+    raise exc
+
+
+def _hold() -> None:
+    _held.append(1)
+
+
+def _release() -> None:
+    """End a hold; raise the first interrupt that came during it."""
+    _held.pop()
+    if not _held and _pending:
+        exc = _pending[0]
+        _pending.clear()
+        raise exc
+
+
 @contextlib.contextmanager
 def staging(out: Path, base: Path) -> Iterator[Path]:
     """A temporary folder in ``base`` (from :func:`check_out`), on the same file system as ``out`` (so moving files
     is a rename); removed at the end, however the block ends.
 
-    SIGTERM and SIGINT are held while the folder is made and let through only inside the ``try`` that removes it: a
-    signal that lands between ``mkdtemp`` and the ``try`` (the moment the folder appears, which is when a supervisor
-    that watches for it sends its signal) would otherwise raise there and leave the folder behind."""
-    held = {signal.SIGTERM, signal.SIGINT}
-    can_hold = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held) if can_hold else None
+    An interrupt (SIGTERM, Ctrl-C) is held while the folder is made and raised only inside the ``try`` that removes
+    it: one that lands between ``mkdtemp`` and the ``try`` (the moment the folder appears, which is when a
+    supervisor watching for it sends its signal) would otherwise leave the folder behind."""
+    _hold()
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=base))
     except OSError as exc:  # read-only or special file systems (/proc), where access() said yes to root
-        if before is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        _release()
         why = {errno.ENOENT: "it takes no new files (a special file system such as /proc)",
                errno.EROFS: "it is on a read-only file system"}.get(exc.errno or 0, exc.strerror)
         raise InputError(f"cannot create {str(out)!r} in {str(base)!r}: {why}; choose another --out") from None
     try:
-        if before is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a signal held meanwhile is raised here
+        _release()  # an interrupt held meanwhile is raised here, where the folder is removed
         yield stage
     finally:
         shutil.rmtree(stage, ignore_errors=True)
