@@ -2,8 +2,8 @@
 with what they show and what they do not.
 
 The model is the bundled all-MiniLM-L6-v2 (6 layers x 12 heads), run offline by :func:`attnlab.trace_text`.
-The tutorials' own subject, a trained attention classifier (文本分类), is not bundled yet; one trained with
-``attnlab train classify`` is read too when its folder is passed as ``classifier``.
+The tutorials' own subject, a trained attention classifier (文本分类), is bundled as ``zh-sentiment``; it (or one
+trained with ``attnlab train classify``, by its folder) is read too when passed as ``classifier``.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ def seeing(
         "the word; (4) other weights can give the same prediction (Jain & Wallace 2019): attention is not an",
         "explanation by itself. Reading heads as 语法头/语义头 (the tutorials' example) needs tests such as",
         "ablation or probing, not pictures alone.",
-        "The tutorials' subject, a trained attention classifier (文本分类), is not bundled yet: train one with",
-        "`attnlab train classify` and pass its folder as seeing(classifier=...) (attnlab explain seeing --classifier).",
+        "The tutorials' subject, a trained attention classifier (文本分类), is bundled: pass seeing(classifier=",
+        "\"zh-sentiment\") (attnlab explain seeing --classifier zh-sentiment), or the folder of one you trained.",
         *classifier_lines,
     )
     figures = {
