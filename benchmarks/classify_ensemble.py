@@ -18,9 +18,8 @@ from pathlib import Path
 
 import torch
 
-from attnlab.data import load_data
+from attnlab.data import collate, load_data
 from attnlab.training import load_trained
-from attnlab.training._runtime import collate
 
 
 def stderr(p: float, n: int) -> float:

@@ -20,9 +20,8 @@ from pathlib import Path
 import torch
 
 from attnlab import capture, trace_text
-from attnlab.data import load_data
+from attnlab.data import collate, load_data
 from attnlab.training import load_trained
-from attnlab.training._runtime import collate
 
 SAMPLES = [
     "这个手机很好用，推荐购买！",

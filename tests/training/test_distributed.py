@@ -19,7 +19,6 @@ import json, os, sys
 import torch
 from torch import nn
 from attnlab.training._distributed import world
-from attnlab.training._runtime import distributed
 
 def threads():
     return sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
@@ -28,8 +27,9 @@ def train():
     """What a training command does: join, train, close."""
     w = world("cpu")
     import torch.distributed.nn  # as torch's own code does later, lazily: it must not keep the group alive
-    torch.manual_seed(w.rank)  # different weights per rank: distributed() must give every rank rank 0's
-    model = distributed(nn.Sequential(nn.Linear(5, 3), nn.Tanh(), nn.Linear(3, 2)), w)
+    torch.manual_seed(w.rank)  # different weights per rank: share_weights must give every rank rank 0's
+    model = nn.Sequential(nn.Linear(5, 3), nn.Tanh(), nn.Linear(3, 2))
+    w.share_weights(model)
     unused = nn.Parameter(torch.ones(2))  # no gradient on any rank: stays None
     partly = nn.Parameter(torch.ones(2))  # a gradient on rank 1 only: averaged with rank 0's zeros
     g = torch.Generator().manual_seed(0)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as check
-from ..data import TOKENIZERS, Splits, build_tokenizer, encode, load_data, tokenizer_from_json
+from ..data import TOKENIZERS, Splits, build_tokenizer, collate, encode, load_data, tokenizer_from_json
 from ..errors import ConfigError, InputError
 from ..models import (
     MODEL_FILE,
@@ -48,7 +48,6 @@ from ._runtime import (
     accuracy_stderr,
     check_global_batch,
     check_splits,
-    collate,
     open_log,
     prepare_out,
     schedule,

@@ -25,13 +25,13 @@ from torch import Tensor
 
 from .._bundled import locate
 from .._io import atomic_write_text
-from ..data import UNK, encode, load_data, tokenizer_from_json
+from ..data import UNK, collate, encode, load_data, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
 from ..models import AttentionClassifier, load_classifier
 from ._classify_run import evaluate_ids
 from ._curves import plot_reliability
 from ._distributed import World
-from ._runtime import accuracy_stderr, collate
+from ._runtime import accuracy_stderr
 
 __all__ = [
     "CALIBRATION_FILE",

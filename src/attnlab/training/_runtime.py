@@ -31,14 +31,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..data import collate
 from ..errors import ConfigError, InputError
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import RunConfig, differing_keys
 from ._curves import plot_curves
 from ._distributed import World
 
-__all__ = ["Judged", "Result", "Runtime", "StepLoss", "Task", "accuracy_stderr", "collate", "lr_at", "prepare_out",
+__all__ = ["Judged", "Result", "Runtime", "StepLoss", "Task", "accuracy_stderr", "lr_at", "prepare_out",
            "seed_everything"]
 
 METRICS = "metrics.jsonl"
@@ -183,13 +182,6 @@ def adamw(model: nn.Module, config: RunConfig) -> torch.optim.AdamW:
         lr=config.lr, fused=config.fused or None)
 
 
-def distributed(model: nn.Module, w: World) -> nn.Module:
-    """``model`` itself, its weights taken from rank 0 under ``torchrun``; the runtime averages its gradients over the
-    ranks after each backward (:meth:`World.average_gradients`; why not DistributedDataParallel: _distributed.py)."""
-    w.share_weights(model)
-    return model
-
-
 @contextmanager
 def memory_guard(items: int, unit: str, config: RunConfig) -> Iterator[None]:
     """Turn running out of memory on a share of ``items`` into an InputError that says what to lower."""
@@ -248,7 +240,7 @@ class Runtime:
         self.model = task.model
         self.steps_per_epoch, self.total, self.warmup = schedule(config, task.n_train)
         self.optimizer = adamw(self.model, config)
-        self.net = distributed(self.model, w)  # what a step runs: the model, rank 0's weights under torchrun
+        w.share_weights(self.model)  # under torchrun every rank starts from rank 0's weights
         self.state: dict[str, Any] = {  # the run state a checkpoint saves
             "step": 0, "epoch": 0, "in_epoch": 0, "best": None, "best_loss": None, "best_step": 0, "bad": 0,
             "stopped": False, "metrics_bytes": 0, "sums": [0.0, 0.0, 0.0], "cpu_s": 0.0, "wall_s": 0.0}
@@ -292,7 +284,7 @@ class Runtime:
         for group in self.optimizer.param_groups:  # the scheduled rate of the coming step
             group["lr"] = lr_at(self.state["step"] + 1, self.total, self.warmup, self.config.lr)
         with memory_guard(len(items), self.task.judged.unit, self.config):
-            step = self.task.loss(self.net, items)
+            step = self.task.loss(self.model, items)
             step.objective.backward()
         self.w.average_gradients(self.model.parameters())
         if self.config.clip_norm:

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as check
-from ..data import Pairs, PairSplits
+from ..data import Pairs, PairSplits, collate
 from ..errors import ConfigError
 from ._config import RunConfig
 from ._distributed import World, world
@@ -39,7 +39,6 @@ from ._runtime import (
     accuracy_stderr,
     check_global_batch,
     check_splits,
-    collate,
     open_log,
     prepare_out,
     seed_everything,
@@ -131,8 +130,8 @@ def build_translator(arch: str, options: dict[str, Any], src_vocab: int, tgt_voc
 
 
 def model_config(model: nn.Module) -> Any:
-    """The config of a Seq2Seq or TransformerSeq2Seq (a wrapper's ``.module`` unwrapped)."""
-    return getattr(model, "module", model).config
+    """The config of a Seq2Seq or TransformerSeq2Seq."""
+    return model.config
 
 
 # --- decoding and exact match ----------------------------------------------------------------------------------
