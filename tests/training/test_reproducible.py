@@ -21,7 +21,7 @@ TINY_CONFIG = {
               "pooling": "meanmax"},
     "train": {"tokenizer": "char", "min_frequency": 1, "epochs": 2, "batch_size": 8, "lr": 0.005, "warmup": 0.1,
               "label_smoothing": 0.1, "ema": 0.9, "fused": True, "bucket": True, "eval_every": 10,
-              "checkpoint_every": 10, "seed": 0},
+              "checkpoint_every": 10, "seed": 0, "crops": 0.5},
 }
 
 
@@ -51,6 +51,8 @@ def test_the_target_pins_threads_and_hashing() -> None:
 @pytest.mark.slow
 def test_two_runs_of_the_target_write_the_same_bytes(reviews: Path, child_env: dict[str, str],
                                                       tmp_path: Path) -> None:
+    with open(reviews, "a", encoding="utf-8") as f:  # texts of several clauses, for the crops
+        f.writelines(f"ab{c}cd{i}，ef{c}，g{c}h,{'pos' if c == '好' else 'neg'}\n" for i in range(20) for c in "好差")
     config = tmp_path / "tiny.json"
     config.write_text(json.dumps({"data": str(reviews), **TINY_CONFIG}), encoding="utf-8")
     runs = [tmp_path / "a", tmp_path / "b"]
@@ -66,3 +68,4 @@ def test_two_runs_of_the_target_write_the_same_bytes(reviews: Path, child_env: d
     for name in ("calibration.json", "reliability.png"):  # the target's last step, on the bundle
         assert Path(f"{a}-bundle", name).read_bytes() == Path(f"{b}-bundle", name).read_bytes(), name
     assert len(without_timings(a / "metrics.jsonl")) > 10
+    assert "crops: " in (a / "train.log").read_text(encoding="utf-8")  # the bundled recipe's crops, reproduced

