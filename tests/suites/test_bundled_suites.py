@@ -21,7 +21,9 @@ def result(request: pytest.FixtureRequest) -> SuiteResult:
 # capability -> the least pass rate the bundled model must reach, and why it is expected
 EXPECTED = {
     # the tokenizer maps full-width forms to half-width (NFKC) before the model sees them
-    "zh-sentiment": {"width": 1.0, "whitespace": 0.9},
+    "zh-sentiment": {"width": 1.0, "whitespace": 0.9,
+                     # the clause crops put short phrases about books into training (the 书 accident, issue 19)
+                     "books": 0.95},
     # in the task's distribution (test exact match 1.0): every locale and CLDR format, and runs of spaces, which the
     # task's own cleaning collapses
     "dates-zh": {"locales_formats": 1.0, "extra_spaces": 1.0},

@@ -27,10 +27,11 @@ def test_crops_are_a_seeded_share_of_the_clauses_with_their_texts_label() -> Non
     texts = ["书很好，但是太贵了。", "很好", "快递快，包装好，东西不错！"] * 50
     labels = [0, 1, 1] * 50
     every, y = training_crops(texts, labels, 1.0, seed=0)
-    assert every[:5] == ["书很好，", "但是太贵了。", "快递快，", "包装好，", "东西不错！"] and y[:5] == [0, 0, 1, 1, 1]
-    assert len(every) == 250  # one-clause texts give none
+    # 书很好， is left out: the clause after it turns the text around (但是), so the text's label is not its own
+    assert every[:4] == ["但是太贵了。", "快递快，", "包装好，", "东西不错！"] and y[:4] == [0, 1, 1, 1]
+    assert len(every) == 200  # one-clause texts give none
     some, _ = training_crops(texts, labels, 0.3, seed=0)
-    assert 50 < len(some) < 100 and some == training_crops(texts, labels, 0.3, seed=0)[0]
+    assert 40 < len(some) < 80 and some == training_crops(texts, labels, 0.3, seed=0)[0]
     assert some != training_crops(texts, labels, 0.3, seed=1)[0] and set(some) <= set(every)
 
 
@@ -38,7 +39,8 @@ def test_extra_texts_join_training_alone_and_must_share_the_labels(reviews: Path
     splits = load_data(reviews)
     extra = tmp_path / "extra.jsonl"
     held = splits.valid.texts[0]
-    rows = [{"text": "好极了", "label": "pos"}, {"text": f" {held}！", "label": "neg"}, {"text": "差劲", "label": "neg"}]
+    rows = [{"text": "好极了", "label": "pos"}, {"text": f" {held}！", "label": "neg"},
+            {"text": "差劲", "label": "neg"}]
     extra.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     texts, labels = extra_texts(str(extra), splits, "text", "label")
     assert sorted(zip(texts, labels, strict=True)) == [("好极了", 1), ("差劲", 0)]  # a near copy of valid left out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import time
@@ -280,12 +281,17 @@ def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[
     return mean
 
 
+CONTRAST = ("但", "可是", "不过", "然而", "只是", "就是", "却")  # what starts a clause that turns the text around
+
+
 def training_crops(texts: Sequence[str], labels: Sequence[int], share: float,
                    seed: int) -> tuple[list[str], list[int]]:
     """``share`` of the clauses of the multi-clause ``texts`` (:func:`attnlab.data.clause_crops`), each with its
-    text's label, in the texts' order; which ones is fixed by ``seed``."""
+    text's label, in the texts' order; which ones is fixed by ``seed``.  A clause followed by one that starts
+    with a contrast word (但是, 可是, 不过...) is left out: the text's label is usually the other clause's."""
     g = torch.Generator().manual_seed(seed * 7_919 + 3)
-    pairs = [(clause, y) for text, y in zip(texts, labels, strict=True) for clause in clause_crops(text)]
+    pairs = [(clause, y) for text, y in zip(texts, labels, strict=True)
+             for clause, after in itertools.pairwise([*clause_crops(text), ""]) if not after.startswith(CONTRAST)]
     keep = torch.rand(len(pairs), generator=g) < share
     return [c for (c, _), k in zip(pairs, keep.tolist(), strict=True) if k], \
         [y for (_, y), k in zip(pairs, keep.tolist(), strict=True) if k]
