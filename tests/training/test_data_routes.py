@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from attnlab.data import load_data
 from attnlab.errors import ConfigError, InputError
-from attnlab.training import TrainConfig, train_classifier
+from attnlab.training import TrainConfig, saved_run, train_classifier
 from attnlab.training._classify_run import extra_texts, training_crops
 
 MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "bigrams": 20, "pooling": "meanmax",
@@ -56,8 +56,8 @@ def test_bad_route_options() -> None:
 
 
 @pytest.mark.slow
-def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_path: Path,
-                                                             one_thread: None) -> None:
+def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_path: Path, one_thread: None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     teacher = tmp_path / "teacher"
     train_classifier(reviews, teacher, model=MODEL, config=TrainConfig(**TRAIN), max_length=24,  # type: ignore[arg-type]
                      log=lambda _: None, progress=False)
@@ -67,7 +67,8 @@ def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_
     texts = [f"ab{'好' if i % 2 else '差'}，cd{'好' if i % 2 else '差'}e" for i in range(40)]
     with open(reviews, "a", newline="", encoding="utf-8") as f:  # multi-clause texts to crop
         csv.writer(f).writerows([[t, "pos" if "好" in t else "neg"] for t in texts])
-    config = TrainConfig(**TRAIN, eval_every=10, crops=0.5, extra=str(extra), teachers=f"{teacher},{teacher}",  # type: ignore[arg-type]
+    monkeypatch.chdir(tmp_path)  # the run is started with relative paths ...
+    config = TrainConfig(**TRAIN, eval_every=10, crops=0.5, extra="extra.csv", teachers="teacher, teacher",  # type: ignore[arg-type]
                          distill=0.5)
     lines: list[str] = []
     whole = train_classifier(reviews, tmp_path / "whole", model=MODEL, config=config, max_length=24,
@@ -87,8 +88,12 @@ def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_
     with pytest.raises(Stop):
         train_classifier(reviews, cut, model=MODEL, config=config, max_length=24, log=stop, progress=False)
     assert (cut / "checkpoints" / "latest").read_text() == "step-00000007"  # stopped mid-epoch
-    resumed = train_classifier(reviews, cut, model=MODEL, config=config, max_length=24, resume=True,
-                               log=lambda _: None, progress=False)
+    saved = saved_run(cut)
+    assert saved is not None and saved["train"]["extra"] == str(extra)
+    assert saved["train"]["teachers"] == f"{teacher},{teacher}"
+    monkeypatch.chdir(reviews.parent.parent)  # ... and resumed, with the options it saved, from another folder
+    resumed = train_classifier(reviews, cut, model=MODEL, config=TrainConfig(**saved["train"]), max_length=24,
+                               resume=True, log=lambda _: None, progress=False)
     assert resumed == whole
     a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("whole", "cut"))
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -341,6 +341,9 @@ def train_classifier(
     """
     started = time.perf_counter(), time.process_time()
     config = config if config is not None else TrainConfig()
+    config = dataclasses.replace(  # the run records absolute paths, so --resume works from any folder
+        config, extra=str(Path(config.extra).resolve()) if config.extra else "",
+        teachers=",".join(str(Path(f).resolve()) for f in teacher_folders(config.teachers)))
     options = dict(model or {})
     fixed = sorted(set(options) & {"vocab_size", "n_classes", "max_length"})
     if fixed:
