@@ -217,11 +217,12 @@ def test_predict_warns_on_unknown_characters_reads_stdin_and_refuses_an_empty_te
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    assert main(["predict", "--model", "zh-sentiment", "☃☃☃☃☃", "这本书写得很好"]) == 0
+    assert main(["predict", "--model", "zh-sentiment", "☃☃☃☃☃", "这本书写得很好", "hello"]) == 0
     captured = capsys.readouterr()
-    assert [ln.split("\t")[2] for ln in captured.out.splitlines()] == ["☃☃☃☃☃", "这本书写得很好"]
+    assert [ln.split("\t")[2] for ln in captured.out.splitlines()] == ["☃☃☃☃☃", "这本书写得很好", "hello"]
     warned = captured.err.strip().splitlines()
-    assert len(warned) == 1 and warned[0].startswith("attnlab predict: warning: 5 of the 5 characters of '☃☃☃☃☃'")
+    assert len(warned) == 2 and warned[0].startswith("attnlab predict: warning: 5 of the 5 characters of '☃☃☃☃☃'")
+    assert warned[1].startswith("attnlab predict: warning: 'hello' is mostly not in CJK script")
     assert main(["predict", "--model", "zh-sentiment", "好好好好好好好好好☃"]) == 0  # 1 in 10: no warning
     assert capsys.readouterr().err == ""
 
@@ -299,7 +300,7 @@ def test_a_killed_run_is_read_from_its_last_checkpoint_with_one_line_saying_so(
     _, out = trained
     (out / "model.safetensors").unlink()  # what a run killed before its end leaves: checkpoints, no final model
     latest = (out / "checkpoints" / "latest").read_text().strip()
-    for command in (["predict", "--model", str(out), "好"], ["evaluate", "--model", str(out)]):
+    for command in (["predict", "--model", str(out), "ab好"], ["evaluate", "--model", str(out)]):
         assert main(command) == 0
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"attnlab {command[0]}: warning: "), err

