@@ -14,6 +14,7 @@ from .labels import HeadLabels, label_heads
 from .metrics import METRICS, HeadSums, band_mass, head_metrics, js_distances, js_sums, mds, per_query_metrics
 from .report import Report, analyze_trace
 from .rollout import (
+    SOLVERS,
     blank_out_importance,
     flow,
     flow_error_bound,
@@ -28,6 +29,7 @@ __all__ = [
     "CAUSAL_PATTERNS",
     "CORPUS_METRICS",
     "METRICS",
+    "SOLVERS",
     "CorpusMetrics",
     "DependencyCounts",
     "HeadImportance",
