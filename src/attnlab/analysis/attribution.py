@@ -37,6 +37,8 @@ from ..errors import InputError
 __all__ = [
     "LayerParts",
     "NormAttention",
+    "TextAttribution",
+    "attribute_text",
     "gradient_x_input",
     "layer_parts",
     "norm_attention",
@@ -70,9 +72,9 @@ def layer_parts(model: nn.Module) -> list[LayerParts]:
         if isinstance(attn, MultiHeadAttention):  # an attnlab encoder or decoder layer
             parts.append(LayerParts(module, attn.v_proj, attn.out_proj, attn.n_heads))
         elif _is_bert_layer(module):
-            inner = module.attention.self
-            heads = int(getattr(inner, "num_attention_heads", 0) or module.attention.self.config.num_attention_heads)
-            parts.append(LayerParts(module, inner.value, module.attention.output.dense, heads))
+            attention: Any = module.attention  # BertAttention: .self (BertSelfAttention) and .output (dense)
+            heads = int(getattr(attention.self, "num_attention_heads", 0) or attention.self.config.num_attention_heads)
+            parts.append(LayerParts(module, attention.self.value, attention.output.dense, heads))
     if not parts:
         raise InputError(f"found no attention layer to attribute through in {type(model).__name__}; attribution "
                          f"reads attnlab transformer blocks or BERT-family Hugging Face layers "
@@ -218,3 +220,54 @@ def _check_eval(model: nn.Module) -> None:
     if model.training:
         raise InputError("the model is in training mode (dropout on): attribution compares exact forward passes; "
                          "call model.eval() first")
+
+
+@dataclass(frozen=True)
+class TextAttribution:
+    """The attributions of one text: ``norm`` ``(L, n, n)`` (Kobayashi's per-layer norms, rows renormalised to sum
+    to one), ``value_zeroing`` ``(L, n, n)``, and for a classifier ``grad_x_input`` ``(n,)`` of the predicted
+    class's probability (None for an encoder without a head)."""
+
+    norm: np.ndarray
+    value_zeroing: np.ndarray
+    grad_x_input: np.ndarray | None
+    label: str | None
+
+
+def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
+    """Norm-based attention, value zeroing and (for a classifier) gradient x input of ``text`` on a bundled model,
+    a local Hugging Face folder or an ``attnlab train classify`` folder, tokenised as :func:`attnlab.trace_text`
+    does (the tokens of its trace line up with these matrices)."""
+    from .._bundled import locate
+
+    found = locate(model, "huggingface", "classifier")
+    score: Callable[[], Tensor] | None = None
+    label = None
+    if found.kind == "classifier":
+        from ..training import load_trained
+
+        clf = load_trained(found.path)
+        net = clf.model.eval()
+        x = torch.tensor([clf.encode([text])[0][0]])  # (1, n)
+
+        def forward(k: int) -> Any:
+            return net(x.repeat(k, 1))
+
+        with torch.no_grad():
+            k = int(net(x).argmax(-1))
+        label = str(clf.labels[k])
+
+        def score() -> Tensor:
+            return torch.softmax(net(x).double(), -1)[0, k]
+    else:
+        from ..capturing import load_model
+
+        net, tokenizer, _ = load_model(model)
+        inputs = tokenizer(text, return_tensors="pt", truncation=False)
+
+        def forward(k: int) -> Any:
+            return net(**{key: v.repeat(k, 1) for key, v in inputs.items()})
+    norms = norm_attention(net, forward).per_layer
+    total = norms.sum(-1, keepdims=True)
+    return TextAttribution(np.divide(norms, total, out=np.zeros_like(norms), where=total > 0),
+                           value_zeroing(net, forward), None if score is None else gradient_x_input(net, score), label)
