@@ -66,7 +66,7 @@ ATTENTION_BASED = METHODS[:-1]
 FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 # published Spearman correlations with blank-out (different models and tasks: context, not a target)
 PUBLISHED = {
-    "raw": "0.29 (Abnar & Zuidema 2020, SVA LSTM-free transformer); -0.06 ALTI paper, BERT SST-2",
+    "raw": "0.29 (Abnar & Zuidema 2020, their subject-verb agreement task); -0.06 (Ferrando et al. 2022, BERT SST-2)",
     "rollout": "0.71 (Abnar & Zuidema); -0.03 (Ferrando et al. 2022, BERT SST-2)",
     "flow": "0.70 (Abnar & Zuidema)",
     "norm": "Kobayashi et al. 2020 report no blank-out correlation ([SEP] 50-57% of weight, 10-17% by norm)",
