@@ -1,6 +1,8 @@
 """What every head does, measured: per-head metrics, pattern labels with their evidence, syntactic
-agreement with dependency parses, causal-model detectors, attention rollout and flow, head importance
-(Michel et al.'s gates) and corpus-scale metrics streamed as per-head sums.
+agreement with dependency parses, Chinese word and part-of-speech labels from a segmented corpus, causal-model
+detectors, attention rollout and flow, attribution beyond attention weights (norm-based attention, value
+zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics streamed as
+per-head sums.
 
 Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.weights``); metrics come
 back per query so that a corpus reduces to sums (:class:`HeadSums`).
