@@ -190,3 +190,6 @@ def test_attribution_refuses_training_mode_and_models_without_layers() -> None:
         value_zeroing(model, forward)
     with pytest.raises(InputError, match="no attention layer"):
         layer_parts(nn.Linear(3, 3))
+    model.eval()
+    with pytest.raises(InputError, match="got no gradient"):
+        gradient_x_input(model, lambda: torch.ones((), requires_grad=True) * 2)

@@ -188,8 +188,11 @@ def gradient_x_input(model: nn.Module, score: Callable[[], Tensor]) -> np.ndarra
             value.backward()
     finally:
         handle.remove()
+    if not seen or seen[0].grad is None:
+        raise InputError("score() must run the model and depend on its input (e.g. the predicted class's "
+                         "probability), but the first attention layer's input got no gradient from it")
     x = seen[0]
-    assert x.grad is not None  # the score depends on the first layer's input
+    assert x.grad is not None
     return (x.detach().double() * x.grad.double()).sum(-1)[0].numpy()  # (n,)
 
 
