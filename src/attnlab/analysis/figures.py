@@ -3,7 +3,8 @@ the heads, rollout and flow.  matplotlib is imported when a figure is drawn, nev
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,7 +15,8 @@ from .report import TABLE_METRICS, Report
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["KIND_COLOURS", "flow_figure", "label_grid", "mds_figure", "metric_heatmaps", "rollout_figure"]
+__all__ = ["KIND_COLOURS", "flow_figure", "label_grid", "mds_figure", "metric_heatmaps", "rollout_figure",
+           "token_map_figure"]
 
 # Paul Tol's "bright" palette (colour-blind safe), one colour per kind of label
 KIND_COLOURS = {"positional": "#4477AA", "causal": "#AA3377", "sink": "#EE6677", "syntactic": "#228833",
@@ -147,6 +149,16 @@ def flow_figure(report: Report) -> Figure:
     fig = heatmap(report.flow, x_tokens=report.tokens, y_tokens=[report.tokens[t] for t in report.flow_targets],
                   annotate=n <= 20, title="attention flow: max-flow from each input token (x) to each output (y)")
     return _relabel(fig, "max-flow value (at most 1)")
+
+
+def token_map_figure(matrix: Any, tokens: Sequence[str], title: str, value: str,
+                     y_tokens: Sequence[str] | None = None) -> Figure:
+    """Any token-to-token map drawn as rollout is (attribution matrices; a ``(1, n)`` row for a per-token score)."""
+    from ..viz import heatmap
+
+    fig = heatmap(np.asarray(matrix), x_tokens=list(tokens), y_tokens=list(y_tokens or tokens),
+                  annotate=len(tokens) <= 20, title=title)
+    return _relabel(fig, value)
 
 
 def _relabel(fig: Figure, value: str) -> Figure:

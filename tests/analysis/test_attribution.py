@@ -1,0 +1,195 @@
+"""Norm-based attention, value zeroing and gradient x input against independent float64 references written with
+explicit loops (queries, keys and values recomputed from each layer's input and its weights; one forward pass per
+zeroed token; central finite differences), on a tiny attnlab classifier and a tiny Hugging Face BERT."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import Tensor, nn
+
+from attnlab.analysis import gradient_x_input, layer_parts, norm_attention, value_zeroing
+from attnlab.errors import InputError
+from attnlab.models import AttentionClassifier, ClassifierConfig
+
+N = 7  # tokens: odd, so that no square hides a transposition
+
+
+def tiny_attnlab() -> tuple[nn.Module, Any]:
+    torch.manual_seed(0)
+    cfg = ClassifierConfig(vocab_size=11, d_model=12, n_heads=3, n_layers=2, d_ff=10, max_length=9, pooling="mean",
+                           norm_first=False, dropout=0.0, positional="learned")
+    model = AttentionClassifier(cfg).double().eval()
+    ids = torch.tensor([[1, 4, 2, 9, 3, 7, 5]])
+    return model, lambda k: model(ids.repeat(k, 1))
+
+
+def tiny_bert() -> tuple[nn.Module, Any]:
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(1)
+    cfg = BertConfig(vocab_size=13, hidden_size=12, num_attention_heads=3, num_hidden_layers=2, intermediate_size=10,
+                     max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertModel(cfg).double().eval()
+    ids = torch.tensor([[2, 5, 7, 1, 11, 4, 3]])
+    return model, lambda k: model(input_ids=ids.repeat(k, 1), attention_mask=torch.ones(k, N, dtype=torch.long))
+
+
+MODELS = {"attnlab": tiny_attnlab, "bert": tiny_bert}
+
+
+def block_inputs(model: nn.Module, forward: Any) -> list[Tensor]:
+    """Each attention layer's input ``(n, M)`` (the residual stream entering the block: post-norm models attend
+    to it directly)."""
+    seen: list[Tensor] = []
+
+    def keep(_m: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        seen.append((args[0] if args else kwargs["hidden_states"])[0].detach())
+
+    handles = [p.block.register_forward_pre_hook(keep, with_kwargs=True) for p in layer_parts(model)]
+    with torch.no_grad():
+        forward(1)
+    for h in handles:
+        h.remove()
+    return seen
+
+
+def linear(x: np.ndarray, lin: nn.Linear) -> np.ndarray:
+    w, b = lin.weight.detach().numpy(), lin.bias.detach().numpy()
+    out = np.zeros((x.shape[0], w.shape[0]))
+    for t in range(x.shape[0]):
+        for o in range(w.shape[0]):
+            out[t, o] = b[o] + sum(x[t, i] * w[o, i] for i in range(w.shape[1]))
+    return out
+
+
+def query_key(model: nn.Module, layer: int) -> tuple[nn.Linear, nn.Linear]:
+    block = layer_parts(model)[layer].block
+    if hasattr(block, "self_attn"):
+        return block.self_attn.q_proj, block.self_attn.k_proj
+    return block.attention.self.query, block.attention.self.key
+
+
+@pytest.mark.parametrize("family", MODELS)
+def test_norm_attention_matches_loops(family: str) -> None:
+    model, forward = MODELS[family]()
+    got = norm_attention(model, forward)
+    for layer, (parts, x) in enumerate(zip(layer_parts(model), block_inputs(model, forward), strict=True)):
+        x = x.numpy()
+        q_lin, k_lin = query_key(model, layer)
+        q, k, v = linear(x, q_lin), linear(x, k_lin), linear(x, parts.value)
+        h_n, d = parts.n_heads, q.shape[1] // parts.n_heads
+        w_o = parts.output.weight.detach().numpy()  # (M, H * D)
+        m = w_o.shape[0]
+        for h in range(h_n):
+            cols = range(h * d, (h + 1) * d)
+            for i in range(N):
+                scores = [sum(q[i, c] * k[j, c] for c in cols) / math.sqrt(d) for j in range(N)]
+                top = max(scores)
+                alpha = [math.exp(s - top) for s in scores]
+                alpha = [a / sum(alpha) for a in alpha]
+                for j in range(N):
+                    f = [sum(v[j, c] * w_o[o, c] for c in cols) for o in range(m)]
+                    want = alpha[j] * math.sqrt(sum(e * e for e in f))
+                    # capture stores the weights in float32 (attnlab's traces are float32): 1e-6 relative
+                    assert got.per_head[layer, h, i, j] == pytest.approx(want, rel=1e-6, abs=1e-9)
+                    assert got.weights[layer, h, i, j] == pytest.approx(alpha[j], rel=1e-6, abs=1e-9)
+        # per layer: the norm of the sum over heads of alpha f, from the per-head vectors
+        for i in range(N):
+            for j in range(N):
+                vec = [0.0] * m
+                for h in range(h_n):
+                    cols = range(h * d, (h + 1) * d)
+                    for o in range(m):
+                        vec[o] += got.weights[layer, h, i, j] * sum(v[j, c] * w_o[o, c] for c in cols)
+                want = math.sqrt(sum(e * e for e in vec))
+                assert got.per_layer[layer, i, j] == pytest.approx(want, rel=1e-9, abs=1e-12)  # same weights
+
+
+@pytest.mark.parametrize("family", MODELS)
+def test_value_zeroing_matches_one_pass_per_token(family: str) -> None:
+    model, forward = MODELS[family]()
+    got = value_zeroing(model, forward)
+    assert got.shape == (2, N, N)
+    for layer, parts in enumerate(layer_parts(model)):
+        outs: list[Tensor] = []
+
+        def keep(_m: nn.Module, _i: Any, o: Any, outs: list[Tensor] = outs) -> None:
+            outs.append((o[0] if isinstance(o, tuple) else o)[0])
+
+        hook = parts.block.register_forward_hook(keep)
+        with torch.no_grad():
+            forward(1)
+            clean = outs.pop().numpy()
+            distance = np.zeros((N, N))  # (i, j): 1 - cos, one forward pass per zeroed token j
+            for j in range(N):
+                def zero(_m: nn.Module, _i: Any, v: Tensor, j: int = j) -> Tensor:
+                    v = v.clone()
+                    v[0, j] = 0.0
+                    return v
+
+                handle = parts.value.register_forward_hook(zero)
+                forward(1)
+                handle.remove()
+                zeroed = outs.pop().numpy()
+                for i in range(N):
+                    dot = sum(a * b for a, b in zip(zeroed[i], clean[i], strict=True))
+                    cos = dot / math.sqrt(sum(a * a for a in zeroed[i]) * sum(b * b for b in clean[i]))
+                    distance[i, j] = max(0.0, 1.0 - cos)
+        hook.remove()
+        for i in range(N):
+            total = sum(distance[i])
+            for j in range(N):
+                assert got[layer, i, j] == pytest.approx(distance[i, j] / total, rel=1e-7, abs=1e-12)
+    np.testing.assert_allclose(got.sum(-1), 1.0)
+
+
+@pytest.mark.parametrize("family", MODELS)
+def test_gradient_x_input_matches_finite_differences(family: str) -> None:
+    model, forward = MODELS[family]()
+
+    def score() -> Tensor:
+        out = forward(1)
+        return (out.last_hidden_state if hasattr(out, "last_hidden_state") else out)[0].sum() ** 2 / 10
+
+    got = gradient_x_input(model, score)
+    x = block_inputs(model, forward)[0]  # (n, M)
+    first = layer_parts(model)[0].block
+    eps = 1e-6
+    for j in range(N):
+        total = 0.0
+        for d in range(x.shape[1]):
+            values = []
+            for sign in (1.0, -1.0):
+                def shift(_m: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], s: float = sign,
+                          d: int = d, j: int = j) -> Any:
+                    if args:
+                        h = args[0].clone()
+                        h[0, j, d] += s * eps
+                        return (h, *args[1:]), kwargs
+                    h = kwargs["hidden_states"].clone()
+                    h[0, j, d] += s * eps
+                    return args, {**kwargs, "hidden_states": h}
+
+                handle = first.register_forward_pre_hook(shift, with_kwargs=True)
+                with torch.no_grad():
+                    values.append(float(score()))
+                handle.remove()
+            total += float(x[j, d]) * (values[0] - values[1]) / (2 * eps)
+        assert got[j] == pytest.approx(total, rel=1e-5, abs=1e-8)
+
+
+def test_attribution_refuses_training_mode_and_models_without_layers() -> None:
+    model, forward = tiny_attnlab()
+    model.train()
+    with pytest.raises(InputError, match=r"model\.eval"):
+        value_zeroing(model, forward)
+    with pytest.raises(InputError, match="no attention layer"):
+        layer_parts(nn.Linear(3, 3))
+    model.eval()
+    with pytest.raises(InputError, match="got no gradient"):
+        gradient_x_input(model, lambda: torch.ones((), requires_grad=True) * 2)

@@ -1,0 +1,37 @@
+"""`attnlab analyze --attribution`: norm-based attention, value zeroing and (classifiers) gradient x input, drawn
+like rollout and written into the JSON; it needs the model, so a saved --trace is refused (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from attnlab.cli import main
+
+
+def test_attribution_on_a_classifier(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["analyze", "这本书很好", "--model", "zh-sentiment", "--attribution", "--out", str(out)]) == 0
+    doc = json.loads((out / "analysis.json").read_text(encoding="utf-8"))["attribution"]
+    n = len("这本书很好") + 1  # [CLS] and one token per character
+    assert np.asarray(doc["norm_rollout"]).shape == (n, n)
+    assert np.asarray(doc["value_zeroing_per_layer"]).shape == (2, n, n)
+    np.testing.assert_allclose(np.asarray(doc["value_zeroing_rollout"]).sum(-1), 1.0)
+    assert len(doc["grad_x_input"]) == n and doc["label"] in ("pos", "neg")
+    for name in ("norm.png", "value-zeroing.png", "grad-x-input.png"):
+        assert (out / name).stat().st_size > 0
+    capsys.readouterr()
+
+
+def test_attribution_on_minilm_and_not_from_a_trace(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["analyze", "The cat sat.", "--attribution", "--out", str(out)]) == 0
+    doc = json.loads((out / "analysis.json").read_text(encoding="utf-8"))["attribution"]
+    assert "grad_x_input" not in doc and not (out / "grad-x-input.png").exists()  # an encoder has no class to explain
+    assert (out / "value-zeroing.png").exists()
+    capsys.readouterr()
+    assert main(["analyze", "--trace", str(out / "trace.attn"), "--attribution", "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--attribution runs the model again" in err
+    assert not (tmp_path / "o2").exists()
