@@ -38,7 +38,7 @@ from ..errors import InputError
 from ..trace import AttentionTrace
 from . import _encode
 
-__all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "repr_html", "save_html", "to_html", "viewer_script"]
+__all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "payload", "repr_html", "save_html", "to_html", "viewer_script"]
 
 # The viewer's script files under assets/, in the order they are joined (tsconfig.json checks the same list):
 # the shared types and helpers first, then each view, then the viewer that holds them and the page that mounts it.
@@ -92,6 +92,12 @@ def to_html(trace: Traces, *, batch: int = 0) -> str:
         f'<script type="application/json" id="attnlab-data">{data}</script>\n'
         f"<script>{js}</script>\n</body>\n</html>\n"
     )
+
+
+def payload(trace: Traces, *, batch: int = 0) -> dict[str, Any]:
+    """What the page's script reads (the JSON inside ``to_html``'s page): one trace's payload, or two side by side.
+    ``attnlab serve`` sends it to its page, which draws it with the same script."""
+    return _document(trace, batch)
 
 
 def repr_html(trace: AttentionTrace) -> str:
@@ -242,9 +248,12 @@ def _json_for_script(obj: Any) -> str:
 
 
 @cache
-def viewer_script() -> str:
-    """The viewer's script as the page holds it: the files of :data:`SCRIPTS`, in order, inside one function."""
-    return '(() => {\n"use strict";\n\n' + "\n".join(_asset(name) for name in SCRIPTS) + "})();\n"
+def viewer_script(tail: str = "") -> str:
+    """The viewer's script as the page holds it: the files of :data:`SCRIPTS`, in order, inside one function;
+    ``tail`` is one more script inside it, after them (``attnlab serve``'s page, which calls the viewer's functions)."""
+    if "</script" in tail.lower():
+        raise RuntimeError("the tail script contains '</script', which would end its inline element")
+    return '(() => {\n"use strict";\n\n' + "\n".join([*(_asset(name) for name in SCRIPTS), tail]) + "})();\n"
 
 
 @cache
