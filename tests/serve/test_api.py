@@ -149,7 +149,8 @@ def test_compare_gives_both_sides_and_the_difference_of_their_attention(client: 
     a, b = al.trace_text(SENTENCE).stack(), al.trace_text(SENTENCE.replace("cat", "dog")).stack()
     assert torch.allclose(tv, (0.5 * (a - b).abs().sum(-1).mean(-1)).float(), atol=1e-4)
     assert changed["compare"]["tokens"][2] == "dog"
-    longer = run(client, model="minilm", text=SENTENCE, compare="A much longer text than the first one, by far, with more words.").json()
+    longer = run(client, model="minilm", text=SENTENCE,
+                 compare="A much longer text than the first one, by far, with more words.").json()
     assert longer["difference"]["tv"] is None and "tokens" in longer["difference"]["reason"]
 
 
@@ -160,7 +161,7 @@ BAD = [
     ({"model": "minilm", "text": "   "}, 422, '"text" is empty'),
     ({"model": "minilm"}, 422, '"text" must be a string'),
     ({"model": "minilm", "text": 3}, 422, '"text" must be a string'),
-    ({"model": "minilm", "text": "x" * 2001}, 413, "the limit is 2000"),
+    ({"model": "minilm", "text": "x" * 10_001}, 413, "the limit is 10000"),
     ({"model": "minilm", "text": "a " * 999}, 413, "at most 512"),
     ({"model": "minilm", "text": "a", "layer": 6}, 422, "layer 6 is out of range: the model has 6 layers"),
     ({"model": "minilm", "text": "a", "head": 12}, 422, "head 12 is out of range: the model has 12 heads"),
@@ -187,7 +188,7 @@ def test_bad_input_is_a_one_line_4xx_and_the_server_keeps_serving(client: TestCl
     (b'{"model": "minilm", "text": "a"}', "text/plain", 415, "Content-Type: application/json"),
     (b'{"model": "minilm", "text": "a"}', "", 415, "no content type"),
     (b"\xff\xfe", "application/json", 400, "not valid JSON"),
-    (json.dumps({"model": "minilm", "text": "a" * 70_000}).encode(), "application/json", 413, "the limit is 64000"),
+    (json.dumps({"model": "minilm", "text": "a" * 300_000}).encode(), "application/json", 413, "the limit is 256000"),
 ])
 def test_malformed_requests(client: TestClient, content: bytes, kind: str, status: int, says: str) -> None:
     r = client.post("/api/run", content=content, headers={"content-type": kind} if kind else {})
@@ -264,6 +265,39 @@ def test_over_the_queue_limit_is_503_with_retry_after_and_the_waiting_runs_finis
     assert [r.status_code for r in done] == [200, 200]
 
 
+def test_a_request_whose_client_left_while_it_waited_is_never_run() -> None:
+    lab = StandInLab()
+    lab.mode = "block"
+    app = create_app(lab, hosts=HOSTS)
+
+    async def scenario() -> dict[str, Any]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+            first = asyncio.create_task(c.post("/api/run", json={"model": "minilm", "text": "a"}))
+            await asyncio.sleep(0.2)  # the first runs (blocked); the next waits its turn
+            messages = [{"type": "http.request", "body": b'{"model": "minilm", "text": "b"}', "more_body": False}]
+
+            async def receive() -> dict[str, Any]:  # the client sends its request, then is gone
+                return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+            async def send(message: dict[str, Any]) -> None:
+                pass
+
+            scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                     "scheme": "http", "path": "/api/run", "raw_path": b"/api/run", "query_string": b"",
+                     "root_path": "", "headers": [(b"host", b"testserver"), (b"content-type", b"application/json")],
+                     "client": ("127.0.0.1", 5), "server": ("testserver", 80)}
+            gone = asyncio.create_task(app(scope, receive, send))
+            await asyncio.sleep(0.2)
+            lab.gate.set()
+            assert (await first).status_code == 200
+            await gone
+            return (await c.get("/healthz")).json()
+
+    health = asyncio.run(scenario())
+    assert lab.calls == 1 and health["runs"] == 1 and health["skipped"] == 1 and health["busy"] == 0
+
+
 def test_a_run_over_the_time_limit_is_504_and_the_next_is_served() -> None:
     lab = StandInLab()
     lab.mode = "block"
@@ -292,3 +326,16 @@ def test_the_model_cache_is_bounded() -> None:
     assert lab.cached == ["zh-sentiment"]
     with pytest.raises(al.errors.InputError, match="at least 1"):
         Lab(catalogue(), cache=0)
+
+
+def test_the_page_script_is_the_viewer_then_the_lab_in_one_function() -> None:
+    from importlib import resources
+
+    from attnlab.serve import _page
+    from attnlab.viz.html import SCRIPTS
+
+    js = _page.script()
+    viewer = [resources.files("attnlab.viz").joinpath("assets", n).read_text(encoding="utf-8") for n in SCRIPTS]
+    lab_js = resources.files("attnlab.serve").joinpath("assets", "lab.js").read_text(encoding="utf-8")
+    at = [js.index(text) for text in [*viewer, lab_js]]
+    assert at == sorted(at) and js.startswith("(() => {") and js.rstrip().endswith("})();")

@@ -25,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="one more model to offer (repeatable): a Hugging Face folder, a classifier or translator run")
     p.add_argument("--no-bundled", action="store_true", help="offer only the --model folders, not the bundled models")
     p.add_argument("--cache", type=int, default=4, metavar="N", help="models kept loaded at once (default: 4)")
-    p.add_argument("--max-chars", type=int, default=2000, metavar="N",
-                   help="the most characters of one text (default: 2000; each model's token limit applies too)")
+    p.add_argument("--max-chars", type=int, default=10_000, metavar="N",
+                   help="the most characters of one text (default: 10000; each model's token limit applies too)")
     p.add_argument("--queue", type=int, default=8, metavar="N",
                    help="runs waiting or running at once; more are answered 503 (default: 8)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S",

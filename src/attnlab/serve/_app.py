@@ -1,10 +1,10 @@
 """The ASGI app: the page, ``GET /api/models``, ``POST /api/run``, ``POST /api/download``, ``GET /healthz``.
 
 Every limit is explicit (:class:`Limits`): text length (413), the model's own token limit (413), runs waiting or
-running at once (then 503 with Retry-After), the time a request may wait and run (504).  Runs go one at a time to
-one worker thread (a model call uses every core it is given), so a client that leaves while its request waits costs
-nothing, and one that leaves mid-run costs that run only.  Requests whose Host is not one of the server's own names
-or whose Origin is another site are refused (DNS rebinding, cross-site requests).  Errors are JSON,
+running at once (then 503 with Retry-After), the time a request may wait and run (504).  Runs go one at a time, in
+order of arrival, to one worker thread (a model call uses every core it is given); a request whose client left while
+it waited is skipped, and one whose client leaves mid-run costs that run only.  Requests whose Host is not one of the
+server's own names or whose Origin is another site are refused (DNS rebinding, cross-site requests).  Errors are JSON,
 ``{"error": ONE LINE}``, with a 4xx status for bad input and 500 naming the cause when a model fails; the next request
 is served as usual.
 """
@@ -15,8 +15,7 @@ import asyncio
 import json
 import math
 import tempfile
-import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +36,11 @@ __all__ = ["Limits", "create_app"]
 class Limits:
     """What one server takes at most; each is an option of ``attnlab serve``."""
 
-    max_chars: int = 2_000  # characters of one text (the models' token limits apply too)
+    max_chars: int = 10_000  # characters of one text (each model's token limit applies too: MiniLM's 512 tokens of
+    # English are about 2,500 characters)
     queue: int = 8  # runs waiting or running at once; beyond, 503 with Retry-After
     timeout_s: float = 30.0  # seconds a request may wait and run; beyond, 504
-    max_body: int = 64_000  # bytes of a request body
+    max_body: int = 256_000  # bytes of a request body (two texts at the limit, escaped as JSON)
 
     def __post_init__(self) -> None:
         for name in ("max_chars", "queue", "max_body"):
@@ -73,31 +73,13 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     ASGI test client's ``testserver`` is one more only when the caller adds it)."""
     limits = limits or Limits()
     allowed_hosts = _allowed(hosts, port)
-    allowed_origins = {f"http://{h}" for h in allowed_hosts}
     app = FastAPI(title="attnlab serve", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
-    state = {"busy": 0}
-    busy_lock = threading.Lock()
+    state = {"busy": 0, "runs": 0, "skipped": 0}  # waiting or running; model calls made; calls skipped
+    run_lock = asyncio.Lock()
     app.state.lab, app.state.limits, app.state.worker = lab, limits, worker
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        host = request.headers.get("host", "")
-        origin = request.headers.get("origin")
-        if host.lower() not in allowed_hosts:
-            response: Response = _error(421, f"the Host header {host[:80]!r} is not this server's; open "
-                                        f"http://{next(iter(sorted(allowed_hosts)))}/ (requests through another name "
-                                        f"are refused, against DNS rebinding)")
-        elif origin is not None and origin.lower() not in allowed_origins:
-            response = _error(403, f"cross-site request from origin {origin[:80]!r} refused; use the page this "
-                              f"server serves")
-        else:
-            try:
-                response = await call_next(request)
-            except ApiError as exc:
-                response = _error(exc.status, exc.message, exc.headers)
-        response.headers.update(SECURITY_HEADERS)
-        return response
+    app.add_middleware(Guard, hosts=allowed_hosts)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> Response:
@@ -118,7 +100,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "busy": state["busy"], "loaded": lab.cached}
+        return {"status": "ok", "version": __version__, **state, "loaded": lab.cached}
 
     @app.get("/api/models")
     async def models() -> dict[str, Any]:
@@ -126,40 +108,37 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
                                                    "timeout_s": limits.timeout_s}}
 
     async def call(request: Request, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on the worker, at most ``limits.queue`` waiting or running, within ``limits.timeout_s``."""
-        with busy_lock:
-            if state["busy"] >= limits.queue:
-                raise ApiError(503, f"the server is busy ({state['busy']} runs waiting or running, the limit is "
-                               f"{limits.queue}); try again in a second", {"Retry-After": "1"})
-            state["busy"] += 1
-        released = False
+        """Run ``fn`` on the worker in turn (first come, first served), at most ``limits.queue`` waiting or running,
+        within ``limits.timeout_s``; a request whose client left while it waited is skipped, never run."""
+        if state["busy"] >= limits.queue:
+            raise ApiError(503, f"the server is busy ({state['busy']} runs waiting or running, the limit is "
+                           f"{limits.queue}); try again in a second", {"Retry-After": "1"})
+        state["busy"] += 1  # the event loop is one thread: no lock needed
+        future: asyncio.Future[Any] | None = None
 
-        def release() -> None:
-            nonlocal released
-            with busy_lock:
-                if not released:
-                    released = True
-                    state["busy"] -= 1
+        async def turn() -> Any:
+            nonlocal future
+            async with run_lock:
+                if await request.is_disconnected():
+                    state["skipped"] += 1
+                    raise ApiError(499, "the client closed the request before its turn")
+                state["runs"] += 1
+                future = asyncio.get_running_loop().run_in_executor(worker, fn)
+                return await asyncio.shield(future)
 
-        def job() -> Any:
-            try:
-                if disconnected.is_set():  # the client left while this run waited: skip it
-                    return None
-                return fn()
-            finally:
-                release()
-
-        disconnected = threading.Event()
-        future = asyncio.get_running_loop().run_in_executor(worker, job)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout=limits.timeout_s)
+            return await asyncio.wait_for(turn(), timeout=limits.timeout_s)
         except TimeoutError:
-            disconnected.set()
             raise ApiError(504, f"the run took longer than {limits.timeout_s:g} s and was abandoned; try a shorter "
                            f"text") from None
-        except asyncio.CancelledError:  # the client went away
-            disconnected.set()
-            raise
+        finally:  # the slot is free when the model call is over, not before (a run cannot be stopped half-way)
+            if future is not None and not future.done():
+                future.add_done_callback(lambda _: release())
+            else:
+                release()
+
+    def release() -> None:
+        state["busy"] -= 1
 
     @app.post("/api/run")
     async def run(request: Request) -> Response:
@@ -195,6 +174,41 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         return _error(500, f"the model failed: {type(exc).__name__}: {exc}")
 
     return app
+
+
+class Guard:
+    """ASGI middleware: refuses a request whose Host is not one of ``hosts`` (421: DNS rebinding) or whose Origin is
+    another site (403), and adds the security headers to every answer.  Plain ASGI, so that a handler still sees
+    its client's disconnect."""
+
+    def __init__(self, app: Any, hosts: set[str]) -> None:
+        self.app, self.hosts, self.origins = app, hosts, {f"http://{h}" for h in hosts}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host, origin = headers.get("host", ""), headers.get("origin")
+        refusal = None
+        if host.lower() not in self.hosts:
+            refusal = _error(421, f"the Host header {host[:80]!r} is not this server's; open "
+                             f"http://{min(self.hosts)}/ (requests through another name are refused, against DNS "
+                             f"rebinding)")
+        elif origin is not None and origin.lower() not in self.origins:
+            refusal = _error(403, f"cross-site request from origin {origin[:80]!r} refused; use the page this server "
+                             f"serves")
+        extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()]
+
+        async def send_with_headers(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        if refusal is not None:
+            await refusal(scope, receive, send_with_headers)
+        else:
+            await self.app(scope, receive, send_with_headers)
 
 
 def _allowed(hosts: Sequence[str], port: int | None) -> set[str]:

@@ -34,6 +34,7 @@
  * @property {string} text
  * @property {string[]} tokens
  * @property {LabOutput | null} output
+ * @property {{kind: string, labels: string[][], metrics: Record<string, number[][]>}} labels  attnlab.analysis's head notes
  * @property {{layer: number, head: number, n_layers: number, n_heads: number}} view
  * @property {Payload | Compare} viewer
  * @property {string[]} warnings
@@ -165,9 +166,14 @@
     return line;
   }
 
+  /** @returns {Api | undefined} the viewer on screen */
+  const currentApi = () => /** @type {Api | undefined} */ (/** @type {Record<string, unknown>} */ (/** @type {unknown} */ (window)).attnlab);
+  /** @param {Api} api @param {string} kind  the indices of the records of that kind, by layer */
+  const recordsOfKind = (api, kind) => api.records.map((r, i) => (r.kind === kind ? i : -1)).filter((i) => i >= 0);
+  let previousModel = "";
+
   /** @param {LabRun} answer */
   function draw(answer) {
-    lab.last = answer;
     status.className = "";
     status.textContent = `${answer.model}: ${answer.tokens.length} tokens, ${answer.server_ms.toFixed(0)} ms on the server`;
     output.replaceChildren(outputLine(answer.output, answer.compare ? "A: " : ""));
@@ -183,9 +189,19 @@
       difference.textContent = `difference of the two attentions (total variation, 0 same to 1 disjoint, mean over heads): `
         + per.map((x, i) => `layer ${i} ${x.toFixed(3)}`).join(", ") + `; most in layer ${top}`;
     }
+    const before = currentApi(), same = lab.last !== null && before !== undefined && lab.runs > 0 && previousModel === answer.model;
     const api = showBundle(host, answer.viewer, `${answer.model} · ${flat(answer.text).slice(0, 60)}`);
     Object.assign(window, { attnlab: api });
-    api.set({ head: answer.view.head });
+    if (same && before && before.state.rec < api.records.length) {
+      // the same model again: keep the reader's place (view, layer, heads, colour scale)
+      const s = before.state;
+      api.set({ view: s.view, kind: s.kind, rec: s.rec, heads: [...s.heads], mean: s.mean, head: s.head, scale: s.scale });
+    } else {
+      const kind = /** @type {Kind} */ (answer.labels.kind), at = recordsOfKind(api, kind)[answer.view.layer];
+      api.set(at === undefined ? { head: answer.view.head } : { kind, rec: at, head: answer.view.head });
+    }
+    previousModel = answer.model;
+    lab.last = answer;
     drawSteps(answer);
     lab.runs += 1;
   }
@@ -212,11 +228,9 @@
         span.style.backgroundColor = `rgba(230, 159, 0, ${((row[i] || 0) / top).toFixed(3)})`;
         return span;
       }));
-    const api = /** @type {Api | undefined} */ (/** @type {Record<string, unknown>} */ (/** @type {unknown} */ (window)).attnlab);
-    if (!api) return;
-    const cross = api.records.map((r, i) => [r, i]).filter(([r]) => /** @type {TraceRecord} */ (r).kind === "cross");
-    const last = cross[cross.length - 1];
-    if (last) api.set({ view: "head", kind: "cross", rec: /** @type {number} */ (last[1]), focus: { side: "q", i: t - 1 }, sticky: true });
+    const api = currentApi();
+    const cross = api ? recordsOfKind(api, "cross") : [];
+    if (api && cross.length) api.set({ view: "head", kind: "cross", rec: cross[cross.length - 1], focus: { side: "q", i: t - 1 }, sticky: true });
   }
 
   /** @param {string} what "trace" or "viewer" */
