@@ -177,7 +177,7 @@ async def memory_phase(url: str, pid: int, total: int, limit_s: float) -> dict[s
 BAD_REQUESTS: list[tuple[str, dict[str, Any]]] = [
     ("unknown model", {"json": {"model": "no-such-model", "text": "x"}}),
     ("empty text", {"json": {"model": "minilm", "text": ""}}),
-    ("too long", {"json": {"model": "minilm", "text": "x" * 5000}}),
+    ("too long", {"json": {"model": "minilm", "text": "x" * 10_001}}),
     ("too many tokens", {"json": {"model": "minilm", "text": "a " * 990}}),
     ("layer out of range", {"json": {"model": "minilm", "text": "a", "layer": 99}}),
     ("malformed JSON", {"content": b"{not json", "headers": {"content-type": "application/json"}}),
@@ -196,7 +196,8 @@ def killed_mid_run(url: str, body: dict[str, Any]) -> None:
         time.sleep(0.05)  # the run has started (or is queued); leave without reading
 
 
-async def fault_phase(url: str, clients: int, total: int, limit_s: float, long512: str) -> dict[str, Any]:
+async def fault_phase(url: str, clients: int, total: int, limit_s: float, long512: str,
+                      kill_share: float = 0.02) -> dict[str, Any]:
     rng = random.Random(1)
     kinds: Counter[str] = Counter()
     statuses: dict[str, Counter[int]] = {}
@@ -213,7 +214,7 @@ async def fault_phase(url: str, clients: int, total: int, limit_s: float, long51
             roll = rng.random()
             if roll < 0.25:  # a bad request
                 name, request = rng.choice(BAD_REQUESTS)
-            elif roll < 0.28:  # a long run whose client leaves mid-way
+            elif roll < 0.25 + kill_share:  # a long run whose client leaves mid-way
                 await asyncio.to_thread(killed_mid_run, url, {"model": "minilm", "text": long512})
                 killed += 1
                 kinds["killed mid-run"] += 1
@@ -222,6 +223,8 @@ async def fault_phase(url: str, clients: int, total: int, limit_s: float, long51
                 name, request = "good", {"json": mixed_body(i, rng)}
             t = time.perf_counter()
             r = await client.post("/api/run", **request)
+            if r.status_code == 503:  # a polite client waits as told, then goes on with its next request
+                await asyncio.sleep(float(r.headers["retry-after"]))
             kinds[name] += 1
             statuses.setdefault(name, Counter())[r.status_code] += 1
             if name == "good" and r.status_code == 200:
@@ -238,7 +241,8 @@ async def fault_phase(url: str, clients: int, total: int, limit_s: float, long51
         after = await client.post("/api/run", json={"model": "minilm", "text": SENTENCE})
     return {"clients": clients, "requests": sum(kinds.values()), "wall_s": round(wall, 1), "by_kind": dict(kinds),
             "statuses_by_kind": {k: dict(v) for k, v in statuses.items()}, "good_latency": percentiles(ms),
-            "killed_mid_run": killed, "healthz_after": health["status"], "run_after": after.status_code}
+            "killed_mid_run": killed, "healthz_after": health["status"], "server_runs": health["runs"],
+            "server_skipped": health["skipped"], "run_after": after.status_code}
 
 
 def table(r: dict[str, Any]) -> str:
@@ -258,6 +262,10 @@ def table(r: dict[str, Any]) -> str:
         f"({mem['growth_mb']:+.0f} MB) | within 50 MB |",
         f"| faults: {faults['requests']} requests from {faults['clients']} clients, {faults['killed_mid_run']} "
         f"killed mid-run | healthz {faults['healthz_after']}, next run {faults['run_after']} | ok, 200 |",
+        f"| faults: model calls the server made / skipped (client gone before its turn) | {faults['server_runs']} / "
+        f"{faults['server_skipped']} | |",
+        f"| faults: good requests answered 200, p50 / p99 | {faults['good_latency']['p50_ms']:.0f} / "
+        f"{faults['good_latency']['p99_ms']:.0f} ms | |",
     ]
     mem_lines = ["| requests | resident MB | seconds |", "| ---: | ---: | ---: |",
                  *(f"| {s['requests']} | {s['rss_mb']:.0f} | {s['seconds']:.0f} |" for s in mem["samples"])]
@@ -275,8 +283,12 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=420, help="seconds of the memory phase at most")
     parser.add_argument("--clients", type=int, default=12, help="concurrent clients of the fault phase (default 12)")
     parser.add_argument("--queue", type=int, default=8, help="the server's --queue (default 8)")
+    parser.add_argument("--only-faults", action="store_true",
+                        help="run the fault phase again and replace it in results/serve.json (the rest is kept)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    if args.only_faults:
+        return faults_again(args)
     n = 10 if args.quick else 1
     proc, url, start_s = start_server(args)
     try:
@@ -300,16 +312,35 @@ def main() -> None:
         mixed = 200 if args.quick else args.mixed
         results["memory"] = asyncio.run(memory_phase(url, proc.pid, mixed, args.time_limit))
         print("memory", results["memory"], flush=True)
-        results["faults"] = asyncio.run(fault_phase(url, args.clients, 100 if args.quick else 600, 180, text512))
+        results["faults"] = asyncio.run(fault_phase(url, args.clients, 100 if args.quick else FAULTS, 240, text512))
         print("faults", results["faults"], flush=True)
     finally:
         proc.terminate()
         code = proc.wait(60)
     results["server_exit_code_on_sigterm"] = code
+    if not (args.no_write or args.quick):
+        write(results)
+
+
+FAULTS = 400  # requests of the fault phase
+
+
+def faults_again(args: argparse.Namespace) -> None:
+    results = json.loads((RESULTS / "serve.json").read_text(encoding="utf-8"))["results"]
+    proc, url, _ = start_server(args)
+    try:
+        results["faults"] = asyncio.run(fault_phase(url, args.clients, FAULTS, 240, text_of_tokens(512)))
+        print("faults", results["faults"], flush=True)
+    finally:
+        proc.terminate()
+        results["server_exit_code_on_sigterm"] = proc.wait(60)
+    if not args.no_write:
+        write(results)
+
+
+def write(results: dict[str, Any]) -> None:
     text = table(results)
     print("\n" + text)
-    if args.no_write or args.quick:
-        return
     record = {"benchmark": "attnlab serve on 127.0.0.1, httpx clients", "load_average": os.getloadavg(),
               "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
               "results": results}
