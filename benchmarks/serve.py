@@ -285,10 +285,12 @@ def main() -> None:
     parser.add_argument("--queue", type=int, default=8, help="the server's --queue (default 8)")
     parser.add_argument("--only-faults", action="store_true",
                         help="run the fault phase again and replace it in results/serve.json (the rest is kept)")
+    parser.add_argument("--only-latency", action="store_true",
+                        help="run the latency phases again and replace them in results/serve.json (the rest is kept)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    if args.only_faults:
-        return faults_again(args)
+    if args.only_faults or args.only_latency:
+        return again(args)
     n = 10 if args.quick else 1
     proc, url, start_s = start_server(args)
     try:
@@ -298,17 +300,7 @@ def main() -> None:
         for body in warm * 3:  # load every model, warm its code paths
             httpx.post(url + "api/run", json=body, timeout=120).raise_for_status()
         results: dict[str, Any] = {"start_s": round(start_s, 2)}
-        results["minilm_13"] = asyncio.run(closed_loop(url, [{"model": "minilm", "text": SENTENCE}] * (400 // n), 4,
-                                                       120))
-        print("minilm 13", results["minilm_13"], flush=True)
-        results["zh_sentiment"] = asyncio.run(closed_loop(
-            url, [{"model": "zh-sentiment", "text": ZH[i % len(ZH)]} for i in range(200 // n)], 1, 60))
-        results["dates_zh"] = asyncio.run(closed_loop(
-            url, [{"model": "dates-zh", "text": DATES[i % len(DATES)]} for i in range(200 // n)], 1, 60))
-        print("zh", results["zh_sentiment"], "\ndates", results["dates_zh"], flush=True)
-        results["minilm_512"] = asyncio.run(closed_loop(url, [{"model": "minilm", "text": text512}] * (15 // n + 2),
-                                                        1, 120))
-        print("512", results["minilm_512"], flush=True)
+        results.update(latency(url, n, text512))
         mixed = 200 if args.quick else args.mixed
         results["memory"] = asyncio.run(memory_phase(url, proc.pid, mixed, args.time_limit))
         print("memory", results["memory"], flush=True)
@@ -325,12 +317,37 @@ def main() -> None:
 FAULTS = 400  # requests of the fault phase
 
 
-def faults_again(args: argparse.Namespace) -> None:
+def latency(url: str, n: int, text512: str) -> dict[str, Any]:
+    """The latency phases (each request size and model); ``n`` divides their request counts (--quick)."""
+    results: dict[str, Any] = {}
+    results["minilm_13"] = asyncio.run(closed_loop(url, [{"model": "minilm", "text": SENTENCE}] * (400 // n), 4,
+                                                   120))
+    print("minilm 13", results["minilm_13"], flush=True)
+    results["zh_sentiment"] = asyncio.run(closed_loop(
+        url, [{"model": "zh-sentiment", "text": ZH[i % len(ZH)]} for i in range(200 // n)], 1, 60))
+    results["dates_zh"] = asyncio.run(closed_loop(
+        url, [{"model": "dates-zh", "text": DATES[i % len(DATES)]} for i in range(200 // n)], 1, 60))
+    print("zh", results["zh_sentiment"], "\ndates", results["dates_zh"], flush=True)
+    results["minilm_512"] = asyncio.run(closed_loop(url, [{"model": "minilm", "text": text512}] * (15 // n + 2),
+                                                    1, 120))
+    print("512", results["minilm_512"], flush=True)
+    return results
+
+
+def again(args: argparse.Namespace) -> None:
+    """One part of the run again (the latency phases or the fault phase), the rest of results/serve.json kept."""
     results = json.loads((RESULTS / "serve.json").read_text(encoding="utf-8"))["results"]
-    proc, url, _ = start_server(args)
+    proc, url, start_s = start_server(args)
     try:
-        results["faults"] = asyncio.run(fault_phase(url, args.clients, FAULTS, 240, text_of_tokens(512)))
-        print("faults", results["faults"], flush=True)
+        text512 = text_of_tokens(512)
+        if args.only_latency:
+            for body in [{"model": m, "text": "warm up"} for m in ("minilm", "zh-sentiment", "dates-zh")] * 3:
+                httpx.post(url + "api/run", json=body, timeout=120).raise_for_status()
+            results["start_s"] = round(start_s, 2)
+            results.update(latency(url, 1, text512))
+        else:
+            results["faults"] = asyncio.run(fault_phase(url, args.clients, FAULTS, 240, text512))
+            print("faults", results["faults"], flush=True)
     finally:
         proc.terminate()
         results["server_exit_code_on_sigterm"] = proc.wait(60)
