@@ -15,24 +15,46 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import errors, functional, masks
+from . import errors
 from ._bundled import Located, locate
-from .capturing import capture
 from .errors import AttnLabError
-from .functional import attention
-from .trace import AttentionRecord, AttentionTrace
 
 __version__ = "0.1.0"
 
-# Every subpackage is reachable as ``attnlab.NAME`` after ``import attnlab`` (and as ``import attnlab.NAME``); the
-# ones that pull in heavy libraries (matplotlib, transformers, tokenizers, scikit-learn) load on first use.
+# Every subpackage is reachable as ``attnlab.NAME`` after ``import attnlab`` (and as ``import attnlab.NAME``), and
+# every public name below loads its module on first use: ``import attnlab`` imports neither torch nor any heavy
+# library, so ``attnlab --version`` answers at once and each command pays only for what it runs.
 SUBPACKAGES = ("analysis", "capturing", "data", "explain", "functional", "layers", "masks", "models", "suites",
                "trace", "training", "viz")
-_LAZY_NAMES = {"trace_text": "attnlab.capturing"}
+_LAZY_NAMES = {
+    "attention": "attnlab.functional",
+    "capture": "attnlab.capturing",
+    "trace_text": "attnlab.capturing",
+    "AttentionRecord": "attnlab.trace",
+    "AttentionTrace": "attnlab.trace",
+    **{name: "attnlab.layers" for name in (
+        "BahdanauAttention", "ConvAttentionBlock", "KVCache", "LuongAttention", "MultiHeadAttention",
+        "TransformerConfig", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+        "TransformerEncoderLayer")},
+}
 
 if TYPE_CHECKING:
-    from . import analysis, capturing, data, explain, models, suites, training, viz
-    from .capturing import trace_text
+    from . import analysis, capturing, data, explain, functional, layers, masks, models, suites, trace, training, viz
+    from .capturing import capture, trace_text
+    from .functional import attention
+    from .layers import (
+        BahdanauAttention,
+        ConvAttentionBlock,
+        KVCache,
+        LuongAttention,
+        MultiHeadAttention,
+        TransformerConfig,
+        TransformerDecoder,
+        TransformerDecoderLayer,
+        TransformerEncoder,
+        TransformerEncoderLayer,
+    )
+    from .trace import AttentionRecord, AttentionTrace
 
 
 def __getattr__(name: str) -> Any:
@@ -40,7 +62,9 @@ def __getattr__(name: str) -> Any:
     if name in SUBPACKAGES:
         return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY_NAMES:
-        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+        value = getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
 
 
@@ -52,7 +76,17 @@ __all__ = [
     "AttentionRecord",
     "AttentionTrace",
     "AttnLabError",
+    "BahdanauAttention",
+    "ConvAttentionBlock",
+    "KVCache",
     "Located",
+    "LuongAttention",
+    "MultiHeadAttention",
+    "TransformerConfig",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "__version__",
     "analysis",
     "attention",
@@ -62,6 +96,7 @@ __all__ = [
     "errors",
     "explain",
     "functional",
+    "layers",
     "locate",
     "masks",
     "models",
@@ -70,33 +105,4 @@ __all__ = [
     "trace_text",
     "training",
     "viz",
-]
-
-# Layers (nn.Modules, batch first); the classes are also at the top level.
-from . import layers  # noqa: E402
-from .layers import (  # noqa: E402
-    BahdanauAttention,
-    ConvAttentionBlock,
-    KVCache,
-    LuongAttention,
-    MultiHeadAttention,
-    TransformerConfig,
-    TransformerDecoder,
-    TransformerDecoderLayer,
-    TransformerEncoder,
-    TransformerEncoderLayer,
-)
-
-__all__ += [
-    "BahdanauAttention",
-    "ConvAttentionBlock",
-    "KVCache",
-    "LuongAttention",
-    "MultiHeadAttention",
-    "TransformerConfig",
-    "TransformerDecoder",
-    "TransformerDecoderLayer",
-    "TransformerEncoder",
-    "TransformerEncoderLayer",
-    "layers",
 ]

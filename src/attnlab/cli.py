@@ -20,7 +20,9 @@ import warnings
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
-COMMANDS = ("show", "bench", "explain", "analyze", "train", "evaluate", "predict", "translate")
+# One entry per command module (attnlab._commands.<name>); each is imported only to add its options, so a module
+# imports nothing heavy at its top (tests/cli/test_cold_start.py checks `--version` and `--help`).
+COMMANDS = ("show", "bench", "explain", "analyze", "train", "evaluate", "predict", "translate", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from helpers.hostile import HOSTILE
 
 import attnlab as al
 from attnlab.capturing import AttentionRecord, AttentionTrace
@@ -25,17 +26,6 @@ from attnlab.viz.html import repr_html
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 SVG = "{http://www.w3.org/2000/svg}"
-HOSTILE = [
-    "<script>alert(1)</script>",
-    '"><img src=x onerror=alert(1)>',
-    "</script>",
-    "javascript:alert(1)",
-    "it's \"quoted\"",
-    "مرحبا بالعالم",
-    "🐱‍👤🎉",
-    "注意力机制",
-    "<b>bold</b>",
-]
 VALUE = re.compile(r": (\d\.\d{4}) \(±")
 VIEW_TYPE = re.compile(r"@typedef \{Object\} View\b(.*?)\*/", re.S)  # the View interface of viewer.js
 MEMBER = re.compile(r"@property \{(.+?)\} (\w+)")

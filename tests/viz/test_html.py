@@ -166,7 +166,9 @@ def test_the_script_is_every_script_file_in_order_and_tsc_checks_each() -> None:
     assert at == sorted(at) and js.startswith("(() => {") and js.rstrip().endswith("})();")
     assert sum(map(len, files)) < len(js) < sum(map(len, files)) + 100  # the files and the wrapper, nothing else
     tsconfig = json.loads(re.sub(r"^\s*//.*$", "", (ROOT / "tsconfig.json").read_text(encoding="utf-8"), flags=re.M))
-    assert tsconfig["files"] == [f"src/attnlab/viz/assets/{name}" for name in SCRIPTS]
+    # the viewer's files, then attnlab serve's page script, which the lab joins after them (serve/_page.py)
+    assert tsconfig["files"] == [*(f"src/attnlab/viz/assets/{name}" for name in SCRIPTS),
+                                 "src/attnlab/serve/assets/lab.js"]
     on_disk = {str(p.relative_to(Path(al.viz.html.__file__).parent / "assets")) for p in
                (Path(al.viz.html.__file__).parent / "assets").rglob("*.js")}
     assert on_disk == set(SCRIPTS), "a script file that SCRIPTS does not name never reaches the page"

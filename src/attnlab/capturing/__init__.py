@@ -17,12 +17,14 @@ from ._stats import StatsRecord, StatsTrace, capture_stats
 from .tokens import attach_tokens, merge_words
 
 if TYPE_CHECKING:
+    from ._classifier import attach_classifier_tokens
     from ._trace_text import UnknownTokensWarning, trace_text
     from ._translation import trace_translation
     from .pretrained import load_model, model_config
 
-_LAZY = {"UnknownTokensWarning": "._trace_text", "trace_text": "._trace_text", "trace_translation": "._translation",
-         "load_model": ".pretrained", "model_config": ".pretrained"}
+_LAZY = {"attach_classifier_tokens": "._classifier", "UnknownTokensWarning": "._trace_text",
+         "trace_text": "._trace_text", "trace_translation": "._translation", "load_model": ".pretrained",
+         "model_config": ".pretrained"}
 
 
 def __getattr__(name: str) -> Any:
@@ -43,6 +45,7 @@ __all__ = [
     "StatsRecord",
     "StatsTrace",
     "UnknownTokensWarning",
+    "attach_classifier_tokens",
     "attach_tokens",
     "capture",
     "capture_stats",

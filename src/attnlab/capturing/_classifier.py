@@ -17,7 +17,7 @@ from ..trace import AttentionTrace
 from ._core import capture
 from .tokens import attach_tokens
 
-__all__ = ["classifier_config", "trace_classifier"]
+__all__ = ["attach_classifier_tokens", "classifier_config", "trace_classifier"]
 
 POOL_TOKEN = "[pool]"  # the query of the attention pooling: a learned vector, not a token of the text
 
@@ -31,6 +31,16 @@ def classifier_config(path: Path) -> dict[str, Any]:
     if config["pooling"] == "attention":  # the pooling query over the tokens: one "cross" record with one head
         described.update(is_encoder_decoder=True, decoder_layers=1, decoder_attention_heads=1)
     return described
+
+
+def attach_classifier_tokens(trace: AttentionTrace, tokenizer: Any, ids: list[int]) -> AttentionTrace:
+    """A classifier's captured ``trace`` with the tokens of ``ids`` (its input) attached; the attention pooling's
+    query (a learned vector, not a token) is named :data:`POOL_TOKEN`."""
+    trace = attach_tokens(trace, [tokenizer.id_to_token(i) or "[UNK]" for i in ids])
+    for r in trace.records:
+        if r.kind == "cross":  # the pooling query attends over the tokens
+            r.query_tokens = [POOL_TOKEN]
+    return trace
 
 
 def trace_classifier(text: str, path: Path, *, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
@@ -51,11 +61,7 @@ def trace_classifier(text: str, path: Path, *, max_length: int | None = None, tr
         raise InputError(f"the text {text!r} gives no token the model knows; give some text")
     with torch.no_grad(), capture(model) as trace:
         probs = torch.softmax(model(torch.tensor([ids])).float(), dim=-1)[0]  # (C,)
-    tokens = [tokenizer.id_to_token(i) or "[UNK]" for i in ids]
-    trace = attach_tokens(trace, tokens)
-    for r in trace.records:
-        if r.kind == "cross":  # the pooling query attends over the tokens
-            r.query_tokens = [POOL_TOKEN]
+    trace = attach_classifier_tokens(trace, tokenizer, ids)
     best = int(probs.argmax())
     trace.meta = {"model": str(path), "text": text, "text_pair": None, "n_layers": model.config.n_layers,
                   "n_heads": model.config.n_heads, "n_tokens": len(ids), "merge": None,

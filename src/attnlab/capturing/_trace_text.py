@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -212,6 +213,17 @@ def _decoder_ids(hf_model: Any, tokenizer: Any, target: str, limit: int) -> torc
     return torch.cat([torch.full((1, 1), int(start)), ids[:, :-1]], dim=1)  # (1, T)
 
 
+# The word-mark style of each tokenizer seen, read once: scanning a 30,000-entry vocabulary takes about 0.1 s, more
+# than running MiniLM on a sentence (`attnlab serve` runs the same tokenizer on text after text).
+_STYLES: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+
+
 def _style(tokenizer: Any) -> str | None:
-    """The word-mark style of a tokenizer, read from its vocabulary."""
-    return detect_style(tokenizer.get_vocab())
+    """The word-mark style of a tokenizer, read from its vocabulary (once per tokenizer)."""
+    try:
+        return _STYLES[tokenizer]
+    except KeyError:
+        style = _STYLES[tokenizer] = detect_style(tokenizer.get_vocab())
+        return style
+    except TypeError:  # a tokenizer that cannot be weakly referenced: read it every time
+        return detect_style(tokenizer.get_vocab())

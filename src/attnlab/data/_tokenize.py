@@ -8,7 +8,9 @@ from the training texts, for English (lower-cased).  Every tokenizer puts ``[CLS
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,9 +79,23 @@ def _with_bigrams(tok: Any, texts: Sequence[str], vocab_size: int, min_frequency
     return out
 
 
-def _has_bigrams(tok: Any) -> bool:
-    """Whether the vocabulary holds ``a|b`` bigram tokens (character tokens are one character long)."""
-    return any(len(t) == 3 and t[1] == "|" for t in tok.get_vocab())
+# A tokenizer's vocabulary, read once per tokenizer object: `get_vocab()` copies the whole table (about 10 ms for the
+# bundled classifier's), which `encode` needs on every call (`attnlab serve` encodes text after text). attnlab's
+# tokenizers are built whole (trained or read from JSON) and never changed afterwards.
+_VOCABS: weakref.WeakKeyDictionary[Any, tuple[dict[str, int], bool]] = weakref.WeakKeyDictionary()
+
+
+def _vocab(tok: Any) -> tuple[dict[str, int], bool]:
+    """The vocabulary of ``tok`` and whether it holds ``a|b`` bigram tokens (character tokens are one character
+    long)."""
+    try:
+        return _VOCABS[tok]
+    except (KeyError, TypeError):
+        vocab = tok.get_vocab()
+        found = vocab, any(len(t) == 3 and t[1] == "|" for t in vocab)
+        with contextlib.suppress(TypeError):  # a tokenizer that cannot be weakly referenced is read every time
+            _VOCABS[tok] = found
+        return found
 
 
 @dataclass(frozen=True)
@@ -92,8 +108,7 @@ class Encoded:
 
 def encode(tok: Any, texts: Sequence[str], max_length: int) -> Encoded:
     """Ids of ``texts`` (``[CLS]`` first), each cut to at most ``max_length`` tokens."""
-    bigrams = _has_bigrams(tok)
-    vocab = tok.get_vocab() if bigrams else {}
+    vocab, bigrams = _vocab(tok)
     unk = tok.token_to_id(UNK)
     out, cut = [], 0
     for enc in tok.encode_batch(list(texts)):

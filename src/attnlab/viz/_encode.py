@@ -46,10 +46,11 @@ def quantise(weights: Tensor) -> np.ndarray:
     return np.ascontiguousarray(codes.numpy())
 
 
-def encode(weights: Tensor) -> str:
-    """The base64 text of the gzip-compressed codes of ``weights`` (deterministic: gzip mtime 0)."""
+def encode(weights: Tensor, compresslevel: int = 6) -> str:
+    """The base64 text of the gzip-compressed codes of ``weights`` (deterministic: gzip mtime 0).  Level 6 suits a
+    file kept on disk; level 1 is about 7 times faster and 30 % larger (``attnlab serve``, over loopback)."""
     raw = quantise(weights).tobytes()
-    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+    return base64.b64encode(gzip.compress(raw, compresslevel=compresslevel, mtime=0)).decode("ascii")
 
 
 def decode(text: str, shape: tuple[int, ...]) -> np.ndarray:

@@ -38,7 +38,7 @@ from ..errors import InputError
 from ..trace import AttentionTrace
 from . import _encode
 
-__all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "repr_html", "save_html", "to_html", "viewer_script"]
+__all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "payload", "repr_html", "save_html", "to_html", "viewer_script"]
 
 # The viewer's script files under assets/, in the order they are joined (tsconfig.json checks the same list):
 # the shared types and helpers first, then each view, then the viewer that holds them and the page that mounts it.
@@ -94,6 +94,13 @@ def to_html(trace: Traces, *, batch: int = 0) -> str:
     )
 
 
+def payload(trace: Traces, *, batch: int = 0, compresslevel: int = 6) -> dict[str, Any]:
+    """What the page's script reads (the JSON inside ``to_html``'s page): one trace's payload, or two side by side.
+    ``attnlab serve`` sends it to its page, which draws it with the same script (``compresslevel``: gzip's, of the
+    weights' codes)."""
+    return _document(trace, batch, compresslevel)
+
+
 def repr_html(trace: AttentionTrace) -> str:
     """The viewer for Jupyter: the page inside a sandboxed ``<iframe srcdoc>`` so that its script and
     style cannot touch the notebook (scripts may run, nothing else; downloads allowed for export)."""
@@ -105,24 +112,24 @@ def repr_html(trace: AttentionTrace) -> str:
 
 
 # ----- internals -----------------------------------------------------------------------------------
-def _document(trace: Traces, batch: int) -> dict[str, Any]:
+def _document(trace: Traces, batch: int, level: int = 6) -> dict[str, Any]:
     """One trace's payload, or ``{"panes": [payload, payload]}`` for two traces side by side."""
     if isinstance(trace, AttentionTrace):
-        return _payload(trace, batch)
+        return _payload(trace, batch, level)
     if isinstance(trace, Sequence) and not isinstance(trace, str):
         traces = list(trace)
         if len(traces) == 1:
-            return _payload(traces[0], batch)
+            return _payload(traces[0], batch, level)
         if len(traces) == 2:
             return {"format": "attnlab.viewer.compare", "version": _PAYLOAD_VERSION,
-                    "panes": [_payload(t, batch) for t in traces]}
+                    "panes": [_payload(t, batch, level) for t in traces]}
         raise InputError(
             f"the viewer shows one trace or two side by side, got a list of {len(traces)}; pass one or two"
         )
     raise InputError(f"the viewer draws an AttentionTrace, got {type(trace).__name__}; capture one first")
 
 
-def _payload(trace: AttentionTrace, batch: int) -> dict[str, Any]:
+def _payload(trace: AttentionTrace, batch: int, level: int = 6) -> dict[str, Any]:
     if not isinstance(trace, AttentionTrace):
         raise InputError(f"the viewer draws an AttentionTrace, got {type(trace).__name__}; capture one first")
     if not trace.records:
@@ -142,7 +149,7 @@ def _payload(trace: AttentionTrace, batch: int) -> dict[str, Any]:
                 "k": int(k_len),
                 "query_tokens": _tokens(r.query_tokens, q_len),
                 "key_tokens": _tokens(r.key_tokens, k_len),
-                "data": _encode.encode(r.weights[batch]),
+                "data": _encode.encode(r.weights[batch], level),
                 **_qk(r, batch, int(heads), int(q_len), int(k_len)),
             }
         )
@@ -242,9 +249,12 @@ def _json_for_script(obj: Any) -> str:
 
 
 @cache
-def viewer_script() -> str:
-    """The viewer's script as the page holds it: the files of :data:`SCRIPTS`, in order, inside one function."""
-    return '(() => {\n"use strict";\n\n' + "\n".join(_asset(name) for name in SCRIPTS) + "})();\n"
+def viewer_script(tail: str = "") -> str:
+    """The viewer's script as the page holds it: the files of :data:`SCRIPTS`, in order, inside one function;
+    ``tail`` is one more script inside it, after them (``attnlab serve``'s page, which calls the viewer's functions)."""
+    if "</script" in tail.lower():
+        raise RuntimeError("the tail script contains '</script', which would end its inline element")
+    return '(() => {\n"use strict";\n\n' + "\n".join([*(_asset(name) for name in SCRIPTS), tail]) + "})();\n"
 
 
 @cache

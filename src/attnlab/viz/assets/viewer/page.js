@@ -1,15 +1,19 @@
 // The page: one viewer, or two side by side with linked controls.
 
-const BUNDLE = /** @type {Payload | Compare} */ (JSON.parse(byId("attnlab-data").textContent || ""));
-
-const host = byId("attnlab-viewer");
-/** @type {Link} */
-const link = { panes: [], on: true, syncing: false };
-/** @type {Api} */
-let api;
-if ("panes" in BUNDLE) {
+/**
+ * Draws one trace's payload, or two side by side with linked controls, inside `host` (replacing what it held).
+ * The static page calls it once; `attnlab serve`'s page calls it after every run.
+ * @param {HTMLElement} host
+ * @param {Payload | Compare} bundle
+ * @param {string} [heading]  the single viewer's heading
+ * @returns {Api}
+ */
+function showBundle(host, bundle, heading = "attnlab attention viewer") {
+  /** @type {Link} */
+  const link = { panes: [], on: true, syncing: false };
   host.replaceChildren();
-  host.classList.add("compare");
+  host.classList.toggle("compare", "panes" in bundle);
+  if (!("panes" in bundle)) return mount(host, bundle, link, heading);
   const bar = document.createElement("div"), toggle = document.createElement("input"), label = document.createElement("label");
   bar.className = "link";
   toggle.type = "checkbox";
@@ -19,7 +23,7 @@ if ("panes" in BUNDLE) {
   const grid = document.createElement("div");
   grid.className = "panes";
   host.append(bar, grid);
-  BUNDLE.panes.forEach((p, n) => {
+  bundle.panes.forEach((p, n) => {
     const pane = document.createElement("section");
     pane.className = "pane";
     grid.append(pane);
@@ -29,10 +33,14 @@ if ("panes" in BUNDLE) {
   toggle.addEventListener("change", () => { link.on = toggle.checked; if (link.on) link.panes[0].set({}); });
   link.panes[0].set({}); // B takes A's first choices
   const panes = link.panes;
-  api = { ...panes[0], panes, idle: () => Promise.all(panes.map((p) => p.idle())) };
-  document.title = "attnlab viewer · comparison";
-} else {
-  api = mount(host, BUNDLE, link, "attnlab attention viewer");
-  document.title = `attnlab viewer${BUNDLE.meta.model ? " · " + BUNDLE.meta.model : ""}`;
+  return { ...panes[0], panes, idle: () => Promise.all(panes.map((p) => p.idle())) };
 }
-Object.assign(window, { attnlab: api });
+
+const DATA_ELEMENT = document.getElementById("attnlab-data"); // the static page's trace (the lab's page has none)
+if (DATA_ELEMENT) {
+  const BUNDLE = /** @type {Payload | Compare} */ (JSON.parse(DATA_ELEMENT.textContent || ""));
+  const api = showBundle(byId("attnlab-viewer"), BUNDLE);
+  document.title = "panes" in BUNDLE ? "attnlab viewer · comparison"
+    : `attnlab viewer${BUNDLE.meta.model ? " · " + BUNDLE.meta.model : ""}`;
+  Object.assign(window, { attnlab: api });
+}

@@ -1,0 +1,292 @@
+"""The ASGI app: the page, ``GET /api/models``, ``POST /api/run``, ``POST /api/download``, ``GET /healthz``.
+
+Every limit is explicit (:class:`Limits`): text length (413), the model's own token limit (413), runs waiting or
+running at once (then 503 with Retry-After), the time a request may wait and run (504).  Runs go one at a time, in
+order of arrival, to one worker thread (a model call uses every core it is given); a request whose client left while
+it waited is skipped, and one whose client leaves mid-run costs that run only.  Requests whose Host is not one of the
+server's own names or whose Origin is another site are refused (DNS rebinding, cross-site requests).  Errors are JSON,
+``{"error": ONE LINE}``, with a 4xx status for bad input and 500 naming the cause when a model fails; the next request
+is served as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import tempfile
+from collections.abc import Callable, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from .. import __version__
+from ..errors import AttnLabError, TooLongError
+from ._lab import Lab, UnknownModelError
+from ._page import csp, page
+
+__all__ = ["Limits", "create_app"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one server takes at most; each is an option of ``attnlab serve``."""
+
+    max_chars: int = 10_000  # characters of one text (each model's token limit applies too: MiniLM's 512 tokens of
+    # English are about 2,500 characters)
+    queue: int = 8  # runs waiting or running at once; beyond, 503 with Retry-After
+    timeout_s: float = 30.0  # seconds a request may wait and run; beyond, 504
+    max_body: int = 256_000  # bytes of a request body (two texts at the limit, escaped as JSON)
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "queue", "max_body"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ApiError(500, f"Limits.{name} must be an integer >= 1, got {value!r}")
+        if not (isinstance(self.timeout_s, int | float) and 0 < self.timeout_s < math.inf):
+            raise ApiError(500, f"Limits.timeout_s must be a number of seconds > 0, got {self.timeout_s!r}")
+
+
+class ApiError(Exception):
+    """An error the API answers with ``status`` and ``{"error": message}`` (and extra headers)."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+# what each request field is, for the one-line messages of a bad request
+FIELDS = {"model": "a model name from GET /api/models", "text": "the text to run the model on",
+          "compare": "a second text to compare with", "layer": "a layer index (from 0; negative from the end)",
+          "head": "a head index (from 0)", "what": '"trace" or "viewer"'}
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+                    "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
+
+
+def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] = ("127.0.0.1", "localhost"),
+               port: int | None = None) -> FastAPI:
+    """The app over ``lab``.  ``hosts`` are the names a request's Host may give (with ``port``, when known; the
+    ASGI test client's ``testserver`` is one more only when the caller adds it)."""
+    limits = limits or Limits()
+    allowed_hosts = _allowed(hosts, port)
+    app = FastAPI(title="attnlab serve", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
+    state = {"busy": 0, "runs": 0, "skipped": 0}  # waiting or running; model calls made; calls skipped
+    run_lock = asyncio.Lock()
+    app.state.lab, app.state.limits, app.state.worker = lab, limits, worker
+
+    app.add_middleware(Guard, hosts=allowed_hosts)
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> Response:
+        return _error(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(404)
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _error(404, f"no such page {request.url.path[:80]!r}; the API is GET /api/models, POST /api/run, "
+                      f"POST /api/download and GET /healthz")
+
+    @app.exception_handler(405)
+    async def wrong_method(request: Request, exc: Exception) -> Response:
+        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}; see docs/serve.md")
+
+    @app.get("/", response_class=HTMLResponse)
+    async def index() -> Response:
+        return HTMLResponse(page(), headers={"Content-Security-Policy": csp()})
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__, **state, "loaded": lab.cached}
+
+    @app.get("/api/models")
+    async def models() -> dict[str, Any]:
+        return {"models": lab.models(), "limits": {"max_chars": limits.max_chars, "queue": limits.queue,
+                                                   "timeout_s": limits.timeout_s}}
+
+    async def call(request: Request, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the worker in turn (first come, first served), at most ``limits.queue`` waiting or running,
+        within ``limits.timeout_s``; a request whose client left while it waited is skipped, never run."""
+        if state["busy"] >= limits.queue:
+            raise ApiError(503, f"the server is busy ({state['busy']} runs waiting or running, the limit is "
+                           f"{limits.queue}); try again in a second", {"Retry-After": "1"})
+        state["busy"] += 1  # the event loop is one thread: no lock needed
+        future: asyncio.Future[Any] | None = None
+
+        async def turn() -> Any:
+            nonlocal future
+            async with run_lock:
+                if await request.is_disconnected():
+                    state["skipped"] += 1
+                    raise ApiError(499, "the client closed the request before its turn")
+                state["runs"] += 1
+                future = asyncio.get_running_loop().run_in_executor(worker, fn)
+                return await asyncio.shield(future)
+
+        try:
+            return await asyncio.wait_for(turn(), timeout=limits.timeout_s)
+        except TimeoutError:
+            raise ApiError(504, f"the run took longer than {limits.timeout_s:g} s and was abandoned; try a shorter "
+                           f"text") from None
+        finally:  # the slot is free when the model call is over, not before (a run cannot be stopped half-way)
+            if future is not None and not future.done():
+                future.add_done_callback(lambda _: release())
+            else:
+                release()
+
+    def release() -> None:
+        state["busy"] -= 1
+
+    @app.post("/api/run")
+    async def run(request: Request) -> Response:
+        body = await _body(request, limits)
+        model = lab.entry(body.get("model")).name  # an unknown model is refused before it queues
+        text, compare = _text(body, "text", limits), _text(body, "compare", limits)
+        layer, head = _index(body, "layer"), _index(body, "head")
+        result = await call(request, lambda: lab.run(model, text, compare=compare, layer=layer, head=head))
+        return JSONResponse(result)
+
+    @app.post("/api/download")
+    async def download(request: Request) -> Response:
+        """The trace file (``"what": "trace"``) or a standalone viewer.html (``"viewer"``) of a run."""
+        body = await _body(request, limits)
+        model = lab.entry(body.get("model")).name
+        text, compare = _text(body, "text", limits), _text(body, "compare", limits)
+        what = body.get("what")
+        if what not in ("trace", "viewer"):
+            raise ApiError(422, f'"what" must be "trace" or "viewer", got {str(what)[:40]!r}')
+        if what == "trace" and compare is not None:
+            raise ApiError(422, 'a trace file holds one text: download "trace" without "compare"')
+        data = await call(request, lambda: _file(lab, model, text, compare, str(what)))
+        name, media = ("trace.attn", "application/octet-stream") if what == "trace" else ("viewer.html", "text/html")
+        return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    @app.exception_handler(AttnLabError)
+    async def bad_input(request: Request, exc: AttnLabError) -> Response:
+        status = 404 if isinstance(exc, UnknownModelError) else 413 if isinstance(exc, TooLongError) else 422
+        return _error(status, str(exc))
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception) -> Response:
+        return _error(500, f"the model failed: {type(exc).__name__}: {exc}")
+
+    return app
+
+
+class Guard:
+    """ASGI middleware: refuses a request whose Host is not one of ``hosts`` (421: DNS rebinding) or whose Origin is
+    another site (403), and adds the security headers to every answer.  Plain ASGI, so that a handler still sees
+    its client's disconnect."""
+
+    def __init__(self, app: Any, hosts: set[str]) -> None:
+        self.app, self.hosts, self.origins = app, hosts, {f"http://{h}" for h in hosts}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host, origin = headers.get("host", ""), headers.get("origin")
+        refusal = None
+        if host.lower() not in self.hosts:
+            refusal = _error(421, f"the Host header {host[:80]!r} is not this server's; open "
+                             f"http://{min(self.hosts)}/ (requests through another name are refused, against DNS "
+                             f"rebinding)")
+        elif origin is not None and origin.lower() not in self.origins:
+            refusal = _error(403, f"cross-site request from origin {origin[:80]!r} refused; use the page this server "
+                             f"serves")
+        extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()]
+
+        async def send_with_headers(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        if refusal is not None:
+            await refusal(scope, receive, send_with_headers)
+        else:
+            await self.app(scope, receive, send_with_headers)
+
+
+def _allowed(hosts: Sequence[str], port: int | None) -> set[str]:
+    names = set()
+    for h in hosts:
+        h = h.lower()
+        h = f"[{h}]" if ":" in h and not h.startswith("[") else h  # an IPv6 address, as a Host header writes it
+        names.add(h)
+        if port is not None:
+            names.add(f"{h}:{port}")
+    return names
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": " ".join(message.split())}, status_code=status, headers=headers)
+
+
+async def _body(request: Request, limits: Limits) -> dict[str, Any]:
+    """The request's JSON object; a wrong content type (415), too large a body (413) or bad JSON (400) is refused."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise ApiError(415, f"the body must be JSON sent as Content-Type: application/json, got "
+                       f"{kind[:60] or 'no content type'!r}")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body:
+        raise ApiError(413, f"the request body is {declared} bytes; the limit is {limits.max_body}")
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limits.max_body:
+            raise ApiError(413, f"the request body is over {limits.max_body} bytes, the limit")
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError(400, f"the body is not valid JSON ({exc}); send an object such as "
+                       f'{{"model": "minilm", "text": "The cat sat."}}') from None
+    if not isinstance(body, dict):
+        raise ApiError(400, f"the body must be a JSON object, got a JSON {type(body).__name__}")
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise ApiError(422, f"unknown field(s) {', '.join(map(repr, unknown))[:120]}; the fields are "
+                       f"{', '.join(FIELDS)}")
+    return body
+
+
+def _text(body: dict[str, Any], field: str, limits: Limits) -> Any:
+    """A text field, checked for type, emptiness and length (``compare`` may be absent: None)."""
+    value = body.get(field)
+    if value is None and field == "compare":
+        return None
+    if not isinstance(value, str):
+        got = "nothing" if value is None else f"a JSON {type(value).__name__}"
+        raise ApiError(422, f'"{field}" must be a string ({FIELDS[field]}), got {got}')
+    if not value.strip():
+        raise ApiError(422, f'"{field}" is empty; give some text')
+    if len(value) > limits.max_chars:
+        raise ApiError(413, f'"{field}" is {len(value)} characters long; the limit is {limits.max_chars} (the server '
+                       f"option --max-chars)")
+    return value
+
+
+def _index(body: dict[str, Any], field: str) -> int | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(422, f'"{field}" must be an integer ({FIELDS[field]}), got {json.dumps(value)[:40]}')
+    return value
+
+
+def _file(lab: Lab, model: str, text: str, compare: str | None, what: str) -> bytes:
+    """The bytes of a run's trace file or standalone viewer (the same run as /api/run, written to a temp folder)."""
+    from ..viz.html import to_html
+
+    traces = lab.traces(model, text, compare)
+    if what == "viewer":
+        return to_html(traces if len(traces) == 2 else traces[0]).encode("utf-8")
+    with tempfile.TemporaryDirectory(prefix="attnlab-serve-") as tmp:
+        path = Path(tmp) / "trace.attn"
+        traces[0].save(path)
+        return path.read_bytes()

@@ -1,0 +1,272 @@
+// attnlab serve's page: pick a model, type, see the task output and the viewer redraw; compare two texts; step
+// through a translator's decoding; download. Joined after the viewer's files (viz/html.py viewer_script), so it calls
+// their functions (showBundle, byId, flat) and keeps its own names inside one more function. Every text from the server or the user is shown with
+// textContent, never as HTML.
+
+/**
+ * @typedef {Object} LabModel  one entry of GET /api/models
+ * @property {string} name
+ * @property {string} kind  "encoder", "classifier" or "translator"
+ * @property {string[]} languages
+ */
+/**
+ * @typedef {Object} LabOutput  a run's task output (null for an encoder)
+ * @property {string} [label]
+ * @property {number} [probability]
+ * @property {boolean} [calibrated]
+ * @property {string} [translation]
+ * @property {number} [confidence]
+ * @property {string[]} [doubts]
+ * @property {string[]} [source_tokens]
+ * @property {string[]} [target_tokens]
+ * @property {number[][]} [alignment]  (T, S)
+ */
+/**
+ * @typedef {Object} LabSide  what a run says of one text
+ * @property {string} text
+ * @property {string[]} tokens
+ * @property {LabOutput | null} output
+ */
+/**
+ * @typedef {Object} LabRun  the answer of POST /api/run
+ * @property {string} model
+ * @property {string} kind
+ * @property {string} text
+ * @property {string[]} tokens
+ * @property {LabOutput | null} output
+ * @property {{kind: string, labels: string[][], metrics: Record<string, number[][]>}} labels  attnlab.analysis's head notes
+ * @property {{layer: number, head: number, n_layers: number, n_heads: number}} view
+ * @property {Payload | Compare} viewer
+ * @property {string[]} warnings
+ * @property {LabSide} [compare]
+ * @property {{kind: string, tv: number[][] | null, reason: string | null}} [difference]
+ * @property {number} server_ms
+ */
+/**
+ * @typedef {Object} LabState  what tests read (window.attnlabLab)
+ * @property {LabRun | null} last  the run on screen
+ * @property {number} runs  runs drawn so far
+ * @property {boolean} busy  a request is on its way
+ * @property {string} error  the last error shown ("" none)
+ */
+
+(() => {
+  const DEBOUNCE_MS = 300;
+  const root = byId("attnlab-lab");
+  /** @type {LabState} */
+  const lab = { last: null, runs: 0, busy: false, error: "" };
+  Object.assign(window, { attnlabLab: lab });
+
+  /**
+   * @template {keyof HTMLElementTagNameMap} K
+   * @param {K} tag
+   * @param {Record<string, string>} [attrs]
+   * @param {...(string | Node)} children
+   * @returns {HTMLElementTagNameMap[K]}
+   */
+  function node(tag, attrs = {}, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    e.append(...children);
+    return e;
+  }
+  /** @param {string} text @param {HTMLElement} control */
+  const field = (text, control) => node("label", { class: "lab-field" }, text, control);
+
+  const modelSelect = node("select", { id: "model", "aria-label": "model" });
+  const textBox = node("textarea", { id: "text", rows: "2", spellcheck: "false", "aria-label": "text" });
+  const compareOn = node("input", { id: "compare-on", type: "checkbox" });
+  const compareBox = node("textarea", { id: "compare", rows: "2", spellcheck: "false", "aria-label": "second text", hidden: "" });
+  const status = node("p", { id: "status", role: "status" });
+  const output = node("section", { id: "output", "aria-label": "task output" });
+  const tokens = node("p", { id: "tokens", class: "lab-tokens" });
+  const warningsList = node("ul", { id: "warnings" });
+  const difference = node("p", { id: "difference" });
+  const steps = node("input", { id: "steps", type: "range", min: "1", max: "1", value: "1", "aria-label": "decoding step" });
+  const stepText = node("p", { id: "step-text", class: "lab-tokens" });
+  const stepsBox = node("section", { id: "steps-box", "aria-label": "decoding steps", hidden: "" },
+    node("h2", {}, "Decoding, one step at a time"), field("step ", steps), stepText);
+  const traceButton = node("button", { id: "dl-trace", type: "button" }, "Download trace");
+  const viewerButton = node("button", { id: "dl-viewer", type: "button" }, "Download viewer.html");
+  const host = node("div", { id: "attnlab-viewer" });
+  root.replaceChildren(
+    node("header", { class: "lab-bar" }, node("h1", {}, "attnlab lab"), field("model ", modelSelect),
+      node("label", { class: "lab-field" }, compareOn, " compare with a second text"), traceButton, viewerButton),
+    node("div", { class: "lab-texts" }, textBox, compareBox),
+    status, output, tokens, warningsList, difference, stepsBox, host);
+
+  /** @param {string} message */
+  function showError(message) {
+    lab.error = message;
+    status.textContent = message;
+    status.className = "lab-error";
+  }
+
+  /** @returns {Record<string, string>} */
+  function request() {
+    /** @type {Record<string, string>} */
+    const body = { model: modelSelect.value, text: textBox.value };
+    if (compareOn.checked && compareBox.value.trim()) body.compare = compareBox.value;
+    return body;
+  }
+
+  /**
+   * POSTs a JSON body; the answer, or an Error carrying the server's one-line message.
+   * @param {string} path
+   * @param {Record<string, string>} body
+   * @returns {Promise<Response>}
+   */
+  async function post(path, body) {
+    const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    if (!r.ok) {
+      /** @type {{error?: string}} */
+      let answer = {};
+      try { answer = await r.json(); } catch { /* not JSON: the status says it */ }
+      throw new Error(answer.error || `the server answered ${r.status} ${r.statusText}`);
+    }
+    return r;
+  }
+
+  let sequence = 0; // only the latest request's answer is drawn
+  async function run() {
+    if (!textBox.value.trim()) { showError("Type some text."); return; }
+    const mine = ++sequence;
+    lab.busy = true;
+    status.className = "";
+    status.textContent = "running…";
+    try {
+      const answer = /** @type {LabRun} */ (await (await post("/api/run", request())).json());
+      if (mine !== sequence) return;
+      draw(answer);
+    } catch (e) {
+      if (mine === sequence) showError(e instanceof Error ? e.message : String(e));
+    } finally {
+      if (mine === sequence) lab.busy = false;
+    }
+  }
+  /** @type {number | undefined} */
+  let timer;
+  function later() {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(run, DEBOUNCE_MS);
+  }
+
+  /** @param {LabOutput | null} out @param {string} who */
+  function outputLine(out, who) {
+    const line = node("p", { class: "lab-output" });
+    if (out && out.label !== undefined && out.probability !== undefined) {
+      line.append(node("strong", {}, `${who}${out.label}`),
+        ` ${out.probability.toFixed(2)} (${out.calibrated ? "calibrated " : ""}probability)`);
+    } else if (out && out.translation !== undefined && out.confidence !== undefined) {
+      line.append(node("strong", {}, `${who}${out.translation}`), ` confidence ${out.confidence.toFixed(3)} (mean log-probability per token)`);
+      for (const d of out.doubts || []) line.append(node("span", { class: "lab-doubt" }, ` ⚠ ${d}`));
+    } else {
+      line.append(`${who}tokens and attention (an encoder has no task output)`);
+    }
+    return line;
+  }
+
+  /** @returns {Api | undefined} the viewer on screen */
+  const currentApi = () => /** @type {Api | undefined} */ (/** @type {Record<string, unknown>} */ (/** @type {unknown} */ (window)).attnlab);
+  /** @param {Api} api @param {string} kind  the indices of the records of that kind, by layer */
+  const recordsOfKind = (api, kind) => api.records.map((r, i) => (r.kind === kind ? i : -1)).filter((i) => i >= 0);
+  let previousModel = "";
+
+  /** @param {LabRun} answer */
+  function draw(answer) {
+    status.className = "";
+    status.textContent = `${answer.model}: ${answer.tokens.length} tokens, ${answer.server_ms.toFixed(0)} ms on the server`;
+    output.replaceChildren(outputLine(answer.output, answer.compare ? "A: " : ""));
+    if (answer.compare) output.append(outputLine(answer.compare.output, "B: "));
+    tokens.textContent = answer.tokens.join(" · ");
+    warningsList.replaceChildren(...answer.warnings.map((w) => node("li", {}, w)));
+    const d = answer.difference;
+    if (!d) difference.textContent = "";
+    else if (!d.tv) difference.textContent = d.reason || "";
+    else {
+      const per = d.tv.map((row) => row.reduce((a, b) => a + b, 0) / row.length);
+      const top = per.indexOf(Math.max(...per));
+      difference.textContent = `difference of the two attentions (total variation, 0 same to 1 disjoint, mean over heads): `
+        + per.map((x, i) => `layer ${i} ${x.toFixed(3)}`).join(", ") + `; most in layer ${top}`;
+    }
+    const before = currentApi(), same = lab.last !== null && before !== undefined && lab.runs > 0 && previousModel === answer.model;
+    const api = showBundle(host, answer.viewer, `${answer.model} · ${flat(answer.text).slice(0, 60)}`);
+    Object.assign(window, { attnlab: api });
+    if (same && before && before.state.rec < api.records.length) {
+      // the same model again: keep the reader's place (view, layer, heads, colour scale)
+      const s = before.state;
+      api.set({ view: s.view, kind: s.kind, rec: s.rec, heads: [...s.heads], mean: s.mean, head: s.head, scale: s.scale });
+    } else {
+      const kind = /** @type {Kind} */ (answer.labels.kind), at = recordsOfKind(api, kind)[answer.view.layer];
+      api.set(at === undefined ? { head: answer.view.head } : { kind, rec: at, head: answer.view.head });
+    }
+    previousModel = answer.model;
+    lab.last = answer;
+    drawSteps(answer);
+    lab.runs += 1;
+  }
+
+  /** The decoding-step slider of a translator: the tokens generated so far and where the model looked for the last. */
+  function drawSteps(/** @type {LabRun} */ answer) {
+    const out = answer.output;
+    const targets = out && out.target_tokens, sources = out && out.source_tokens, rows = out && out.alignment;
+    stepsBox.hidden = !(targets && sources && rows && targets.length);
+    if (stepsBox.hidden || !targets || !sources || !rows) return;
+    steps.max = String(targets.length);
+    steps.value = String(targets.length);
+    showStep(targets, sources, rows);
+    steps.oninput = () => showStep(targets, sources, rows);
+  }
+  /** @param {string[]} targets @param {string[]} sources @param {number[][]} rows */
+  function showStep(targets, sources, rows) {
+    const t = Number(steps.value);
+    const row = rows[t - 1] || [];
+    const top = Math.max(...row, 1e-9);
+    stepText.replaceChildren(node("span", {}, `step ${t} of ${targets.length}: ${targets.slice(0, t).join(" ")} ← looked at: `),
+      ...sources.map((s, i) => {
+        const span = node("span", { class: "lab-source", title: `${((row[i] || 0) * 100).toFixed(1)} %` }, s);
+        span.style.backgroundColor = `rgba(230, 159, 0, ${((row[i] || 0) / top).toFixed(3)})`;
+        return span;
+      }));
+    const api = currentApi();
+    const cross = api ? recordsOfKind(api, "cross") : [];
+    if (api && cross.length) api.set({ view: "head", kind: "cross", rec: cross[cross.length - 1], focus: { side: "q", i: t - 1 }, sticky: true });
+  }
+
+  /** @param {string} what "trace" or "viewer" */
+  async function download(what) {
+    try {
+      const body = request();
+      body.what = what;
+      if (what === "trace") delete body.compare;
+      const blob = await (await post("/api/download", body)).blob();
+      const a = node("a", { href: URL.createObjectURL(blob), download: what === "trace" ? "trace.attn" : "viewer.html" });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      window.setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (e) {
+      showError(e instanceof Error ? e.message : String(e));
+    }
+  }
+
+  textBox.addEventListener("input", later);
+  compareBox.addEventListener("input", later);
+  modelSelect.addEventListener("change", run);
+  compareOn.addEventListener("change", () => {
+    compareBox.hidden = !compareOn.checked;
+    if (compareOn.checked && !compareBox.value) compareBox.value = textBox.value;
+    run();
+  });
+  traceButton.addEventListener("click", () => download("trace"));
+  viewerButton.addEventListener("click", () => download("viewer"));
+
+  fetch("/api/models").then((r) => r.json()).then((/** @type {{models: LabModel[]}} */ answer) => {
+    for (const m of answer.models) {
+      const langs = m.languages.length ? `, ${m.languages.join("/")}` : "";
+      modelSelect.append(node("option", { value: m.name }, `${m.name} (${m.kind}${langs})`));
+    }
+    textBox.value = "The cat sat on the mat because it was tired.";
+    run();
+  }).catch((e) => showError(`cannot list the models: ${e instanceof Error ? e.message : String(e)}`));
+})();

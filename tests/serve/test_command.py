@@ -1,0 +1,117 @@
+"""``attnlab serve`` as a user runs it: a child process that prints its URL, answers on loopback, refuses a port in
+use and a folder that is not a model with one line and exit 2, warns for a non-loopback host, and on SIGTERM finishes
+the request it is running and exits 0."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def start(child_env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
+    """A running ``attnlab serve`` and its URL (read from its first line of output)."""
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", *args], env=child_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "http://" not in line:
+        proc.kill()
+        raise AssertionError(f"no URL printed: {line!r} {proc.communicate()[1]!r}")
+    return proc, line.split()[2]
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(child_env: dict[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "attnlab.cli", "serve", "--port", str(port)], env=child_env,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"attnlab serve: error: port {port} on 127.0.0.1 is in use by another program; choose another with --port "
+        f"(or --port 0 for any free one)"]
+
+
+@pytest.mark.parametrize("make", ["empty", "file", "missing"])
+def test_a_folder_that_is_not_a_model_is_one_line_and_exit_2(child_env: dict[str, str], tmp_path: Path,
+                                                             make: str) -> None:
+    target = tmp_path / "notes"
+    if make == "empty":
+        target.mkdir()
+    elif make == "file":
+        target.write_text("hello")
+    done = subprocess.run([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", "--model", str(target)],
+                          env=child_env, capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("attnlab serve: error: ")
+    assert "notes" in lines[0]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--max-chars", "0"], "--max-chars must be 1 or more, got 0"),
+    (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
+    (["--no-bundled"], "--no-bundled leaves no model"),
+    (["--port", "70000"], "--port must be 0 to 65535"),
+])
+def test_bad_options_are_one_line_and_exit_2(child_env: dict[str, str], args: list[str], says: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "attnlab.cli", "serve", *args], env=child_env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_sigterm_finishes_the_running_request_and_exits_0(child_env: dict[str, str]) -> None:
+    proc, url = start(child_env)
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        assert httpx.get(url + "healthz").json()["status"] == "ok"
+        page = httpx.get(url)
+        assert page.status_code == 200 and "attnlab-lab" in page.text
+        got: dict[str, Any] = {}
+
+        def post() -> None:  # the first MiniLM run loads the model: seconds, long enough to signal during it
+            got["r"] = httpx.post(url + "api/run", json={"model": "minilm", "text": "The cat sat."}, timeout=120)
+
+        client = threading.Thread(target=post)
+        client.start()
+        for _ in range(200):  # wait until the server has the request
+            if httpx.get(url + "healthz").json()["busy"]:
+                break
+            threading.Event().wait(0.05)
+        proc.send_signal(signal.SIGTERM)
+        client.join(120)
+        code, out, err = finish(proc)
+    finally:
+        proc.kill()
+    assert got["r"].status_code == 200 and got["r"].json()["tokens"][1] == "the"
+    assert code == 0, err
+    assert out.strip().endswith("attnlab serve: stopped") and "Traceback" not in err
+
+
+def test_another_host_than_loopback_prints_a_warning(child_env: dict[str, str]) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", "--host", "0.0.0.0",
+                             "--no-bundled", "--model", "zh-sentiment"], env=child_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and "http://" in proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        code, _, err = finish(proc)
+    finally:
+        proc.kill()
+    assert code == 0
+    assert "warning: listening on 0.0.0.0: anyone who can reach port" in err
