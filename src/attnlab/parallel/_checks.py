@@ -39,16 +39,16 @@ def check_options(layout: object, schedule: object, causal: object, length: obje
     lay = check_layout(layout)
     sch = check.one_of("schedule", schedule, SCHEDULES, "ring: keys pass point to point; allgather: gathered once")
     check.boolean("causal", causal, "True = each query sees the keys at or before its position")
-    check.non_negative_int("length", length, optional=True,
-                           fix="the full sequence's length before padding (None = no padding)")
-    return Options(lay, sch, bool(causal), length)
+    n = check.non_negative_int("length", length, optional=True,
+                               fix="the full sequence's length before padding (None = no padding)")
+    return Options(lay, sch, bool(causal), None if n is None else int(n))
 
 
 def local_problem(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float | None,
-                  options: tuple[object, object, object, object]) -> AttnLabError | None:
-    """This rank's own problem with its inputs, or None."""
+                  options: tuple[object, object, object, object]) -> tuple[AttnLabError | None, Options | None]:
+    """This rank's own problem with its inputs (or None), and its checked options."""
     try:
-        check_options(*options)
+        checked = check_options(*options)
         check.qkv(q, k, v)
         check.kernel_options(scale, 1.0, 0.0)
         if q.dtype not in DTYPES:
@@ -70,8 +70,8 @@ def local_problem(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: f
             check.agree(("mask", "k"), [mask.device, k.device], "device", "move it with mask.to(k.device)",
                         DeviceError)
     except AttnLabError as e:
-        return e
-    return None
+        return e, None
+    return None, checked
 
 
 def _device_code(t: Tensor) -> int:

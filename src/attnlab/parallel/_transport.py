@@ -41,7 +41,8 @@ class Simulated:
     """All ``world`` ranks in one process: a shift rotates the list, a gather copies it."""
 
     def __init__(self, world: int):
-        self.world, self.ranks = world, tuple(range(world))
+        self.world = world
+        self.ranks: tuple[int, ...] = tuple(range(world))
 
     def shift(self, parts: Parts) -> Callable[[], Parts]:
         moved = [parts[(a - 1) % self.world] for a in range(self.world)]  # rank a receives from a - 1
@@ -67,7 +68,7 @@ class Distributed:
         self.dist, self.group = dist, group
         self.world = dist.get_world_size(group)
         self.rank = dist.get_rank(group)
-        self.ranks = (self.rank,)
+        self.ranks: tuple[int, ...] = (self.rank,)
         self.next = self._global((self.rank + 1) % self.world)
         self.prev = self._global((self.rank - 1) % self.world)
 

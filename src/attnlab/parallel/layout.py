@@ -54,9 +54,10 @@ def _checked(length: int, world: int, layout: object) -> tuple[Layout, int]:
     return lay, padded_length(length, world, lay) // (world * chunks_per_rank(lay))
 
 
-def shard(x: Tensor, world: int, rank: int, *, layout: Layout = "contiguous", dim: int = -2) -> Tensor:
+def shard(x: Tensor, world: int, rank: int, *, layout: Layout = "contiguous", dim: int = -2,
+          fill: float = 0) -> Tensor:
     """Rank ``rank``'s shard of ``x`` along ``dim`` (the sequence dim: -2 for ``(batch, heads, seq, dim)``, 1 for
-    ``(batch, seq)`` tokens): the sequence is zero-padded at its end to a multiple of the chunk count, then the
+    ``(batch, seq)`` tokens): the sequence is padded with ``fill`` at its end to a multiple of the chunk count, then the
     rank's chunks are concatenated.  Every rank's shard has the same length ``padded_length(N, P, layout) / P``."""
     check.tensor("x", x, "a tensor with a sequence dim")
     d = dim % x.ndim if -x.ndim <= dim < x.ndim else None
@@ -70,7 +71,7 @@ def shard(x: Tensor, world: int, rank: int, *, layout: Layout = "contiguous", di
     if pad:
         shape = list(x.shape)
         shape[d] = pad
-        x = torch.cat([x, x.new_zeros(shape)], dim=d)  # (..., N_pad, ...)
+        x = torch.cat([x, x.new_full(shape, fill)], dim=d)  # (..., N_pad, ...)
     return torch.cat([x.narrow(d, j * c, c) for j in rank_chunks(lay, world, rank)], dim=d)  # (..., n, ...)
 
 

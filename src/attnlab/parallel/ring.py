@@ -24,12 +24,14 @@ from torch import Tensor
 
 from ..functional.dense import finite_or_zero
 from ..functional.memory_efficient import blockwise_backward, blockwise_forward
-from .layout import Layout, chunks_per_rank, shard, unshard
-from ._checks import Options, agree, local_problem, row
+from ._checks import agree, local_problem, row
 from ._transport import Distributed, Parts, Ring, Simulated
+from .layout import Layout, chunks_per_rank, shard, unshard
 from .schedule import Block, blocks_at
 
-__all__ = ["ring_attention", "simulate_ring_attention"]
+__all__ = ["ALONE", "ring_attention", "simulate_ring_attention"]
+
+ALONE = "alone"  # group=ALONE: this process only, even when a process group was started (data parallelism)
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,10 @@ def _pack(k: Tensor, v: Tensor, mask: Tensor | None) -> list[Tensor]:
 def _forward(ring: Ring, plan: _Plan, qs: list[Tensor], ks: list[Tensor], vs: list[Tensor],
              masks: list[Tensor | None]) -> tuple[list[Tensor], list[Tensor]]:
     work = torch.float64 if qs[0].dtype == torch.float64 else torch.float32
-    outs = [torch.zeros(*q.shape[:-1], v.shape[-1], dtype=work, device=q.device) for q, v in zip(qs, vs)]  # (.., n, Ev)
+    outs = [torch.zeros(*q.shape[:-1], v.shape[-1], dtype=work, device=q.device)  # (..., n, Ev)
+            for q, v in zip(qs, vs, strict=True)]
     lses = [torch.full(q.shape[:-1], float("-inf"), dtype=work, device=q.device) for q in qs]  # (..., n)
-    kvm = [_pack(k, v, m) for k, v, m in zip(ks, vs, masks)]
+    kvm = [_pack(k, v, m) for k, v, m in zip(ks, vs, masks, strict=True)]
     for step, held in _held(ring, plan, kvm):
         for a, r, k, v, m in held:
             q = qs[a]
@@ -126,8 +129,8 @@ def _backward(ring: Ring, plan: _Plan, qs: list[Tensor], ks: list[Tensor], vs: l
                   torch.zeros(vs[0].shape, dtype=work, device=vs[0].device)] for _ in range(plan.world)]
                 for _ in ring.ranks]  # [a][source] -> [dk, dv]
     acc: Parts = [[torch.zeros(k.shape, dtype=work, device=k.device), torch.zeros(v.shape, dtype=work, device=v.device)]
-                  for k, v in zip(ks, vs)]  # [a] -> [dk, dv] of the shard a holds
-    kvm = [_pack(k, v, m) for k, v, m in zip(ks, vs, masks)]
+                  for k, v in zip(ks, vs, strict=True)]  # [a] -> [dk, dv] of the shard a holds
+    kvm = [_pack(k, v, m) for k, v, m in zip(ks, vs, masks, strict=True)]
     for step, held in _held(ring, plan, kvm):
         for a, r, k, v, m in held:
             q, target = qs[a], (sums[a][(r - step) % plan.world] if plan.allgather else acc[a])
@@ -163,7 +166,7 @@ class _RingAttention(torch.autograd.Function):
         n = len(ring.ranks)
         saved = ctx.saved_tensors
         qs, ks, vs, outs, lses = (list(saved[i * n:(i + 1) * n]) for i in range(5))
-        douts = [torch.zeros_like(o) if g is None else g.to(o.dtype) for g, o in zip(grads[:n], outs)]
+        douts = [torch.zeros_like(o) if g is None else g.to(o.dtype) for g, o in zip(grads[:n], outs, strict=True)]
         dqs, dks, dvs = _backward(ring, plan, qs, ks, vs, ctx.masks, outs, lses, douts)
         return (None, None, None, *[d.to(qs[0].dtype) for d in (*dqs, *dks, *dvs)])
 
@@ -172,9 +175,9 @@ def _run(ring: Ring, qs: list[Tensor], ks: list[Tensor], vs: list[Tensor], masks
          scale: float | None, options: tuple[object, object, object, object]) -> tuple[list[Tensor], list[Tensor]]:
     """Check every held rank's inputs, agree with the other ranks (one small all-gather), then attend."""
     rows = []
-    for q, k, v, m in zip(qs, ks, vs, masks):
-        problem = local_problem(q, k, v, m, scale, options)
-        rows.append(row(problem, q, k, v, m, None if problem else Options(*options)))  # type: ignore[arg-type]
+    for q, k, v, m in zip(qs, ks, vs, masks, strict=True):
+        problem, checked = local_problem(q, k, v, m, scale, options)
+        rows.append(row(problem, q, k, v, m, checked))
     opts, full = agree(ring.exchange(rows))
     n = qs[0].shape[-2]
     s = float(scale) if scale is not None else qs[0].shape[-1] ** -0.5
@@ -208,7 +211,7 @@ def ring_attention(
         mask: this rank's shard of a key-padding mask, bool ``(B, n)``, **True = real key** (shard the full
             ``(B, N)`` mask with ``shard(mask, world, rank, layout=..., dim=1)``); it travels with the keys.
         group: a ``torch.distributed`` process group; None = the default group, or this process alone when no
-            group was started (then it is exact blockwise attention).
+            group was started; :data:`ALONE` = this process alone (then it is exact blockwise attention).
         layout: ``"contiguous"`` or ``"zigzag"`` (see :mod:`attnlab.parallel.layout`).
         schedule: ``"ring"`` (point to point, transfers overlapped with compute) or ``"allgather"``.
         length: the full sequence's length before padding (keys at positions ``>= length`` are ignored); None =
@@ -224,7 +227,7 @@ def ring_attention(
     """
     import torch.distributed as dist
 
-    distributed = dist.is_available() and dist.is_initialized()
+    distributed = group is not ALONE and dist.is_available() and dist.is_initialized()
     ring: Ring = Distributed(group) if distributed else Simulated(1)
     outs, lses = _run(ring, [q], [k], [v], [mask], scale, (layout, schedule, causal, length))
     return (outs[0], lses[0]) if return_lse else outs[0]
