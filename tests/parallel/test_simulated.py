@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.ring import dense
 
 from attnlab.errors import AttnLabError, ConfigError, DTypeError, MaskError, ShapeError
 from attnlab.functional import attention
@@ -18,7 +19,6 @@ from attnlab.parallel import (
     simulate_ring_attention,
     unshard,
 )
-from helpers.ring import dense
 
 
 def _inputs(n: int, dtype: torch.dtype, seed: int = 0, dv: int = 6) -> tuple[torch.Tensor, ...]:
@@ -165,11 +165,11 @@ def test_a_problem_on_one_rank_is_the_same_error_on_every_rank_before_any_key_mo
     q, k, v = (t.detach() for t in _inputs(8, torch.float64))
     good = (q[..., :4, :], k[..., :4, :], v[..., :4, :])
     _agree([good, good])
-    with pytest.raises(DTypeError, match="on rank 1 of 2: .*same dtype"):
+    with pytest.raises(DTypeError, match=r"on rank 1 of 2: .*same dtype"):
         _agree([good, (good[0], good[1].float(), good[2])])  # k in another dtype on rank 1 only
     with pytest.raises(DTypeError, match=r"one dtype on every rank, got \[1, 0\]"):
         _agree([tuple(t.float() for t in good), good])  # each rank consistent, the ranks not
-    with pytest.raises(ShapeError, match="rank 0: q .*rank 1: q"):
+    with pytest.raises(ShapeError, match=r"rank 0: q .*rank 1: q"):
         _agree([good, (q[..., :3, :], k[..., :3, :], v[..., :3, :])])  # shards of different lengths
     with pytest.raises(ConfigError, match="group of 2 ranks with the zigzag layout cuts the sequence into 4"):
         _agree([(q[..., :3, :], k[..., :3, :], v[..., :3, :])] * 2, options=("zigzag", "ring", False, None))

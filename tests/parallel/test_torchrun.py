@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from helpers.ring import train_steps
 
 RANK_SCRIPT = r'''
