@@ -43,11 +43,13 @@ def _peak() -> int:
 
 
 def _step(n: int, world: int, rank: int, layout: str, schedule: str, seed: int = 0) -> None:
-    from attnlab.parallel import ring_attention, shard
+    """One causal forward + backward of this rank's shard of an ``n``-long sequence (the shard drawn directly: no
+    rank ever holds the full tensors, so the memory measured is the ring's own)."""
+    from attnlab.parallel import padded_length, ring_attention
 
-    g = torch.Generator().manual_seed(seed)
-    shape = (SHAPE["batch"], SHAPE["heads"], n, SHAPE["dim"])
-    q, k, v = (shard(torch.randn(shape, generator=g), world, rank, layout=layout).requires_grad_() for _ in range(3))
+    g = torch.Generator().manual_seed(seed * 1000 + rank)
+    shape = (SHAPE["batch"], SHAPE["heads"], padded_length(n, world, layout) // world, SHAPE["dim"])  # (B, H, n, E)
+    q, k, v = (torch.randn(shape, generator=g).requires_grad_() for _ in range(3))
     out = ring_attention(q, k, v, causal=True, layout=layout, schedule=schedule, length=n)
     assert isinstance(out, torch.Tensor)
     out.sum().backward()
@@ -82,10 +84,22 @@ def _timed_transport() -> dict[str, float]:
 
 def worker(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
-    from attnlab._process_group import join_process_group
-
-    rank, world, started = join_process_group("gloo")
     import torch.distributed as dist
+
+    if args.mode == "limit" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # a rank out of memory in the middle of the ring leaves the others waiting for its next block (as in any
+        # collective): a short timeout turns that wait into an error, and the ranks leave without closing
+        import datetime
+        import importlib
+
+        importlib.import_module("torch.distributed.nn")  # before the group: see attnlab/_process_group.py
+
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+        rank, world, started = dist.get_rank(), dist.get_world_size(), True
+    else:
+        from attnlab._process_group import join_process_group
+
+        rank, world, started = join_process_group("gloo")
 
     result: dict[str, Any] = {"rank": rank, "world": world}
     if args.mode == "memory":
@@ -103,12 +117,10 @@ def worker(args: argparse.Namespace) -> None:
         try:
             _step(args.lengths[0], world, rank, "zigzag", "ring")
             result["ran"] = True
-        except (RuntimeError, MemoryError) as e:
+        except (RuntimeError, MemoryError) as e:  # out of memory, or waiting on a rank that was
             result["ran"], result["error"] = False, str(e).splitlines()[0][:200]
-        if world > 1:
-            ran = torch.tensor([float(result["ran"])])
-            dist.all_reduce(ran, op=dist.ReduceOp.MIN)  # a rank out of memory fails the step everywhere
-            result["ran"] = bool(ran.item())
+        Path(args.worker_out, f"rank{rank}.json").write_text(json.dumps(result))
+        os._exit(0)  # the group may hold a failed exchange: no orderly close to wait on
     else:
         waited = _timed_transport()
         rows = []
@@ -159,23 +171,31 @@ def main() -> None:
         return worker(args)
     from attnlab.parallel import load_balance
 
-    lengths = [512, 1024, 2048] if args.quick else [1024, 2048, 4096]
+    # from 4096 on, every rank's chunks (N/8 for zigzag over 4 ranks) hold whole 256 x 512 tiles: the tile work
+    # memory is the same at every length, and the slope between two lengths is the activation memory alone
+    lengths = [1024, 2048, 4096] if args.quick else [2048, 4096, 8192]
     memory = {w: _run(w, "memory", lengths, []) for w in (1, 2, 4)}
-    # growth per token of one rank: the slope between the two longest lengths
-    one = memory[1][0]["memory"]
-    per_token = (one[-1]["peak_mb"] - one[-2]["peak_mb"]) * 2**20 / (one[-1]["length"] - one[-2]["length"])
-    budget = 256 * 2**20
-    fits_one = int(budget / per_token)
-    above, below = int(fits_one * 1.5), int(fits_one * 0.6)
-    limit = {"budget_mb": budget / 2**20, "bytes_per_token_one_rank": per_token, "predicted_one_rank": fits_one,
-             "predicted_four_ranks": 4 * fits_one,
-             "above_one_rank": {"length": above, "ran": _run(1, "limit", [above], ["--budget", str(budget)])[0]},
-             "above_four_ranks": {"length": above, "ran": _run(4, "limit", [above], ["--budget", str(budget)])[0]},
-             "below_one_rank": {"length": below, "ran": _run(1, "limit", [below], ["--budget", str(budget)])[0]}}
+    # growth per token of the full sequence, per rank: the slope between the two longest lengths
+    slopes = {w: (r[0]["memory"][-1]["peak_mb"] - r[0]["memory"][-2]["peak_mb"]) * 2**20
+              / (r[0]["memory"][-1]["length"] - r[0]["memory"][-2]["length"]) for w, r in memory.items()}
+    per_token = slopes[1]
+    # peak(N) = fixed + slope * N per rank (the fixed part: the tiles' work memory, the libraries' first use)
+    fixed = {w: r[0]["memory"][-1]["peak_mb"] * 2**20 - slopes[w] * r[0]["memory"][-1]["length"]
+             for w, r in memory.items()}
+    budget = 512 * 2**20
+    fits = {w: int((budget - fixed[w]) / slopes[w]) for w in (1, 4)}
+    above, below = int(min(1.5 * fits[1], (fits[1] + fits[4]) / 2)), int(fits[1] * 0.7)
+
+    def ran(world: int, n: int) -> dict[str, Any]:
+        ranks = _run(world, "limit", [n], ["--budget", str(budget)])
+        return {"length": n, "ranks": world, "ran": all(r["ran"] for r in ranks),
+                "error": next((r["error"] for r in ranks if not r["ran"]), None)}
+
+    limit = {"budget_mb": budget / 2**20, "bytes_per_token_one_rank": per_token, "fixed_mb": {
+        w: f / 2**20 for w, f in fixed.items()}, "predicted_one_rank": fits[1], "predicted_four_ranks": fits[4],
+        "checks": [ran(1, below), ran(1, above), ran(4, above)]}
     gb24 = 24 * 2**30 - 2 * 2**30  # 24 GB less what the process and the system hold (about 2 GB)
-    limit["machine_24gb"] = {"one_rank_longest": int(gb24 / per_token), "four_ranks_longest": int(4 * gb24 / per_token),
-                             "note": "each rank's own budget; 4 ranks on one 24 GB machine share it: then 22 GB / 4 "
-                                     "each, and the same total length"}
+    limit["machine_24gb"] = {w: int((gb24 - fixed[w]) / slopes[w]) for w in (1, 2, 4)}
     n_time = 1024 if args.quick else 2048
     timing = {w: _run(w, "time", [n_time], ["--repeats", "3"]) for w in (2, 4)}
     balance = {f"{layout} P={w}": load_balance(w, layout=layout, causal=True)  # type: ignore[arg-type]
@@ -183,6 +203,7 @@ def main() -> None:
     result = {"machine": {"cpus": os.cpu_count(), "torch": torch.__version__, "python": platform.python_version()},
               "shape": SHAPE, "memory": {w: r[0]["memory"] for w, r in memory.items()},
               "memory_all_ranks": {w: [x["memory"] for x in r] for w, r in memory.items()},
+              "memory_bytes_per_token": slopes,
               "limit": limit, "time_length": n_time,
               "time": {w: [{**row, "slowest_rank_seconds": max(x["time"][i]["seconds"] for x in r),
                             "comm_share": row["comm_seconds"] / row["seconds"]}
@@ -190,10 +211,54 @@ def main() -> None:
               "time_all_ranks": {w: [x["time"] for x in r] for w, r in timing.items()},
               "balance_blocks": balance}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    tmp.replace(args.out)
-    print(json.dumps(result, indent=1))
+    for path, text in ((args.out, json.dumps(result, indent=1) + "\n"), (args.out.with_suffix(".md"), table(result))):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    print(table(result))
+
+
+def table(r: dict[str, Any]) -> str:
+    """The results as the Markdown tables docs/parallel.md quotes."""
+    s = r["shape"]
+    lines = [f"# Ring attention on CPU processes (gloo, {r['machine']['cpus']} cores, torch {r['machine']['torch']})",
+             "", f"Causal, float32, batch {s['batch']}, {s['heads']} heads of {s['dim']}; forward + backward.", "",
+             "## Peak memory per rank (MB over the process before the step; zigzag, ring schedule)", "",
+             "| length | 1 rank | 2 ranks | 4 ranks | 1 rank / 2 | 1 rank / 4 |", "|---|---|---|---|---|---|"]
+    memory = {int(w): rows for w, rows in r["memory"].items()}  # JSON keys are strings
+    for i, row in enumerate(memory[1]):
+        m = {w: memory[w][i]["peak_mb"] for w in (1, 2, 4)}
+        lines.append(f"| {row['length']} | {m[1]:.0f} | {m[2]:.0f} | {m[4]:.0f} | {m[1] / 2:.0f} | {m[1] / 4:.0f} |")
+    slopes = {int(w): v for w, v in r["memory_bytes_per_token"].items()}
+    lines += ["", "Growth per token of the full sequence, per rank (the slope between the two longest lengths): " +
+              ", ".join(f"{w} rank{'s' * (w > 1)}: {v / 1024:.1f} KiB ({v / slopes[1]:.2f} of one rank's)"
+                        for w, v in slopes.items()) + "."]
+    lim = r["limit"]
+    lines += ["", "## The longest sequence", "",
+              f"Per rank, peak = fixed + slope x length; one rank grows by "
+              f"{lim['bytes_per_token_one_rank'] / 1024:.0f} KiB per token.  Under an address-space limit "
+              f"(RLIMIT_AS) of {lim['budget_mb']:.0f} MB per rank, one rank is predicted to hold about "
+              f"{lim['predicted_one_rank']} tokens and four ranks about "
+              f"{lim['predicted_four_ranks']}; checked on each side:", "",
+              "| length | ranks | ran |", "|---|---|---|"]
+    for c in lim["checks"]:
+        lines.append(f"| {c['length']} | {c['ranks']} | {'yes' if c['ran'] else 'no (out of memory)'} |")
+    m24 = {int(w): v for w, v in lim["machine_24gb"].items()}
+    lines += ["", f"The same arithmetic with 22 GB per rank (24 GB less about 2 GB for the process and the system): "
+              f"one rank up to about {m24[1]} tokens, two ranks {m24[2]}, four ranks {m24[4]} (each rank with its "
+              f"own 22 GB; four ranks sharing one 24 GB machine hold no more in total than one)."]
+    lines += [
+              "", f"## Time per step at length {r['time_length']} (median of 3; seconds)", "",
+              "| ranks | layout | schedule | step (rank 0) | slowest rank | exposed communication | share |",
+              "|---|---|---|---|---|---|---|"]
+    for w, rows in r["time"].items():
+        for x in rows:
+            lines.append(f"| {w} | {x['layout']} | {x['schedule']} | {x['seconds']:.3f} | "
+                         f"{x['slowest_rank_seconds']:.3f} | {x['comm_seconds']:.3f} | {x['comm_share']:.0%} |")
+    lines += ["", "## Work balance from the schedule (busiest rank's score blocks / mean), causal", "",
+              "| | " + " | ".join(r["balance_blocks"]) + " |", "|---" * (len(r["balance_blocks"]) + 1) + "|",
+              "| ratio | " + " | ".join(f"{v:.3f}" for v in r["balance_blocks"].values()) + " |", ""]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

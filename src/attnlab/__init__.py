@@ -26,8 +26,8 @@ __version__ = "0.1.0"
 
 # Every subpackage is reachable as ``attnlab.NAME`` after ``import attnlab`` (and as ``import attnlab.NAME``); the
 # ones that pull in heavy libraries (matplotlib, transformers, tokenizers, scikit-learn) load on first use.
-SUBPACKAGES = ("analysis", "capturing", "data", "explain", "functional", "layers", "masks", "models", "suites",
-               "trace", "training", "viz")
+SUBPACKAGES = ("analysis", "capturing", "data", "explain", "functional", "layers", "masks", "models", "parallel",
+               "suites", "trace", "training", "viz")
 _LAZY_NAMES = {"trace_text": "attnlab.capturing"}
 
 if TYPE_CHECKING:
