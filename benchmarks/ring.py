@@ -147,7 +147,9 @@ def worker(args: argparse.Namespace) -> None:
 def _run(world: int, mode: str, lengths: list[int], extra: list[str]) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [__file__, "--worker", "--mode", mode, "--worker-out", tmp, "--lengths", *map(str, lengths), *extra]
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        # a fixed mmap threshold: every block of 64 KiB or more is its own mapping, returned when freed, so the
+        # resident memory follows what is alive (glibc's adaptive threshold otherwise keeps freed blocks resident)
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536"}
         if world == 1:
             subprocess.run([sys.executable, *cmd], check=True, env=env, timeout=600)
         else:

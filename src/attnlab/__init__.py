@@ -65,6 +65,7 @@ __all__ = [
     "locate",
     "masks",
     "models",
+    "parallel",
     "suites",
     "trace",
     "trace_text",

@@ -45,7 +45,6 @@ class _Plan:
     length: int  # the unpadded full length: keys at positions >= length are padding
     chunk: int  # c
     allgather: bool
-    masked: bool  # a key-padding mask travels with the keys
 
     def rows(self, slot: int) -> slice:
         return slice(slot * self.chunk, (slot + 1) * self.chunk)
@@ -128,8 +127,9 @@ def _backward(ring: Ring, plan: _Plan, qs: list[Tensor], ks: list[Tensor], vs: l
         sums = [[[torch.zeros(ks[0].shape, dtype=work, device=ks[0].device),
                   torch.zeros(vs[0].shape, dtype=work, device=vs[0].device)] for _ in range(plan.world)]
                 for _ in ring.ranks]  # [a][source] -> [dk, dv]
-    acc: Parts = [[torch.zeros(k.shape, dtype=work, device=k.device), torch.zeros(v.shape, dtype=work, device=v.device)]
-                  for k, v in zip(ks, vs, strict=True)]  # [a] -> [dk, dv] of the shard a holds
+    acc: Parts = [] if plan.allgather else [  # [a] -> [dk, dv] of the shard a holds
+        [torch.zeros(k.shape, dtype=work, device=k.device), torch.zeros(v.shape, dtype=work, device=v.device)]
+        for k, v in zip(ks, vs, strict=True)]
     kvm = [_pack(k, v, m) for k, v, m in zip(ks, vs, masks, strict=True)]
     for step, held in _held(ring, plan, kvm):
         for a, r, k, v, m in held:
@@ -182,7 +182,7 @@ def _run(ring: Ring, qs: list[Tensor], ks: list[Tensor], vs: list[Tensor], masks
     n = qs[0].shape[-2]
     s = float(scale) if scale is not None else qs[0].shape[-1] ** -0.5
     plan = _Plan(opts.layout, ring.world, opts.causal, s, full, n // chunks_per_rank(opts.layout),
-                 opts.schedule == "allgather", masks[0] is not None)
+                 opts.schedule == "allgather")
     res = _RingAttention.apply(ring, plan, masks, *qs, *ks, *vs)
     return list(res[:len(qs)]), list(res[len(qs):])
 
