@@ -38,3 +38,18 @@ def test_ring_layer_refuses_what_it_cannot_do() -> None:
         al.MultiHeadAttention(8, 2, kernel="ring", kernel_options={"layout": "zigzag"})
     with pytest.raises(ConfigError, match="or 'ring'"):
         al.MultiHeadAttention(8, 2, kernel="rinng")
+
+
+def test_rotary_takes_the_rows_positions_of_a_shard() -> None:
+    from attnlab.errors import ShapeError
+    from attnlab.functional.rotary import apply_rotary
+    from attnlab.parallel import shard, shard_positions
+
+    x = torch.randn(2, 3, 13, 8, dtype=torch.float64)  # (B, H, N, D)
+    full = apply_rotary(x)
+    for rank in range(3):  # each zigzag shard rotated by its own positions is the shard of the rotated whole
+        mine = apply_rotary(shard(x, 3, rank, layout="zigzag"), positions=shard_positions(13, 3, rank, layout="zigzag"))
+        real = shard_positions(13, 3, rank, layout="zigzag") < 13
+        assert torch.allclose(mine[..., real, :], shard(full, 3, rank, layout="zigzag")[..., real, :], atol=1e-12)
+    with pytest.raises(ShapeError, match="one position per row"):
+        apply_rotary(x, positions=torch.arange(12))
