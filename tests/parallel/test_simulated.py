@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers.ring import dense
 
-from attnlab.errors import AttnLabError, ConfigError, DTypeError, MaskError, ShapeError
+from attnlab.errors import AttnLabError, ConfigError, DeviceError, DTypeError, MaskError, ShapeError
 from attnlab.functional import attention
 from attnlab.parallel import (
     load_balance,
@@ -169,6 +169,8 @@ def test_a_problem_on_one_rank_is_the_same_error_on_every_rank_before_any_key_mo
         _agree([good, (good[0], good[1].float(), good[2])])  # k in another dtype on rank 1 only
     with pytest.raises(DTypeError, match=r"one dtype on every rank, got \[1, 0\]"):
         _agree([tuple(t.float() for t in good), good])  # each rank consistent, the ranks not
+    with pytest.raises(DeviceError, match=r"on rank 1 of 2: .*same device"):
+        _agree([good, (good[0], good[1].to("meta"), good[2])])  # k on another device on rank 1 only
     with pytest.raises(ShapeError, match=r"rank 0: q .*rank 1: q"):
         _agree([good, (q[..., :3, :], k[..., :3, :], v[..., :3, :])])  # shards of different lengths
     with pytest.raises(ConfigError, match="group of 2 ranks with the zigzag layout cuts the sequence into 4"):
