@@ -25,7 +25,7 @@ from ._kernel import refuse, reject_options
 from ._tiles import Tile, TileMask, check_block, spans
 from .dense import finite_or_zero, log_normaliser, work_dtype
 
-__all__ = ["memory_efficient_attention", "memory_efficient_kernel"]
+__all__ = ["blockwise_backward", "blockwise_forward", "memory_efficient_attention", "memory_efficient_kernel"]
 
 BLOCK_Q = 256
 BLOCK_K = 512
@@ -125,6 +125,35 @@ def _backward(
             dq[..., q0:q1, :] += torch.matmul(ds, kb)
             dk[..., k0:k1, :] += torch.matmul(ds.transpose(-2, -1), qb)
     return dq, dk, dv
+
+
+def _plain_plan(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | Mask | None, causal: bool,
+                scale: float | None) -> _Plan:
+    check_qkv(q, k, v)
+    check_options(scale, 1.0, 0.0)
+    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    return _Plan(TileMask(mask, causal, q, k), s, BLOCK_Q, BLOCK_K, 0.0, 0, work_dtype(q.dtype))
+
+
+def blockwise_forward(
+    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | Mask | None = None, causal: bool = False,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """One block of exact attention without autograd, for kernels that merge blocks themselves (ring attention):
+    ``(output (..., L, Ev), lse (..., L))``, both in the work dtype (float32 for half inputs), the output
+    normalised within the block, ``-inf`` / zeros on rows that see no key of the block.  Blocks merge exactly by
+    their log-sum-exp.  Arguments as :func:`memory_efficient_attention` (no dropout)."""
+    return _forward(q, k, v, _plain_plan(q, k, v, mask, causal, scale))
+
+
+def blockwise_backward(
+    q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, dout: Tensor, *, mask: Tensor | Mask | None = None,
+    causal: bool = False, scale: float | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The gradients ``(dq, dk, dv)`` (work dtype) that one key/value block contributes, given the **whole row's**
+    output ``out`` (..., L, Ev) and log-sum-exp ``lse`` (..., L) over every block, and the output gradient
+    ``dout``: summed over the blocks, they are the exact gradients of attention over all the keys."""
+    return _backward(q, k, v, out, lse, dout, _plain_plan(q, k, v, mask, causal, scale))
 
 
 class _MemoryEfficientAttention(torch.autograd.Function):

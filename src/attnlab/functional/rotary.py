@@ -24,17 +24,21 @@ ROTARY_BASE = 10000.0  # the paper's (and Vaswani et al.'s sinusoids') base
 
 
 def rotary_angles(length: int, dim: int, *, offset: int = 0, base: float = ROTARY_BASE,
-                  device: torch.device | None = None) -> Tensor:
-    """The angles ``(offset + p) * base ** (-2i / dim)`` in float64: ``(length, dim // 2)``."""
-    position = torch.arange(offset, offset + length, dtype=torch.float64, device=device)  # (L,)
+                  device: torch.device | None = None, positions: Tensor | None = None) -> Tensor:
+    """The angles ``(offset + p) * base ** (-2i / dim)`` in float64: ``(length, dim // 2)``; with ``positions``
+    ``(length,)`` given, ``positions[p] * base ** (-2i / dim)``."""
+    position = (torch.arange(offset, offset + length, dtype=torch.float64, device=device) if positions is None
+                else positions.to(device=device, dtype=torch.float64))  # (L,)
     rate = base ** (-torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim)  # (D/2,)
     return position[:, None] * rate[None, :]  # (L, D/2)
 
 
-def apply_rotary(x: Tensor, *, offset: int = 0, base: float = ROTARY_BASE) -> Tensor:
+def apply_rotary(x: Tensor, *, offset: int = 0, base: float = ROTARY_BASE, positions: Tensor | None = None) -> Tensor:
     """``x`` ``(..., L, D)`` with the vector at position ``offset + p`` rotated pairwise by ``(offset + p) theta``.
 
-    ``offset`` is the position of ``x[..., 0, :]`` (the length of a key/value cache when decoding).  The angles
+    ``offset`` is the position of ``x[..., 0, :]`` (the length of a key/value cache when decoding); ``positions``
+    ``(L,)``, when given, are the rows' positions instead (a sequence sharded across ranks, whose rows need not be
+    consecutive: :meth:`attnlab.parallel.SequenceShard.positions`).  The angles
     are computed in float64 and the rotation in float32 at least (float64 input stays float64); the result has
     ``x``'s dtype.
 
@@ -53,7 +57,10 @@ def apply_rotary(x: Tensor, *, offset: int = 0, base: float = ROTARY_BASE) -> Te
         raise ShapeError(f"rotary positions rotate pairs of features, so the last dim must be even, got {d} "
                          f"(x of shape {tuple(x.shape)}); use an even per-head size d_k")
     work = torch.promote_types(x.dtype, torch.float32)
-    angles = rotary_angles(x.shape[-2], d, offset=offset, base=base, device=x.device)  # (L, D/2)
+    if positions is not None and tuple(positions.shape) != (x.shape[-2],):
+        raise ShapeError(f"positions must hold one position per row, ({x.shape[-2]},), got shape "
+                         f"{tuple(positions.shape)}; pass the positions of x's rows")
+    angles = rotary_angles(x.shape[-2], d, offset=offset, base=base, device=x.device, positions=positions)  # (L, D/2)
     cos, sin = angles.cos().to(work), angles.sin().to(work)  # (L, D/2) each
     xw = x.to(work)
     even, odd = xw[..., 0::2], xw[..., 1::2]  # (..., L, D/2) each

@@ -23,6 +23,7 @@ import torch
 from .. import _validate as check
 from ..errors import AttnLabError, ConfigError
 from ..functional import Kernel, get_kernel
+from ..parallel import ring_kernel
 
 C = TypeVar("C")
 L = TypeVar("L", bound="Configured")
@@ -105,10 +106,21 @@ def frozen_options(name: str, options: Any) -> Mapping[str, Any]:
     return FrozenOptions(options)
 
 
+def layer_kernel(name: str) -> Kernel:
+    """The kernel a layer calls by name: a registered one (:data:`attnlab.functional.KERNELS`), or ``"ring"``
+    (:func:`attnlab.parallel.ring_kernel`, ring attention over a sequence sharded across ranks)."""
+    if name == "ring":
+        return ring_kernel
+    try:
+        return get_kernel(name)
+    except ConfigError as e:
+        raise ConfigError(f"{e} (or 'ring', for a sequence sharded across ranks)") from None
+
+
 def kernel_takes_dropout(kernel_name: str) -> bool:
     """Whether the kernel can drop out attention weights: the efficient kernels never build them and refuse
     ``dropout > 0`` (ConfigError); asked once per kernel, by one call on a tiny input."""
-    return _takes_dropout(get_kernel(kernel_name))
+    return _takes_dropout(layer_kernel(kernel_name))
 
 
 @functools.cache
@@ -125,7 +137,7 @@ def _takes_dropout(kernel: Kernel) -> bool:
 def check_kernel_options(kernel_name: str, options: Mapping[str, Any], d_k: int, d_v: int) -> None:
     """Refuse the arguments the layer passes itself, then call the kernel once on a tiny input: the kernel's
     own ``reject_options`` names a misspelt option (with the ones it takes), its checks a bad value."""
-    kernel = get_kernel(kernel_name)
+    kernel = layer_kernel(kernel_name)
     for key in options:
         if key in CALL_ARGUMENTS:
             raise ConfigError(

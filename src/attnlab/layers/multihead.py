@@ -14,11 +14,12 @@ from torch import Tensor, nn
 
 from .. import _validate as check
 from ..errors import ConfigError, MaskError, ShapeError
-from ..functional import get_kernel, merge_masks, resolve_mask
+from ..functional import merge_masks, resolve_mask
 from ..functional.rotary import apply_rotary
 from ..masks import Mask
+from ..parallel import current_shard
 from ..trace import Kind
-from ._config import Configured, build, check_kernel_options, frozen_options
+from ._config import Configured, build, check_kernel_options, frozen_options, layer_kernel
 from ._hook import AttentionCall, AttentionHook
 from .cache import KVCache
 
@@ -65,7 +66,7 @@ class AttentionConfig:
             raise ConfigError(f"rotary=True rotates pairs of query/key features, but the per-head size d_k is "
                               f"{self.head_k} (odd); choose d_model and n_heads so that d_model // n_heads is "
                               f"even, or pass an even d_k")
-        get_kernel(self.kernel)  # raises ConfigError naming the registered kernels
+        layer_kernel(self.kernel)  # raises ConfigError naming the registered kernels
         object.__setattr__(self, "kernel_options", frozen_options("kernel_options", self.kernel_options))
         check_kernel_options(self.kernel, self.kernel_options, self.head_k, self.head_v)
 
@@ -153,7 +154,7 @@ class MultiHeadAttention(Configured, nn.Module):
         k = self._split(self.k_proj(key), cfg.head_k)  # (B, H, S, Dk)
         v = self._split(self.v_proj(value), cfg.head_v)  # (B, H, S, Dv)
         if cfg.rotary:
-            k = apply_rotary(k, offset=past)  # (B, H, S, Dk), positions past .. past + S - 1
+            k = apply_rotary(k, offset=past, positions=self._positions(k))  # (B, H, S, Dk), positions past ..
         if cache is None:
             return k, v
         if cross:
@@ -214,7 +215,7 @@ class MultiHeadAttention(Configured, nn.Module):
                     "this MultiHeadAttention has rotary=True, which rotates queries and keys by their positions in "
                     "one sequence, but it was given a separate key tensor (cross-attention); build the "
                     "cross-attention layer with rotary=False, or pass key=None for self-attention")
-            q = apply_rotary(q, offset=past)  # (B, H, L, Dk), positions past .. past + L - 1
+            q = apply_rotary(q, offset=past, positions=self._positions(q))  # (B, H, L, Dk), positions past ..
         k, v = self._keys_values(key, value, cross, cache, past)  # (B, H, S, Dk), (B, H, S, Dv)
 
         try:
@@ -227,7 +228,7 @@ class MultiHeadAttention(Configured, nn.Module):
 
         hook = self.attn_hook
         need = return_weights or bool(hook.active)
-        kernel = get_kernel(self.kernel)
+        kernel = layer_kernel(self.kernel)
         if self.kernel != self._options_checked_for:  # switched after construction: do the options suit it?
             check_kernel_options(self.kernel, cfg.kernel_options, cfg.head_k, cfg.head_v)
             self._options_checked_for = self.kernel
@@ -241,6 +242,12 @@ class MultiHeadAttention(Configured, nn.Module):
         b, _, l, _ = out.shape
         out = out.transpose(1, 2).reshape(b, l, self.n_heads * cfg.head_v)  # (B, L, H * Dv)
         return self.out_proj(out), (weights if return_weights else None)
+
+    def _positions(self, x: Tensor) -> Tensor | None:
+        """The global positions of the rows of a sharded sequence (kernel ``"ring"`` inside
+        :func:`attnlab.parallel.sequence_parallel`), or None: consecutive from the cache's length."""
+        shard = current_shard() if self.kernel == "ring" else None
+        return None if shard is None else shard.positions(x.device)
 
     def _scale(self, d_k: int) -> float:
         """The factor the kernel puts on ``q @ k^T``: its ``scale`` option (default ``1 / sqrt(d_k)``) over

@@ -1,0 +1,31 @@
+"""Attention across ranks: ring attention over a sequence sharded by a layout (contiguous or zigzag), its
+single-process simulation, the sharding helpers, the schedule and its load balance, and what a sequence-parallel
+training step needs.  See docs/parallel.md."""
+
+from .kernel import ring_kernel
+from .layout import LAYOUTS, Layout, padded_length, rank_chunks, shard, shard_positions, unshard
+from .ring import ALONE, ring_attention, simulate_ring_attention
+from .schedule import Block, load_balance, schedule
+from .sequence import SequenceShard, all_reduce_gradients, current_shard, sequence_parallel, token_mean
+
+__all__ = [
+    "ALONE",
+    "LAYOUTS",
+    "Block",
+    "Layout",
+    "SequenceShard",
+    "all_reduce_gradients",
+    "current_shard",
+    "load_balance",
+    "padded_length",
+    "rank_chunks",
+    "ring_attention",
+    "ring_kernel",
+    "schedule",
+    "sequence_parallel",
+    "shard",
+    "shard_positions",
+    "simulate_ring_attention",
+    "token_mean",
+    "unshard",
+]
