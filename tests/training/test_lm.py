@@ -51,6 +51,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_a_run_writes_the_baseline_the_probes_and_the_figures(tiny_run: Path) -> None:
     for name in ("model.safetensors", "config.json", "tokenizer.json", "run.json", "final.json", "metrics.jsonl",
                  "curves.png", "lm_curve.png", "heads.png", "train.log"):
@@ -73,6 +74,7 @@ def test_a_run_writes_the_baseline_the_probes_and_the_figures(tiny_run: Path) ->
         assert np.isfinite(row["icl"]) and row["icl_positions"] == [1, 12]
 
 
+@pytest.mark.slow
 def test_the_probe_scores_the_saved_model(tiny_run: Path) -> None:
     """The head scores of the best step's validation row are the detector's on the saved (best) model."""
     lm = load_language_model(str(tiny_run))
@@ -85,6 +87,7 @@ def test_the_probe_scores_the_saved_model(tiny_run: Path) -> None:
         assert np.allclose(value, last["heads"][name], atol=2e-6), name
 
 
+@pytest.mark.slow
 def test_detector_equals_transformer_lens() -> None:
     """detector_scores against TransformerLens' own pattern builders and score, on the same attention patterns."""
     from transformer_lens import head_detector as tl
@@ -111,6 +114,7 @@ def test_detector_equals_transformer_lens() -> None:
         assert worst < 1e-6, f"{name}: largest difference {worst:.3g}"
 
 
+@pytest.mark.slow
 def test_the_attention_hook_weights_equal_capture() -> None:
     import attnlab as al
 
@@ -124,6 +128,7 @@ def test_the_attention_hook_weights_equal_capture() -> None:
         assert torch.allclose(trace.stack("causal", b).float(), weights[b], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_generation_is_seeded_and_its_cache_matches_a_full_forward(tiny_run: Path) -> None:
     lm = load_language_model(str(tiny_run))
     a = lm.generate("中国", max_tokens=15, seed=3)
@@ -142,6 +147,7 @@ def test_generation_is_seeded_and_its_cache_matches_a_full_forward(tiny_run: Pat
     assert "".join(streamed) == lm.vocab.decode(lm.generate("中国", max_tokens=5, seed=1).ids)
 
 
+@pytest.mark.slow
 def test_generate_command_streams_and_writes_its_trace(tiny_run: Path, tmp_path: Path,
                                                       child_env: dict[str, str]) -> None:
     import attnlab as al
@@ -161,6 +167,7 @@ def test_generate_command_streams_and_writes_its_trace(tiny_run: Path, tmp_path:
     assert (out / "viewer.html").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "message"), [
     (["--temperature", "0"], "--temperature must be a number > 0"),
     (["--temperature", "-1"], "--temperature must be a number > 0"),
@@ -176,6 +183,7 @@ def test_generate_refuses_bad_sampling(tiny_run: Path, tmp_path: Path, child_env
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_generate_refuses_unknown_prompts_and_other_models(tiny_run: Path, tmp_path: Path,
                                                            child_env: dict[str, str]) -> None:
     out = tmp_path / "g"
@@ -192,6 +200,7 @@ def test_generate_refuses_unknown_prompts_and_other_models(tiny_run: Path, tmp_p
     assert len(warnings) == 1 and "[UNK]: x" in warnings[0], done.stderr
 
 
+@pytest.mark.slow
 def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path, child_env: dict[str, str]) -> None:
     out = tmp_path / "an"
     done = subprocess.run(cli("analyze", "--model", str(tiny_run), "--out", str(out)), env=child_env,
@@ -202,6 +211,7 @@ def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path, 
     assert " L  H  label" in done.stdout
 
 
+@pytest.mark.slow
 def test_bad_text_is_refused(tmp_path: Path, child_env: dict[str, str]) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_bytes("第一行\n".encode() + b"caf\xe9\n")
@@ -236,6 +246,7 @@ def test_peoples_daily_is_read_without_its_marks() -> None:
     assert 19_000 < len(docs) <= 19_484
 
 
+@pytest.mark.slow
 def test_two_runs_of_make_train_lm_write_the_same_bytes(tmp_path: Path, child_env: dict[str, str]) -> None:
     text = write_text(tmp_path / "text.txt", paragraphs=80)
     config = tmp_path / "tiny.json"
@@ -259,3 +270,49 @@ def test_two_runs_of_make_train_lm_write_the_same_bytes(tmp_path: Path, child_en
                 for line in (folder / "metrics.jsonl").read_text().splitlines()]
 
     assert rows(a) == rows(b)
+
+
+def tiny_args(text: Path) -> list[str]:
+    model = [f"--{k.replace('_', '-')}={v}" for k, v in TINY_MODEL.items()]
+    train = [f"--{k.replace('_', '-')}={v}" for k, v in {**TINY_TRAIN, "max_steps": 9, "dropout": 0.1}.items()]
+    return ["train", "lm", "--data", str(text), *model, *train, "--no-progress"]
+
+
+def without_timings(out: Path) -> tuple[list[dict[str, object]], dict[str, object]]:
+    rows = [{k: v for k, v in json.loads(line).items() if k not in TIMINGS}
+            for line in (out / "metrics.jsonl").read_text().splitlines()]
+    final = {k: v for k, v in json.loads((out / "final.json").read_text()).items()
+             if k not in ("train_cpu_s", "train_wall_s", "ngram_cpu_s")}
+    return rows, final
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_env: dict[str, str]) -> None:
+    from helpers.cli import kill_at_checkpoint
+
+    args = tiny_args(write_text(tmp_path / "text.txt"))
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    subprocess.run(cli(*args, "--out", str(whole)), env=child_env, check=True, capture_output=True, timeout=120)
+    killed_at = kill_at_checkpoint(cli(*args, "--out", str(broken)), child_env, broken, 3)
+    done = subprocess.run(cli("train", "lm", "--out", str(broken), "--resume", "--no-progress"), env=child_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"resumed from {killed_at}" in done.stdout
+    assert without_timings(broken) == without_timings(whole)  # every step, every probe, bit for bit
+    assert (broken / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+
+
+@pytest.mark.slow
+def test_two_torchrun_ranks_match_one_process(tmp_path: Path, child_env: dict[str, str]) -> None:
+    from helpers.cli import one_and_two_ranks
+
+    args = [a for a in tiny_args(write_text(tmp_path / "text.txt")) if not a.startswith("--dropout")]
+    one, two = tmp_path / "one", tmp_path / "two"
+    one_and_two_ranks(cli(), args, child_env, one, two)
+    (rows_one, final_one), (rows_two, final_two) = without_timings(one), without_timings(two)
+    losses = [(float(a["loss"]), float(b["loss"])) for a, b in zip(rows_one, rows_two, strict=True)]  # type: ignore[arg-type]
+    worst = max(abs(a - b) for a, b in losses)
+    print(f"largest loss difference, 2 ranks vs 1 process: {worst:.3g}")
+    assert worst <= 1e-5
+    assert final_one["test_characters"] == final_two["test_characters"]
+    assert final_one["ngram_valid_bits_per_char"] == final_two["ngram_valid_bits_per_char"]
