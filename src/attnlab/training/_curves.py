@@ -104,6 +104,9 @@ def plot_lm_curve(rows: list[dict[str, Any]], final: dict[str, Any], path: Path,
     return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
 
 
+FORMED = 0.4  # an induction head "formed" above this score: attnlab.analysis.labels.DETECT, the label threshold
+
+
 def plot_head_scores(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
     """Across training: each head's previous-token, duplicate-token and induction score (one thin line per head,
     the highest bold) and the in-context learning score."""
@@ -121,6 +124,12 @@ def plot_head_scores(rows: list[dict[str, Any]], path: Path, title: str) -> Path
         layer, head = divmod(top, scores.shape[2])
         ax.plot(steps, flat[:, top], color="#08519c", linewidth=1.8, label=f"layer {layer} head {head}")
         ax.set_title(f"{name} score", fontsize=9)
+        if name == "induction":  # say in the figure whether a phase change happened
+            peak = float(flat.max())
+            verdict = (f"a head above {FORMED:g} from step {steps[int((flat.max(1) > FORMED).argmax())]}"
+                       if peak > FORMED else f"no induction head: none above {FORMED:g}")
+            ax.text(0.03, 0.93, f"highest score {peak:.3f}\n{verdict}", transform=ax.transAxes, fontsize=8,
+                    va="top")
         ax.set_ylim(0, 1)
         ax.set_xlabel("optimizer step")
         ax.grid(alpha=0.3)
