@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test test-fast test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences mutation clean
+.PHONY: demo test test-fast test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences train-lm mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -54,6 +54,20 @@ train-zh: $(STAMP)
 	cp $(addprefix $(ZH_OUT)/,model.safetensors config.json tokenizer.json final.json metrics.jsonl curves.png \
 	  train.log) $(ZH_BUNDLED)/
 	$(REPRODUCIBLE) $(PY) -c 'import sys; from attnlab.training import calibrate; calibrate(sys.argv[1])' $(ZH_BUNDLED)
+
+# The bundled character language model (model="zh-lm"), trained from scratch on People's Daily 1998 with $(LM_CONFIG) on one
+# thread, beside its Kneser-Ney baselines (orders 2-5, same split); the run goes to $(LM_OUT)/, then the final model, its
+# vocabulary, the run's figures and log are copied to $(LM_BUNDLED)/.  $(REPRODUCIBLE) as for train-zh: two runs write
+# the same model bytes (tests/training/test_lm.py runs the target twice on a tiny config).
+LM_OUT ?= zh-lm-run
+LM_BUNDLED ?= src/attnlab/_bundled/zh-lm
+LM_CONFIG ?= configs/zh-lm.json
+train-lm: $(STAMP)
+	$(REPRODUCIBLE) PYTHONUNBUFFERED=1 $(VENV)/bin/attnlab train lm --config $(LM_CONFIG) --out $(LM_OUT) --no-progress \
+	  $(TRAIN_ARGS)
+	mkdir -p $(LM_BUNDLED)
+	cp $(addprefix $(LM_OUT)/,model.safetensors config.json tokenizer.json run.json final.json metrics.jsonl lm_curve.png \
+	  heads.png train.log) $(LM_BUNDLED)/
 
 # The bundled translators, trained from scratch on one thread (configs/dates-zh.json, configs/tutorial-en-zh.json),
 # then copied into src/attnlab/_bundled/ with float16 weights; bundle_translator re-tests the stored weights on every

@@ -15,17 +15,19 @@ from attnlab._bundled import MODELS
 from attnlab.cli import main
 from attnlab.errors import ModelLoadError
 
-BUNDLED = ("minilm", "zh-sentiment", "dates-zh", "dates-zh/luong", "tutorial-en-zh")
+BUNDLED = ("minilm", "zh-sentiment", "dates-zh", "dates-zh/luong", "tutorial-en-zh", "zh-lm")
 KIND = {"minilm": "huggingface", "zh-sentiment": "classifier", "dates-zh": "translator",
-        "dates-zh/luong": "translator", "tutorial-en-zh": "translator"}
+        "dates-zh/luong": "translator", "tutorial-en-zh": "translator", "zh-lm": "lm"}
 # what a refusal says of each kind: what it is, and the command that reads it
 REFUSAL = {"huggingface": "is a Hugging Face model: use attnlab show or attnlab analyze",
-           "classifier": "is a classifier: use attnlab predict", "translator": "is a translator: use attnlab translate"}
+           "classifier": "is a classifier: use attnlab predict", "translator": "is a translator: use attnlab translate",
+           "lm": "is a language model: use attnlab generate or attnlab analyze"}
 # the kinds each command reads
-READS = {"show": {"huggingface", "classifier", "translator"}, "analyze": {"huggingface", "classifier"},
-         "predict": {"classifier"}, "evaluate": {"classifier"}, "translate": {"translator"}, "explain": {"classifier"}}
+READS = {"show": {"huggingface", "classifier", "translator"}, "analyze": {"huggingface", "classifier", "lm"},
+         "predict": {"classifier"}, "evaluate": {"classifier"}, "translate": {"translator"}, "explain": {"classifier"},
+         "generate": {"lm"}}
 SLOW = {("show", "minilm"), ("analyze", "minilm"), ("analyze", "zh-sentiment"), ("evaluate", "zh-sentiment"),
-        ("explain", "zh-sentiment")}
+        ("explain", "zh-sentiment"), ("analyze", "zh-lm")}
 
 
 def test_the_bundled_names_are_the_documented_ones() -> None:
@@ -37,13 +39,14 @@ def test_the_bundled_names_are_the_documented_ones() -> None:
 def command(name: str, model: str, out: Path) -> list[str]:
     """The command line of ``name`` on the model ``model`` with an input that suits the model."""
     text = "Friday, March 5, 2021" if KIND[model] == "translator" else (
-        "这本书写得很好" if KIND[model] == "classifier" else "The cat sat.")
+        "这本书写得很好" if KIND[model] in ("classifier", "lm") else "The cat sat.")
     return {"show": ["show", text, "--model", model, "--out", str(out), "--no-viewer"],
             "analyze": ["analyze", text, "--model", model, "--out", str(out)],
             "predict": ["predict", text, "--model", model],
             "evaluate": ["evaluate", "--model", model],
             "translate": ["translate", text, "--model", model, "--out", str(out), "--no-viewer"],
-            "explain": ["explain", "seeing", "--classifier", model, "--out", str(out), "--no-figures"]}[name]
+            "explain": ["explain", "seeing", "--classifier", model, "--out", str(out), "--no-figures"],
+            "generate": ["generate", text, "--model", model, "--max-tokens", "5", "--out", str(out)]}[name]
 
 
 @pytest.mark.parametrize(("name", "model"), [
@@ -67,6 +70,8 @@ def test_every_bundled_name_in_every_command(name: str, model: str, tmp_path: Pa
             assert printed.startswith("accuracy ")
         if name == "explain":
             assert f"A trained classifier ({model})" in printed
+        if name == "generate":
+            assert printed.startswith("这本书写得很好") and (out / "trace.attn").is_file()
     else:
         assert code == 2
         err = one_error_line(capsys, name)

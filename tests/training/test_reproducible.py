@@ -14,7 +14,7 @@ import attnlab
 
 ROOT = Path(attnlab.__file__).resolve().parents[2]
 VENV = Path(sys.executable).parent.parent  # the venv running the tests (not resolved: bin/python is a link)
-TIMINGS = {"samples_per_s", "tokens_per_s"}
+TIMINGS = {"samples_per_s", "tokens_per_s", "cpu_s"}  # cpu_s: the CPU seconds so far, in validation rows
 
 TINY_CONFIG = {
     "model": {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.1, "bigrams": 30,

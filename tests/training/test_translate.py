@@ -21,7 +21,7 @@ from attnlab.errors import ConfigError, InputError
 from attnlab.training import TranslateConfig, load_translator, train_translator
 
 TINY = ["--d-embed", "8", "--d-hidden", "12", "--max-length", "8", "--no-progress"]
-TIMINGS = ("samples_per_s", "tokens_per_s")
+TIMINGS = ("samples_per_s", "tokens_per_s", "cpu_s")  # cpu_s: the CPU seconds so far, in validation rows
 
 
 def write_pairs(path: Path, n: int, seed: int = 0) -> Path:

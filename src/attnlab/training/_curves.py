@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._io import atomic_write
 from ..viz.static import figure
 
-__all__ = ["plot_curves", "plot_reliability"]
+__all__ = ["plot_curves", "plot_head_scores", "plot_lm_curve", "plot_reliability"]
 
 
 def plot_curves(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
@@ -30,7 +32,8 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
         ax.set_ylabel(key)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    acc_ax.set_ylim(0, 1)
+    if all(0 <= r["accuracy"] <= 1 for r in valid):  # a metric that is not a share (-bits/char) keeps its range
+        acc_ax.set_ylim(0, 1)
     fig.suptitle(title, fontsize=10)
     return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
 
@@ -58,5 +61,87 @@ def plot_reliability(panels: dict[str, list[tuple[int, float, float]]], path: Pa
         ax.set_title(name, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
+    fig.suptitle(title, fontsize=10)
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+
+
+def plot_lm_curve(rows: list[dict[str, Any]], final: dict[str, Any], path: Path, title: str) -> Path:
+    """A language model's validation bits per character against the CPU minutes of training (and the optimizer
+    steps on the top axis), with each Kneser-Ney baseline as a horizontal line and the best one bold."""
+    valid = [r for r in rows if r.get("split") == "valid"]
+    fig = figure(8, 4.5)
+    ax = fig.subplots()
+    minutes = [r["cpu_s"] / 60 for r in valid]
+    ax.plot(minutes, [-r["accuracy"] for r in valid], "o-", color="#08519c", markersize=3,
+            label="the transformer, valid")
+    best = str(final["ngram_order"])
+    colours = ["#fdae6b", "#fd8d3c", "#e6550d", "#a63603"]
+    for i, (order, bpc) in enumerate(sorted(final["ngram_valid_bits_per_char"].items())):
+        ax.axhline(bpc, color=colours[i % len(colours)], linewidth=2.2 if order == best else 0.8,
+                   linestyle="-" if order == best else "--",
+                   label=f"Kneser-Ney {order}-gram{' (best on valid)' if order == best else ''}: {bpc:.3f}")
+    ax.axhline(0.9 * final["ngram_valid_bits_per_char"][best], color="#636363", linewidth=0.8, linestyle=":",
+               label="10% below the best n-gram")
+    ax.set_xlabel("CPU minutes of training (one thread; validations and head probes included)")
+    ax.set_ylabel("valid bits per character")
+    top = [-r["accuracy"] for r in valid]
+    low = min([*top, 0.85 * final["ngram_valid_bits_per_char"][best]])
+    ax.set_ylim(low - 0.1, max(final["ngram_valid_bits_per_char"].values()) + 0.6)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    if valid:
+        at = [float(r["step"]) for r in valid]
+
+        def to_step(m: Any) -> Any:
+            return np.interp(m, minutes, at)
+
+        def to_minutes(s: Any) -> Any:
+            return np.interp(s, at, minutes)
+
+        steps = ax.secondary_xaxis("top", functions=(to_step, to_minutes))
+        steps.set_xlabel("optimizer step")
+    ax.set_title(title, fontsize=10)
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+
+
+FORMED = 0.4  # an induction head "formed" above this score: attnlab.analysis.labels.DETECT, the label threshold
+
+
+def plot_head_scores(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
+    """Across training: each head's previous-token, duplicate-token and induction score (one thin line per head,
+    the highest bold) and the in-context learning score."""
+    valid = [r for r in rows if r.get("split") == "valid" and "heads" in r]
+    steps = [r["step"] for r in valid]
+    names = list(valid[0]["heads"]) if valid else []
+    fig = figure(4 * (len(names) + 1), 3.8)
+    axes = fig.subplots(1, len(names) + 1, squeeze=False)[0]
+    for ax, name in zip(axes, names, strict=False):
+        scores = np.array([r["heads"][name] for r in valid])  # (T, L, H)
+        flat = scores.reshape(len(valid), -1)
+        for j in range(flat.shape[1]):
+            ax.plot(steps, flat[:, j], color="#9ecae1", linewidth=0.7)
+        top = int(flat[-1].argmax())
+        layer, head = divmod(top, scores.shape[2])
+        ax.plot(steps, flat[:, top], color="#08519c", linewidth=1.8, label=f"layer {layer} head {head}")
+        ax.set_title(f"{name} score", fontsize=9)
+        if name == "induction":  # say in the figure whether a phase change happened
+            peak = float(flat.max())
+            verdict = (f"a head above {FORMED:g} from step {steps[int((flat.max(1) > FORMED).argmax())]}"
+                       if peak > FORMED else f"no induction head: none above {FORMED:g}")
+            ax.text(0.03, 0.93, f"highest score {peak:.3f}\n{verdict}", transform=ax.transAxes, fontsize=8,
+                    va="top")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    icl = axes[-1]
+    icl.plot(steps, [r["icl"] for r in valid], "o-", color="#d94801", markersize=3)
+    if valid:
+        early, late = valid[0]["icl_positions"]
+        icl.set_title(f"in-context learning: loss at token {late} - at token {early}", fontsize=9)
+    icl.axhline(0, color="#636363", linewidth=0.8)
+    icl.set_xlabel("optimizer step")
+    icl.set_ylabel("nats")
+    icl.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))

@@ -134,6 +134,11 @@ class Task(Protocol):
         """Test the best model (already in :attr:`model`) and say what the run found."""
         ...
 
+    def probe(self) -> dict[str, Any]:
+        """More figures for each validation row, measured right after :meth:`evaluate` (the language model's head
+        scores); ``{}`` for none."""
+        ...
+
 
 # --- small pieces -------------------------------------------------------------------------------------------------
 
@@ -247,6 +252,7 @@ class Runtime:
         self.ema = snapshot_parameters(self.model) if config.ema else None  # the moving average of the weights
         self.best_state = snapshot(self.model)
         self.timed: list[float] = []  # this process's first step times, for the expected duration
+        self.step_started = time.process_time()  # the CPU clock at the start of the current step
 
     # --- the loop ---------------------------------------------------------------------------------------------
 
@@ -257,6 +263,7 @@ class Runtime:
         try:
             while st["step"] < self.total and not st["stopped"]:
                 wall, cpu = time.perf_counter(), time.process_time()
+                self.step_started = cpu
                 loss, acc, n = self.train_step(self.task.batch(st["epoch"], st["in_epoch"]))
                 seconds = max(time.perf_counter() - wall, 1e-9)
                 st["step"] += 1
@@ -368,7 +375,9 @@ class Runtime:
             s = st["sums"]
             self.record({"split": "valid", "step": st["step"], "epoch": st["epoch"] + (st["in_epoch"] > 0),
                          "loss": loss, "accuracy": metric, "n": n, "train_loss": s[0] / s[2] if s[2] else None,
-                         "train_accuracy": s[1] / s[2] if s[2] else None})
+                         "train_accuracy": s[1] / s[2] if s[2] else None,
+                         "cpu_s": round(st["cpu_s"] + time.process_time() - self.step_started, 3),
+                         **self.task.probe()})
             st["sums"] = [0.0, 0.0, 0.0]
             best = st["best"]
             better = best is None or metric > best or (judged.ties_by_loss and metric == best

