@@ -12,7 +12,7 @@ TEXT ?= The cat sat on the mat because it was tired.
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,crosscheck]'
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -125,7 +125,8 @@ test-fast: $(STAMP)
 # The suite again with every runtime dependency at the floor pyproject.toml declares (.ci/floors.py), in a
 # second venv under the same torch pin: a floor that is not true fails here, not in a user's install.
 # Only the runtime dependencies sit at their floors; the test tools (pytest, ruff, ...) are whatever installs.
-# The browser tests are left out (they test the page, not the Python dependencies); everything else runs.
+# The browser tests are left out (they test the page, not the Python dependencies), and the cross-checks against other
+# libraries (the crosscheck extra needs numpy >= 1.24, above the floor); everything else runs.
 FLOOR_VENV ?= .venv-floor
 FLOOR_STAMP := $(FLOOR_VENV)/.attnlab-floor-installed
 FLOOR_WORKERS ?= 2
@@ -137,7 +138,8 @@ $(FLOOR_STAMP): pyproject.toml constraints.txt .ci/floors.py
 
 test-floor: $(FLOOR_STAMP) system
 	$(FLOOR_VENV)/bin/python .ci/floors.py --check
-	$(FLOOR_VENV)/bin/python -m pytest -n $(FLOOR_WORKERS) --dist loadgroup -m "not browser" -p no:cacheprovider
+	$(FLOOR_VENV)/bin/python -m pytest -n $(FLOOR_WORKERS) --dist loadgroup -m "not browser and not crosscheck" \
+	  -p no:cacheprovider
 
 # Mutation testing of functional/ and masks.py ([tool.mutmut] in pyproject.toml): every surviving mutant
 # is a change to the kernels that no test notices. 5,328 mutants: over an hour on 2 cores; not part of CI.

@@ -88,6 +88,7 @@ def test_the_probe_scores_the_saved_model(tiny_run: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.crosscheck
 def test_detector_equals_transformer_lens() -> None:
     """detector_scores against TransformerLens' own pattern builders and score, on the same attention patterns."""
     from transformer_lens import head_detector as tl
