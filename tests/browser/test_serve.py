@@ -1,7 +1,7 @@
 """``attnlab serve``'s page in real Chromium: type and see the output and the view update, switch models (a language
 model's continuation included), compare two texts, step through a translation, download the trace, the standalone
-viewer and a PNG; the viewer's hostile texts, typed into the page and sent to the API, run nothing.  Every page fails its test on a console error, a page error, a
-dialog, or a request anywhere but the server itself (and data:/blob:)."""
+viewer and a PNG; the viewer's hostile texts, typed into the page and sent to the API, run nothing.  Every page fails
+its test on a console error, a page error, a dialog, or a request anywhere but the server itself (and data:/blob:)."""
 
 from __future__ import annotations
 

@@ -149,7 +149,11 @@ def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_do
     assert body["kind"] == "lm" and body["tokens"] == list(text)
     out = body["output"]
     assert out["continuation"] == continuation and len(continuation) == CONTINUATION
-    assert out["log_probability"] == pytest.approx(sum(expected.log_probs) / CONTINUATION, abs=1e-5)
+    # the model's own mean log-probability of the continuation (greedy's truncated distribution gives 0 each time)
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([[*expected.prompt_ids, *expected.ids[:-1]]]))[0, len(text) - 1:]
+    own = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(expected.ids)[:, None]).mean()
+    assert out["log_probability"] == pytest.approx(float(own), abs=1e-5) and out["log_probability"] < 0
     # the viewer draws the causal attention of the text and its continuation (the last character is never read)
     assert body["labels"]["kind"] == "causal" and len(body["labels"]["labels"]) == lm.model.config.n_layers
     records = body["viewer"]["records"]
