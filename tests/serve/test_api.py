@@ -138,7 +138,8 @@ def test_the_translator_gives_its_translation_confidence_and_alignment(client: T
     assert "cross" in kinds
 
 
-def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_does(client: TestClient) -> None:
+def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_does(client: TestClient,
+                                                                                   tmp_path: Path) -> None:
     from attnlab.serve._lab import CONTINUATION
 
     text = "中国"
@@ -159,6 +160,11 @@ def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_do
     records = body["viewer"]["records"]
     assert {r["kind"] for r in records} == {"causal"}
     assert records[0]["key_tokens"] == [*text, *continuation[:-1]] and body["server_ms"] > 0
+    r = client.post("/api/download", json={"model": "zh-lm", "text": text, "what": "trace"})
+    assert r.status_code == 200, r.text
+    path = tmp_path / "trace.attn"
+    path.write_bytes(r.content)
+    assert al.AttentionTrace.load(path).records[0].key_tokens == records[0]["key_tokens"]
 
 
 def test_a_doubtful_translation_says_why_once(client: TestClient) -> None:
