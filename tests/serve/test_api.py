@@ -164,7 +164,7 @@ def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_do
     assert r.status_code == 200, r.text
     path = tmp_path / "trace.attn"
     path.write_bytes(r.content)
-    assert al.AttentionTrace.load(path).records[0].key_tokens == records[0]["key_tokens"]
+    assert al.AttentionTrace.load(path).tokens == records[0]["key_tokens"]  # the steps, as attnlab generate saves
 
 
 def test_a_doubtful_translation_says_why_once(client: TestClient) -> None:
