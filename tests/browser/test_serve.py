@@ -1,7 +1,7 @@
-"""``attnlab serve``'s page in real Chromium: type and see the output and the view update, switch models, compare two
-texts, step through a translation, download the trace, the standalone viewer and a PNG; the viewer's hostile texts,
-typed into the page and sent to the API, run nothing.  Every page fails its test on a console error, a page error, a
-dialog, or a request anywhere but the server itself (and data:/blob:)."""
+"""``attnlab serve``'s page in real Chromium: type and see the output and the view update, switch models (a language
+model's continuation included), compare two texts, step through a translation, download the trace, the standalone
+viewer and a PNG; the viewer's hostile texts, typed into the page and sent to the API, run nothing.  Every page fails
+its test on a console error, a page error, a dialog, or a request anywhere but the server itself (and data:/blob:)."""
 
 from __future__ import annotations
 
@@ -134,6 +134,18 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     assert "step 4 of 10: 1 9 9 0" in (lab.page.text_content("#step-text") or "")
     assert lab.js("attnlab.state.kind") == "cross" and lab.js("attnlab.state.focus.i") == 3
     lab.shot("serve-dates")
+
+    # the language model: a Chinese text first (zh-lm knows no English), then the model; its greedy continuation
+    lab.page.select_option("#model", "zh-sentiment")
+    type_text(lab, "#text", "中国")
+    runs = lab.js("attnlabLab.runs")
+    lab.page.select_option("#model", "zh-lm")
+    wait_runs(lab, runs + 1)
+    continuation = lab.js("attnlabLab.last.output.continuation")
+    assert lab.js("attnlabLab.last.kind") == "lm" and len(continuation) == 20
+    assert lab.page.text_content("#output .lab-continuation") == continuation
+    assert "中国" + continuation in (lab.page.text_content("#output") or "")
+    assert lab.js("attnlab.records[0].key_tokens.length") == 2 + 20 - 1  # the text and its continuation
 
 
 def test_compare_shows_two_linked_viewers_and_their_difference(lab: Lab) -> None:

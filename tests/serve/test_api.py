@@ -42,8 +42,9 @@ def test_models_lists_the_bundled_models_by_name_kind_and_language_and_no_path(c
     assert r.status_code == 200
     models = {m["name"]: m for m in r.json()["models"]}
     assert {n: m["kind"] for n, m in models.items()} == {
-        "minilm": "encoder", "zh-sentiment": "classifier", "dates-zh": "translator", "tutorial-en-zh": "translator"}
-    assert models["zh-sentiment"]["languages"] == ["zh"]
+        "minilm": "encoder", "zh-sentiment": "classifier", "dates-zh": "translator", "tutorial-en-zh": "translator",
+        "zh-lm": "lm"}
+    assert models["zh-sentiment"]["languages"] == ["zh"] and models["zh-lm"]["languages"] == ["zh"]
     assert "/" not in r.text  # the browser never sees (nor sends) a file path
 
 
@@ -52,9 +53,12 @@ def test_a_folder_named_at_start_is_offered_by_its_folder_name(tmp_path: Path) -
     from attnlab.serve import ModelEntry
 
     folder = al.locate("zh-sentiment").path.parent
-    entries = catalogue([folder, folder, BUNDLED], bundled=False)
+    lm_folder = al.locate("zh-lm").path
+    entries = catalogue([folder, folder, BUNDLED, lm_folder], bundled=False)
     assert [(e.name, e.kind) for e in entries] == [
-        (folder.name, "classifier"), (f"{folder.name}-2", "classifier"), ("minilm", "huggingface")]
+        (folder.name, "classifier"), (f"{folder.name}-2", "classifier"), ("minilm", "huggingface"),
+        (lm_folder.name, "lm")]
+    assert Lab(entries).models()[-1] == {"name": lm_folder.name, "kind": "lm", "languages": []}
     assert all(isinstance(e, ModelEntry) for e in entries)
     with pytest.raises(al.errors.ModelLoadError):
         catalogue([tmp_path])  # an empty folder is not a model
@@ -134,6 +138,35 @@ def test_the_translator_gives_its_translation_confidence_and_alignment(client: T
     assert "cross" in kinds
 
 
+def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_does(client: TestClient,
+                                                                                   tmp_path: Path) -> None:
+    from attnlab.serve._lab import CONTINUATION
+
+    text = "中国"
+    body = run(client, model="zh-lm", text=text).json()
+    lm = al.training.load_language_model("zh-lm")
+    expected = lm.generate(text, max_tokens=CONTINUATION, top_k=1)  # greedy: the likeliest character each time
+    continuation = "".join(lm.characters()[i] for i in expected.ids)
+    assert body["kind"] == "lm" and body["tokens"] == list(text)
+    out = body["output"]
+    assert out["continuation"] == continuation and len(continuation) == CONTINUATION
+    # the model's own mean log-probability of the continuation (greedy's truncated distribution gives 0 each time)
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([[*expected.prompt_ids, *expected.ids[:-1]]]))[0, len(text) - 1:]
+    own = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(expected.ids)[:, None]).mean()
+    assert out["log_probability"] == pytest.approx(float(own), abs=1e-5) and out["log_probability"] < 0
+    # the viewer draws the causal attention of the text and its continuation (the last character is never read)
+    assert body["labels"]["kind"] == "causal" and len(body["labels"]["labels"]) == lm.model.config.n_layers
+    records = body["viewer"]["records"]
+    assert {r["kind"] for r in records} == {"causal"}
+    assert records[0]["key_tokens"] == [*text, *continuation[:-1]] and body["server_ms"] > 0
+    r = client.post("/api/download", json={"model": "zh-lm", "text": text, "what": "trace"})
+    assert r.status_code == 200, r.text
+    path = tmp_path / "trace.attn"
+    path.write_bytes(r.content)
+    assert al.AttentionTrace.load(path).tokens == records[0]["key_tokens"]  # the steps, as attnlab generate saves
+
+
 def test_a_doubtful_translation_says_why_once(client: TestClient) -> None:
     body = run(client, model="tutorial-en-zh", text="Quantum chromodynamics binds quarks.").json()
     assert body["output"]["doubts"], body
@@ -169,6 +202,9 @@ BAD = [
     ({"model": "minilm", "text": "a", "bogus": 1}, 422, "unknown field(s) 'bogus'"),
     ({"model": "zh-sentiment", "text": "好" * 600}, 413, "at most"),
     ({"model": "dates-zh", "text": "1" * 200}, 413, "at most"),
+    ({"model": "zh-lm", "text": ""}, 422, '"text" is empty'),
+    ({"model": "zh-lm", "text": "中" * 45}, 413, "zh-lm continues at most 44 (its context of 64 less the 20"),
+    ({"model": "zh-lm", "text": "hello"}, 422, "every character of the prompt 'hello' is unknown to zh-lm"),
 ]
 
 

@@ -1,5 +1,6 @@
 """The lab's models and what one run returns: the same library calls as the CLI (``trace_text`` for an encoder,
-a trained classifier's calibrated ``predict``, a translator's ``trace_translation``), the head labels and metrics of
+a trained classifier's calibrated ``predict``, a translator's ``trace_translation``, a language model's
+``trace_generation`` as ``attnlab generate`` calls it, greedy), the head labels and metrics of
 :mod:`attnlab.analysis`, and the viewer's payload (:func:`attnlab.viz.html.payload`).
 
 Models are named, never given as paths by a client: the catalogue holds the bundled models and the folders named when
@@ -23,14 +24,16 @@ from ..errors import InputError, ModelLoadError
 __all__ = ["KIND_NAMES", "Lab", "ModelEntry", "UnknownModelError"]
 
 # how the API names each kind of model (locate's "huggingface" is an encoder such as MiniLM)
-KIND_NAMES = {"huggingface": "encoder", "classifier": "classifier", "translator": "translator"}
+KIND_NAMES = {"huggingface": "encoder", "classifier": "classifier", "translator": "translator", "lm": "lm"}
 # the bundled models the lab offers (dates-zh/luong is a study variant, left to the CLI) and their languages
 BUNDLED_LANGUAGES: dict[str, list[str]] = {
     MINILM: ["en"],
     "zh-sentiment": ["zh"],
     "dates-zh": ["en", "fr", "de", "es", "zh"],
     "tutorial-en-zh": ["en", "zh"],
+    "zh-lm": ["zh"],
 }
+CONTINUATION = 20  # characters a language model writes after the text (greedy: the likeliest each time)
 ROUND = 5  # decimals of the numbers a run returns (weights in the viewer payload have their own 8-bit codes)
 
 
@@ -43,7 +46,7 @@ class ModelEntry:
     """One model of the catalogue: the ``name`` clients use, its kind, languages, and what to load (never sent)."""
 
     name: str
-    kind: str  # locate's kind: "huggingface", "classifier" or "translator"
+    kind: str  # locate's kind: "huggingface", "classifier", "translator" or "lm"
     languages: tuple[str, ...]
     source: str  # the bundled name or the folder, as given on the command line
 
@@ -52,9 +55,9 @@ class ModelEntry:
 
 
 def catalogue(folders: Sequence[str | os.PathLike[str]] = (), *, bundled: bool = True) -> list[ModelEntry]:
-    """The bundled models present in this installation, then each folder (a Hugging Face model, a classifier or a
-    translator run), named by its folder name (``-2``, ``-3`` ... when two share one).  A folder that is not a model
-    raises :class:`attnlab.errors.ModelLoadError` naming it."""
+    """The bundled models present in this installation, then each folder (a Hugging Face model, or a classifier,
+    translator or language model run), named by its folder name (``-2``, ``-3`` ... when two share one).  A folder
+    that is not a model raises :class:`attnlab.errors.ModelLoadError` naming it."""
     entries = []
     if bundled:
         for name, languages in BUNDLED_LANGUAGES.items():
@@ -179,6 +182,10 @@ def _load(entry: ModelEntry) -> Any:
         from ..training import load_trained
 
         return load_trained(entry.source)
+    if entry.kind == "lm":
+        from ..training import load_language_model
+
+        return load_language_model(entry.source)
     from ..training import load_translator
 
     return load_translator(entry.source)
@@ -234,7 +241,39 @@ def _run_translator(translator: Any, entry: ModelEntry, text: str) -> _Run:
     return _Run(trace, list(translation.source_tokens), output)
 
 
-_RUNS = {"huggingface": _run_encoder, "classifier": _run_classifier, "translator": _run_translator}
+def _run_lm(lm: Any, entry: ModelEntry, text: str) -> _Run:
+    """The greedy continuation of ``text`` (:data:`CONTINUATION` characters, ``attnlab generate --top-k 1``) with
+    the attention of the text and its continuation; a text that would push the window past the model's context is
+    refused, not cut."""
+    from ..capturing import trace_generation
+    from ..errors import TooLongError
+
+    limit = lm.context - CONTINUATION
+    if len(text) > limit:
+        raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} (its "
+                           f"context of {lm.context} less the {CONTINUATION} it writes); shorten the text",
+                           len(text), limit)
+    generated, trace = trace_generation(lm, text, max_tokens=CONTINUATION, top_k=1)
+    trace.meta["model"] = entry.name
+    chars = lm.characters()
+    output = {"continuation": "".join(chars[i] for i in generated.ids),
+              "log_probability": round(_mean_log_probability(lm.model, generated.prompt_ids, generated.ids), ROUND)}
+    return _Run(trace, [chars[i] for i in generated.prompt_ids], output)
+
+
+def _mean_log_probability(model: Any, prompt: list[int], ids: list[int]) -> float:
+    """The mean log-probability per character of ``ids`` after ``prompt`` under the model's own distribution
+    (greedy sampling's own log-probabilities are 0: top-1 keeps one character), in one pass without the cache."""
+    import torch
+
+    seq = torch.tensor([[*prompt, *ids[:-1]]])  # (1, P + N - 1): the last character is never read
+    with torch.no_grad():
+        logits = model(seq)[0, len(prompt) - 1:].float()  # (N, V): row j predicts ids[j]
+    log_p = torch.log_softmax(logits, -1)
+    return float(log_p[torch.arange(len(ids)), torch.tensor(ids)].mean())
+
+
+_RUNS = {"huggingface": _run_encoder, "classifier": _run_classifier, "translator": _run_translator, "lm": _run_lm}
 
 
 def _main_tokens(trace: Any) -> list[str]:

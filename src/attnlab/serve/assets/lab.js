@@ -1,12 +1,12 @@
-// attnlab serve's page: pick a model, type, see the task output and the viewer redraw; compare two texts; step
-// through a translator's decoding; download. Joined after the viewer's files (viz/html.py viewer_script), so it calls
+// attnlab serve's page: pick a model, type, see the task output (a language model's continuation too) and the viewer
+// redraw; compare two texts; step through a translator's decoding; download. Joined after the viewer's files (viz/html.py viewer_script), so it calls
 // their functions (showBundle, byId, flat) and keeps its own names inside one more function. Every text from the server or the user is shown with
 // textContent, never as HTML.
 
 /**
  * @typedef {Object} LabModel  one entry of GET /api/models
  * @property {string} name
- * @property {string} kind  "encoder", "classifier" or "translator"
+ * @property {string} kind  "encoder", "classifier", "translator" or "lm"
  * @property {string[]} languages
  */
 /**
@@ -20,6 +20,8 @@
  * @property {string[]} [source_tokens]
  * @property {string[]} [target_tokens]
  * @property {number[][]} [alignment]  (T, S)
+ * @property {string} [continuation]  a language model's greedy continuation of the text
+ * @property {number} [log_probability]  its mean log-probability per character
  */
 /**
  * @typedef {Object} LabSide  what a run says of one text
@@ -151,8 +153,8 @@
     timer = window.setTimeout(run, DEBOUNCE_MS);
   }
 
-  /** @param {LabOutput | null} out @param {string} who */
-  function outputLine(out, who) {
+  /** @param {LabOutput | null} out @param {string} who @param {string} text  the text the model ran on */
+  function outputLine(out, who, text) {
     const line = node("p", { class: "lab-output" });
     if (out && out.label !== undefined && out.probability !== undefined) {
       line.append(node("strong", {}, `${who}${out.label}`),
@@ -160,6 +162,9 @@
     } else if (out && out.translation !== undefined && out.confidence !== undefined) {
       line.append(node("strong", {}, `${who}${out.translation}`), ` confidence ${out.confidence.toFixed(3)} (mean log-probability per token)`);
       for (const d of out.doubts || []) line.append(node("span", { class: "lab-doubt" }, ` ⚠ ${d}`));
+    } else if (out && out.continuation !== undefined && out.log_probability !== undefined) {
+      line.append(`${who}${text}`, node("strong", { class: "lab-continuation" }, out.continuation),
+        ` (greedy continuation, mean log-probability ${out.log_probability.toFixed(3)} per character)`);
     } else {
       line.append(`${who}tokens and attention (an encoder has no task output)`);
     }
@@ -176,8 +181,8 @@
   function draw(answer) {
     status.className = "";
     status.textContent = `${answer.model}: ${answer.tokens.length} tokens, ${answer.server_ms.toFixed(0)} ms on the server`;
-    output.replaceChildren(outputLine(answer.output, answer.compare ? "A: " : ""));
-    if (answer.compare) output.append(outputLine(answer.compare.output, "B: "));
+    output.replaceChildren(outputLine(answer.output, answer.compare ? "A: " : "", answer.text));
+    if (answer.compare) output.append(outputLine(answer.compare.output, "B: ", answer.compare.text));
     tokens.textContent = answer.tokens.join(" · ");
     warningsList.replaceChildren(...answer.warnings.map((w) => node("li", {}, w)));
     const d = answer.difference;
