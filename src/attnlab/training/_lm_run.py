@@ -100,7 +100,7 @@ class LMTask:
     the mean cross-entropy of the next character, validation is bits per character (the metric is its negative:
     the runtime keeps the highest)."""
 
-    judged = Judged(metric="-bits/char", key="valid_neg_bits_per_char", unit="windows", per_token=True)
+    judged = Judged(metric="bits/char", shown_sign=-1.0, key="valid_neg_bits_per_char", unit="windows", per_token=True)
 
     def __init__(self, splits: TextSplits, vocab: CharVocab, model: CausalLM, config: LMTrainConfig,
                  run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:

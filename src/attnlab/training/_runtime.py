@@ -60,6 +60,7 @@ class Judged:
     per_token: bool = False  # the step's loss and accuracy are per target token (rows also get tokens_per_s)
     ties_by_loss: bool = False  # an equal metric with a lower validation loss also counts as better
     goal: float = 0.0  # stop once the validation metric reaches this; 0 = never
+    shown_sign: float = 1.0  # the log prints the metric times this (-1: a language model's -bits/char as bits/char)
 
 
 @dataclass(frozen=True)
@@ -394,7 +395,7 @@ class Runtime:
             st["stopped"], mark = True, f"  stop: reached {judged.goal:g}"
         elif not better and c.patience and st["bad"] >= c.patience:
             st["stopped"], mark = True, "  early stop"
-        self.say(f"step {st['step']}: valid loss {loss:.4f}, {judged.metric} {metric:.4f} (n={n})"
+        self.say(f"step {st['step']}: valid loss {loss:.4f}, {judged.metric} {judged.shown_sign * metric:.4f} (n={n})"
                  f"{'  best so far' if better else ''}{mark}", bar)
 
     def say(self, line: str, bar: Any) -> None:
