@@ -373,8 +373,9 @@ def test_sequence_parallel_resumes_after_sigkill(tmp_path: Path, child_env: dict
 def test_sequence_parallel_is_refused_in_one_process_and_with_other_kernels(tmp_path: Path,
                                                                              child_env: dict[str, str]) -> None:
     text = write_text(tmp_path / "text.txt")
-    for extra, said in (([], "run it under torchrun with 2 or more"),
-                        (["--kernel=local"], "use --kernel dense or memory_efficient and --dropout 0")):
+    exact = "use --kernel dense or memory_efficient without kernel options and --dropout 0"
+    for extra, said in (([], "run it under torchrun with 2 or more"), (["--kernel=local"], exact),
+                        (["--dropout=0.1"], exact)):
         out = tmp_path / "out"
         done = subprocess.run(cli(*sequence_parallel_args(text, 12), *extra, "--sequence-parallel", "--out",
                                   str(out)), env=child_env, capture_output=True, text=True, timeout=60)

@@ -251,10 +251,11 @@ def check_sequence_parallel(config: LMTrainConfig, model: LMConfig, w: World) ->
     """``--sequence-parallel`` needs ranks to shard over, and a model whose attention ring attention computes."""
     if not config.sequence_parallel:
         return
-    if model.kernel not in EXACT_KERNELS or model.dropout:
+    if model.kernel not in EXACT_KERNELS or model.kernel_options or model.dropout:
         raise ConfigError(f"--sequence-parallel trains with exact ring attention and no attention dropout, but the "
-                          f"model has kernel={model.kernel!r}, dropout={model.dropout}; use --kernel "
-                          f"{' or '.join(EXACT_KERNELS)} and --dropout 0")
+                          f"model has kernel={model.kernel!r}, kernel_options={dict(model.kernel_options)}, "
+                          f"dropout={model.dropout}; use --kernel {' or '.join(EXACT_KERNELS)} without kernel "
+                          f"options and --dropout 0")
     if w.size < 2:
         raise ConfigError(f"--sequence-parallel shards every window over torchrun's ranks, but this is {w.size} "
                           f"process; run it under torchrun with 2 or more (torchrun --nproc_per_node 2 -m attnlab.cli "
