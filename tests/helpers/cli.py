@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -26,15 +28,31 @@ def one_error_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
     return err
 
 
+def descendants(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children, their children, and so on (Linux /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        for c in children:
+            found += [c, *descendants(c)]
+    return found
+
+
 def kill_at_checkpoint(command: list[str], env: dict[str, str], out: Path, step: int) -> str:
-    """Run a training ``command`` writing to ``out`` and SIGKILL it as soon as it has a checkpoint of step
-    ``step`` or later; the name of the checkpoint ``latest`` pointed to when it died."""
+    """Run a training ``command`` writing to ``out`` and SIGKILL it (and every process it started: torchrun's
+    ranks) as soon as it has a checkpoint of step ``step`` or later; the name of the checkpoint ``latest`` pointed
+    to when it died."""
     child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     latest = out / "checkpoints" / "latest"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and child.poll() is None:
         if latest.is_file() and int(latest.read_text().strip().split("-")[1]) >= step:
-            os.kill(child.pid, signal.SIGKILL)
+            for pid in [child.pid, *descendants(child.pid)]:  # torchrun's ranks too (each in a session of its own)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             break
         time.sleep(0.002)
     assert child.wait(timeout=60) == -signal.SIGKILL, "the run finished before it could be killed"
@@ -42,12 +60,14 @@ def kill_at_checkpoint(command: list[str], env: dict[str, str], out: Path, step:
     return latest.read_text().strip()
 
 
-def one_and_two_ranks(command: list[str], args: list[str], env: dict[str, str], one: Path, two: Path) -> str:
+def one_and_two_ranks(command: list[str], args: list[str], env: dict[str, str], one: Path, two: Path,
+                      ranks_only: Sequence[str] = ()) -> str:
     """Run ``attnlab ARGS`` once as one process (``command`` + args, into ``one``) and once under torchrun with 2
-    ranks (into ``two``); torchrun's stdout, after checking that it succeeded and that 2 processes ran."""
+    ranks (into ``two``, with ``ranks_only`` added); torchrun's stdout, after checking that it succeeded and that 2
+    processes ran."""
     subprocess.run([*command, *args, "--out", str(one)], env=env, check=True, capture_output=True, timeout=120)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                "-m", "attnlab.cli", *args, "--out", str(two)]
+                "-m", "attnlab.cli", *args, *ranks_only, "--out", str(two)]
     done = subprocess.run(torchrun, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "on 2 process(es)" in done.stdout

@@ -2,7 +2,8 @@
 in-context learning score in each validation row, the figures), two runs of `make train-lm` write the same bytes,
 bad text is refused with one line; `attnlab generate` streams, is seeded, matches an uncached greedy decode and
 writes its trace; the head detector equals TransformerLens' on the same attention patterns; `attnlab analyze`
-reads a language model."""
+reads a language model; `--sequence-parallel` under torchrun gives the losses of one process, resumes after SIGKILL
+and is refused in one process."""
 
 from __future__ import annotations
 
@@ -317,3 +318,68 @@ def test_two_torchrun_ranks_match_one_process(tmp_path: Path, child_env: dict[st
     assert worst <= 1e-5
     assert final_one["test_characters"] == final_two["test_characters"]
     assert final_one["ngram_valid_bits_per_char"] == final_two["ngram_valid_bits_per_char"]
+
+
+def sequence_parallel_args(text: Path, context: int) -> list[str]:
+    """The tiny run without dropout (kernel "ring" has none), at ``context``."""
+    args = [a for a in tiny_args(text) if not a.startswith(("--dropout", "--context"))]
+    return [*args, f"--context={context}"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("context", [12, 11])  # 4 zigzag chunks of 3; 11 pads to 12 (the last chunk part padding)
+def test_sequence_parallel_ranks_match_one_process(tmp_path: Path, child_env: dict[str, str], context: int) -> None:
+    from helpers.cli import one_and_two_ranks
+
+    args = sequence_parallel_args(write_text(tmp_path / "text.txt"), context)
+    one, two = tmp_path / "one", tmp_path / "two"
+    stdout = one_and_two_ranks(cli(), args, child_env, one, two, ranks_only=["--sequence-parallel"])
+    assert "sequence-parallel: 1/2 of every window each" in stdout
+    (rows_one, final_one), (rows_two, final_two) = without_timings(one), without_timings(two)
+    assert [r["split"] for r in rows_one] == [r["split"] for r in rows_two]
+    losses = [(float(a["loss"]), float(b["loss"])) for a, b in zip(rows_one, rows_two, strict=True)]  # type: ignore[arg-type]
+    worst = max(abs(a - b) for a, b in losses)
+    print(f"context {context}: largest loss difference over {len(losses)} rows, 2 sequence-parallel ranks vs 1 "
+          f"process: {worst:.3g}")
+    assert worst <= 1e-5
+    assert final_one["test_characters"] == final_two["test_characters"]
+    # the saved model is a normal one: the model's own kernel, weights those of one process
+    model_one, model_two = load_language_model(one).model, load_language_model(two).model
+    assert model_two.config == model_one.config and model_two.config.kernel == "dense"
+    weights = max(float((a - b).abs().max()) for a, b in zip(model_one.state_dict().values(),
+                                                              model_two.state_dict().values(), strict=True))
+    print(f"largest weight difference: {weights:.3g}")
+    assert weights <= 1e-5
+
+
+@pytest.mark.slow
+def test_sequence_parallel_resumes_after_sigkill(tmp_path: Path, child_env: dict[str, str]) -> None:
+    from helpers.cli import kill_at_checkpoint
+
+    args = [*sequence_parallel_args(write_text(tmp_path / "text.txt"), 12), "--sequence-parallel"]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                "-m", "attnlab.cli"]
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    subprocess.run([*torchrun, *args, "--out", str(whole)], env=child_env, check=True, capture_output=True,
+                   timeout=180)
+    killed_at = kill_at_checkpoint([*torchrun, *args, "--out", str(broken)], child_env, broken, 3)
+    done = subprocess.run([*torchrun, "train", "lm", "--out", str(broken), "--resume", "--no-progress"],
+                          env=child_env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"resumed from {killed_at}" in done.stdout, done.stdout
+    assert without_timings(broken) == without_timings(whole)
+    assert (broken / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+
+
+def test_sequence_parallel_is_refused_in_one_process_and_with_other_kernels(tmp_path: Path,
+                                                                             child_env: dict[str, str]) -> None:
+    text = write_text(tmp_path / "text.txt")
+    exact = "use --kernel dense or memory_efficient without kernel options and --dropout 0"
+    for extra, said in (([], "run it under torchrun with 2 or more"), (["--kernel=local"], exact),
+                        (["--dropout=0.1"], exact)):
+        out = tmp_path / "out"
+        done = subprocess.run(cli(*sequence_parallel_args(text, 12), *extra, "--sequence-parallel", "--out",
+                                  str(out)), env=child_env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert not out.exists()

@@ -333,6 +333,7 @@ examples:
   attnlab train lm --data peoples-daily --context 64 --max-steps 300 --out quick
   attnlab train lm --data book.txt --out book-lm                       # any UTF-8 text file
   attnlab train lm --out zh-lm-run --resume                            # after a crash or Ctrl-C: the saved options
+  torchrun --nproc_per_node 2 -m attnlab.cli train lm --sequence-parallel --out sp   # 1/2 of every window a rank
 """
 
 LM_MODEL_OPTIONS: dict[str, tuple[type, str]] = {
@@ -375,6 +376,9 @@ def _add_lm(tasks: Any) -> None:
                    "(configs/zh-lm.json is one); options given on the command line win")
     _add_options(t, {**LM_MODEL_OPTIONS, **LM_TRAIN_OPTIONS})
     t.add_argument("--fused", action="store_true", default=None, help="fused AdamW")
+    t.add_argument("--sequence-parallel", action="store_true", default=None,
+                   help="under torchrun: each rank holds 1/world of every window, ring attention over them "
+                   "(every rank takes the whole batch; --kernel dense or memory_efficient, --dropout 0)")
     _add_run_options(t)
     t.set_defaults(run=run_lm)
 
@@ -385,9 +389,10 @@ def run_lm(args: argparse.Namespace) -> int:
     file = _options_file(args, LM_CONFIG_KEYS, ", ".join(sorted(LM_CONFIG_KEYS)))
     model = _section(file, "model", args, LM_MODEL_OPTIONS)
     train = _section(file, "train", args, LM_TRAIN_OPTIONS)
-    if args.fused:
-        train["fused"] = True
-    config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, "fused"]))
+    for flag in ("fused", "sequence_parallel"):
+        if getattr(args, flag):
+            train[flag] = True
+    config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, "fused", "sequence_parallel"]))
     train_lm(args.data or file.get("data", "peoples-daily"), args.out, model=model, config=config,
              resume=args.resume, device=args.device, progress=not args.no_progress)
     if int(os.environ.get("RANK", "0")) == 0:

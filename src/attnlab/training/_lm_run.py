@@ -10,6 +10,11 @@ and runs it on the shared :class:`~._runtime.Runtime`.
 Exact resume: the windows of step ``i`` of epoch ``e`` are drawn from a generator seeded with ``(seed, e, i)``, so
 the position in the data is ``(epoch, batch)`` alone; the rest is as for the other tasks.
 
+Sequence parallelism (``sequence_parallel=True``, under torchrun): every rank takes the whole batch and holds
+``1 / world`` of every window (the zigzag layout of :mod:`attnlab.parallel`); the attention layers run with kernel
+``"ring"`` for the training step only (validation, the probes and the saved model keep the model's own kernel), the
+loss is the all-ranks token mean and the runtime sums the gradients.
+
 Letters: B windows, L context, V vocabulary.
 """
 
@@ -19,7 +24,8 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,8 +39,10 @@ from .. import _validate as check
 from ..data import PEOPLES_DAILY, CharVocab, TextSplits, lm_documents, split_documents
 from ..errors import ConfigError, InputError
 from ..functional.detectors import detector_scores, repeated_tokens
+from ..layers import MultiHeadAttention
 from ..models.kneser_ney import KneserNey, bits_per_token
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
+from ..parallel import sequence_parallel, token_mean
 from ._config import RunConfig
 from ._curves import plot_head_scores, plot_lm_curve
 from ._distributed import World, world
@@ -55,6 +63,7 @@ RUN = "run.json"
 LM_CURVE = "lm_curve.png"
 HEADS_FIGURE = "heads.png"
 LOG2E = 1 / math.log(2)  # bits per nat
+EXACT_KERNELS = ("dense", "memory_efficient")  # the kernels whose attention kernel "ring" computes, sharded
 
 
 @dataclass(frozen=True)
@@ -73,9 +82,11 @@ class LMTrainConfig(RunConfig):
     ngram_order: int = 5  # the Kneser-Ney baselines have orders 2 .. ngram_order (the best on valid is reported)
     probe_length: int = 0  # the repeated random sequences of the head probe: this many tokens twice; 0 = context // 2
     probe_batch: int = 8  # how many such sequences
+    sequence_parallel: bool = False  # under torchrun: each rank holds 1/world of every window (ring attention)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check.boolean("sequence_parallel", self.sequence_parallel, "True = shard every window over the ranks")
         check.positive_int("ngram_order", self.ngram_order)
         check.non_negative_int("probe_length", self.probe_length)
         check.positive_int("probe_batch", self.probe_batch)
@@ -126,10 +137,25 @@ class LMTask:
 
     def loss(self, net: nn.Module, items: list[int]) -> StepLoss:
         x, y = self.windows("train", items, self.context)  # (B, L), (B, L)
+        if self.config.sequence_parallel:
+            return self.sharded_loss(net, x, y)
         logits = net(x)  # (B, L, V)
         loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
         correct = float((logits.detach().argmax(-1) == y).sum())
         return StepLoss(loss, float(loss.detach()) * y.numel(), correct, float(y.numel()))
+
+    def sharded_loss(self, net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> StepLoss:
+        """This rank's part of the step on the whole batch ``x``, ``y`` ``(B, L)``: its zigzag shard of every window
+        (``n = L / world`` positions, padded), ring attention over the whole window; the objective is its summed loss
+        over every rank's token count, so the runtime sums the gradients."""
+        with ring_attention(net), sequence_parallel(self.context, layout="zigzag") as sp:
+            xs, ys = sp.shard(x), sp.shard(y, fill=-100)  # (B, n) each; padding is no target
+            logits = net(xs)  # (B, n, V)
+        loss_sum = F.cross_entropy(logits.flatten(0, 1).float(), ys.flatten(), ignore_index=-100, reduction="sum")
+        count = int((ys != -100).sum())
+        objective, _ = token_mean(loss_sum, count)
+        correct = float((logits.detach().argmax(-1) == ys).sum())
+        return StepLoss(objective, float(loss_sum.detach()), correct, float(count))
 
     @torch.no_grad()
     def score(self, split: str) -> tuple[float, float, int, list[float]]:
@@ -207,6 +233,35 @@ class LMTask:
                       f"{ngram['valid_bits_per_char'][str(best_order)]:.3f}); test {final['test_bits_per_char']:.3f}")
 
 
+@contextmanager
+def ring_attention(model: nn.Module) -> Iterator[None]:
+    """Every attention layer of ``model`` with kernel ``"ring"`` inside, its own kernel back afterwards."""
+    layers = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    own = [m.kernel for m in layers]
+    for m in layers:
+        m.kernel = "ring"
+    try:
+        yield
+    finally:
+        for m, kernel in zip(layers, own, strict=True):
+            m.kernel = kernel
+
+
+def check_sequence_parallel(config: LMTrainConfig, model: LMConfig, w: World) -> None:
+    """``--sequence-parallel`` needs ranks to shard over, and a model whose attention ring attention computes."""
+    if not config.sequence_parallel:
+        return
+    if model.kernel not in EXACT_KERNELS or model.kernel_options or model.dropout:
+        raise ConfigError(f"--sequence-parallel trains with exact ring attention and no attention dropout, but the "
+                          f"model has kernel={model.kernel!r}, kernel_options={dict(model.kernel_options)}, "
+                          f"dropout={model.dropout}; use --kernel {' or '.join(EXACT_KERNELS)} without kernel "
+                          f"options and --dropout 0")
+    if w.size < 2:
+        raise ConfigError(f"--sequence-parallel shards every window over torchrun's ranks, but this is {w.size} "
+                          f"process; run it under torchrun with 2 or more (torchrun --nproc_per_node 2 -m attnlab.cli "
+                          f"train lm ...), or leave --sequence-parallel out")
+
+
 def lm_figures(out: Path, title: str) -> None:
     """The learning curve against the n-gram line, and the head scores across training, from the run's files."""
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -249,14 +304,16 @@ def train_lm(
     options = dict(model or {})
     if "vocab_size" in options:
         raise ConfigError("the model option vocab_size is fixed by the data; leave it out")
-    LMConfig(vocab_size=2, **options)  # the model's own checks, before anything is written
+    shape = LMConfig(vocab_size=2, **options)  # the model's own checks, before anything is written
     out = Path(out)
     source = str(data) if str(data) == PEOPLES_DAILY else str(Path(data).resolve())
     run: dict[str, Any] = json.loads(json.dumps({"data": source, "model": options, "train": config.to_dict()}))
     checkpoint = prepare_out(out, resume, run)
     w = world(device)
     try:
-        check_global_batch(config, w)
+        check_sequence_parallel(config, shape, w)
+        if not config.sequence_parallel:  # sequence-parallel ranks all take the whole batch
+            check_global_batch(config, w)
         splits = split_documents(lm_documents(data))
         for name, documents in zip(("train", "valid", "test"), splits.documents, strict=True):
             if not documents:
@@ -285,12 +342,14 @@ def train_lm(
         seed_everything(config.seed)
         net = CausalLM(lm_config).to(w.device)
         task = LMTask(splits, vocab, net, config, run, w, say)
-        runtime = Runtime(task, config, {k: v for k, v in run.items() if k != "ngram"}, out, w, say, progress)
+        runtime = Runtime(task, config, {k: v for k, v in run.items() if k != "ngram"}, out, w, say, progress,
+                          sum_gradients=config.sequence_parallel)
         if checkpoint is not None:
             runtime.restore(checkpoint)
+        sharded = f" (sequence-parallel: 1/{w.size} of every window each)" if config.sequence_parallel else ""
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, vocabulary {len(vocab)} characters "
             f"(seen {config.min_frequency}+ times in train; the rest [UNK]), context {lm_config.context}; "
-            f"{runtime.total} steps of {config.batch_size} windows on {w.size} process(es), {w.device}, "
+            f"{runtime.total} steps of {config.batch_size} windows on {w.size} process(es){sharded}, {w.device}, "
             f"{torch.get_num_threads()} thread(s)")
         final = runtime.loop()
         if w.main:

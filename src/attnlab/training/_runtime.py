@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, InputError
+from ..parallel import all_reduce_gradients
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import RunConfig, differing_keys
 from ._curves import plot_curves
@@ -67,7 +68,7 @@ class Judged:
 class StepLoss:
     """One rank's forward pass over its share of a batch."""
 
-    objective: torch.Tensor  # what to differentiate; the runtime averages the ranks' gradients
+    objective: torch.Tensor  # what to differentiate; the runtime averages the ranks' gradients (sums: sum_gradients)
     loss: float  # the summed loss over this rank's share (the runtime sums the ranks)
     correct: float  # items (or target tokens) predicted right
     count: float  # items (or target tokens) in this rank's share
@@ -240,8 +241,11 @@ class Runtime:
     checkpoint or not, then :meth:`loop`."""
 
     def __init__(self, task: Task, config: RunConfig, run: dict[str, Any], out: Path, w: World,
-                 log: Callable[[str], None], progress: bool) -> None:
+                 log: Callable[[str], None], progress: bool, *, sum_gradients: bool = False) -> None:
         self.task, self.config, self.run, self.out, self.w = task, config, run, out, w
+        # False: data parallel, each rank a share of the batch, gradients averaged; True: sequence parallel, every
+        # rank the whole batch and its part of each sequence, its objective already over all ranks' tokens: summed
+        self.sum_gradients = sum_gradients
         self.log, self.progress = log, progress  # log: rank 0's lines, to stdout and train.log
         self.model = task.model
         self.steps_per_epoch, self.total, self.warmup = schedule(config, task.n_train)
@@ -288,13 +292,16 @@ class Runtime:
     def train_step(self, batch: list[int]) -> tuple[float, float, float]:
         """One optimizer step on ``batch``: ``(global mean loss, global accuracy, global count)``."""
         w = self.w
-        items = batch[w.rank:: w.size]  # this rank's share
+        items = batch if self.sum_gradients else batch[w.rank:: w.size]  # this rank's share
         for group in self.optimizer.param_groups:  # the scheduled rate of the coming step
             group["lr"] = lr_at(self.state["step"] + 1, self.total, self.warmup, self.config.lr)
         with memory_guard(len(items), self.task.judged.unit, self.config):
             step = self.task.loss(self.model, items)
             step.objective.backward()
-        self.w.average_gradients(self.model.parameters())
+        if self.sum_gradients:
+            all_reduce_gradients(self.model.parameters())
+        else:
+            self.w.average_gradients(self.model.parameters())
         if self.config.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
         self.optimizer.step()
