@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -281,6 +282,12 @@ class StandInLab(Lab):
         return {"model": model, "text": text}
 
 
+def run_alone(coroutine: Any) -> Any:
+    """``asyncio.run(coroutine)`` in a thread of its own: a browser test's playwright (sync API) keeps an event loop
+    running in this worker's main thread for the rest of the session, where ``asyncio.run`` refuses to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
 def test_over_the_queue_limit_is_503_with_retry_after_and_the_waiting_runs_finish() -> None:
     lab = StandInLab()
     lab.mode = "block"
@@ -296,7 +303,7 @@ def test_over_the_queue_limit_is_503_with_retry_after_and_the_waiting_runs_finis
             lab.gate.set()
             return [over, *await asyncio.gather(*first)]
 
-    over, *done = asyncio.run(scenario())
+    over, *done = run_alone(scenario())
     assert over.status_code == 503 and over.headers["retry-after"] == "1" and "busy" in over.json()["error"]
     assert [r.status_code for r in done] == [200, 200]
 
@@ -330,7 +337,7 @@ def test_a_request_whose_client_left_while_it_waited_is_never_run() -> None:
             await gone
             return (await c.get("/healthz")).json()
 
-    health = asyncio.run(scenario())
+    health = run_alone(scenario())
     assert lab.calls == 1 and health["runs"] == 1 and health["skipped"] == 1 and health["busy"] == 0
 
 
