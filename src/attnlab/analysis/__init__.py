@@ -26,7 +26,7 @@ from .importance import HeadImportance, PruningCurve, head_gates, head_importanc
 from .induction import CAUSAL_PATTERNS, causal_scores, detect_causal_heads, repeated_tokens
 from .labels import HeadLabels, label_heads
 from .metrics import METRICS, HeadSums, band_mass, head_metrics, js_distances, js_sums, mds, per_query_metrics
-from .report import Report, analyze_trace
+from .report import Report, analyze_trace, head_notes
 from .rollout import (
     SOLVERS,
     blank_out_importance,
@@ -73,6 +73,7 @@ __all__ = [
     "head_gates",
     "head_importance",
     "head_metrics",
+    "head_notes",
     "head_sums",
     "js_distances",
     "js_sums",

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import InputError
 from ..trace import AttentionTrace, Kind
 from .labels import HeadLabels, label_heads
-from .metrics import TOKEN_METRICS, HeadSums, js_distances, mds, per_query_metrics
+from .metrics import TOKEN_METRICS, head_metrics, js_distances, mds
 from .rollout import flow, flow_error_bound, rollout
 from .syntax import Sentence, dependency_counts, relation_scores, word_pieces
 
@@ -102,6 +102,16 @@ def _nested(a: np.ndarray) -> Any:
     return [_nested(x) for x in a] if np.ndim(a) > 0 else (float(a) if math.isfinite(float(a)) else None)
 
 
+def head_notes(trace: AttentionTrace, kind: Kind | None = None) -> dict[str, Any]:
+    """``trace.meta["heads"]`` as the viewer reads it, from the per-head metrics and labels alone: what
+    :func:`analyze_trace` gives without its costlier parts (head distances, rollout, flow, syntax)."""
+    kind = kind or trace.main_kind
+    metrics = head_metrics(trace.stack(kind).double().numpy(), trace.select(kind=kind)[0].key_tokens,
+                           causal=kind == "causal")
+    return {"kind": kind, "labels": label_heads(metrics).primary,
+            "metrics": {name: _nested(v) for name, v in metrics.items()}}
+
+
 def analyze_trace(
     trace: AttentionTrace,
     *,
@@ -119,17 +129,15 @@ def analyze_trace(
     if not trace.records:
         raise InputError("the trace is empty: nothing was captured, so there is nothing to analyse")
     kind = kind or trace.main_kind
-    w = trace.stack(kind).double().numpy()  # (L, H, Q, K)
-    rec = trace.select(kind=kind)[0]
-    tokens = rec.key_tokens
+    tokens = trace.select(kind=kind)[0].key_tokens
     if tokens is None:
         raise InputError(
             f"the trace's {kind} attention has no tokens, and the {', '.join(TOKEN_METRICS)} metrics need them; "
             f"capture with attnlab.trace_text (or attnlab analyze TEXT), or attach them with "
             f"attnlab.capturing.attach_tokens(trace, tokens)"
         )
-    causal = kind == "causal"
-    metrics = HeadSums().add(per_query_metrics(w, tokens, causal=causal)).means()
+    w = trace.stack(kind).double().numpy()  # (L, H, Q, K)
+    metrics = head_metrics(w, tokens, causal=kind == "causal")
     deps, syntax = None, None
     if sentences is not None:
         pieces = word_pieces(sentences, tokens)

@@ -122,6 +122,8 @@ class Lab:
 
     def _runs(self, model: str, text: str, compare: str | None) -> tuple[ModelEntry, list[_Run], list[str]]:
         """The run of ``text`` (and of ``compare``), each trace with its head notes, and the warnings they gave."""
+        from ..analysis import head_notes
+
         entry = self.entry(model)
         loaded = self.loaded(entry)
         with warnings.catch_warnings(record=True) as caught:
@@ -278,21 +280,6 @@ _RUNS = {"huggingface": _run_encoder, "classifier": _run_classifier, "translator
 
 def _main_tokens(trace: Any) -> list[str]:
     return list(trace.select(kind=trace.main_kind)[0].key_tokens or [])
-
-
-def head_notes(trace: Any) -> dict[str, Any]:
-    """What the viewer shows of each head of the main attention: the labels and per-head metrics that
-    ``attnlab analyze`` computes (without its costlier parts: head distances, rollout and flow)."""
-    from ..analysis import HeadSums, label_heads, per_query_metrics
-
-    kind = trace.main_kind
-    w = trace.stack(kind).double().numpy()  # (L, H, Q, K)
-    tokens = trace.select(kind=kind)[0].key_tokens
-    metrics = HeadSums().add(per_query_metrics(w, tokens, causal=kind == "causal")).means()
-    labels = label_heads(metrics)
-    return {"kind": kind, "labels": labels.primary,
-            "metrics": {name: [[round(float(x), ROUND) for x in row] for row in v.tolist()]
-                        for name, v in metrics.items()}}
 
 
 def difference(a: Any, b: Any) -> dict[str, Any]:
