@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from pathlib import Path
@@ -43,11 +44,18 @@ def attach_classifier_tokens(trace: AttentionTrace, tokenizer: Any, ids: list[in
     return trace
 
 
+@functools.lru_cache(maxsize=4)
+def _classifier(path: str, stamp: tuple[int, int]) -> tuple[Any, Any, list[str]]:
+    """``(model, tokenizer, labels)`` of the classifier file ``path``, read once per version of the file (``stamp``:
+    its modification time and size), so that a loop of :func:`trace_classifier` calls reads it once."""
+    model, meta = load_classifier(Path(path))
+    return model, tokenizer_from_json(meta["tokenizer"]), json.loads(meta.get("labels", "[]"))
+
+
 def trace_classifier(text: str, path: Path, *, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
     """Run the classifier on ``text`` under :func:`capture`; tokens attached, the prediction in ``meta``."""
-    model, meta = load_classifier(path)
-    tokenizer = tokenizer_from_json(meta["tokenizer"])
-    labels = json.loads(meta.get("labels", "[]"))
+    stat = Path(path).stat()
+    model, tokenizer, labels = _classifier(str(path), (stat.st_mtime_ns, stat.st_size))
     limit = model.config.max_length if max_length is None else min(max_length, model.config.max_length)
     ids = encode(tokenizer, [text], 10**9).ids[0]
     if len(ids) > limit:
