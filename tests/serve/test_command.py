@@ -132,3 +132,11 @@ def test_the_listening_socket_sends_at_once() -> None:
         client.close()
     finally:
         sock.close()
+
+
+def test_a_host_name_that_does_not_resolve_is_named_as_such() -> None:
+    from attnlab.errors import InputError
+    from attnlab.serve import bind
+
+    with pytest.raises(InputError, match="is not an address of this machine"):  # was 'cannot listen on ...'
+        bind("no-such-host.invalid", 0)

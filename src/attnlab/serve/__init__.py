@@ -18,13 +18,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ._lab import KIND_NAMES, Lab, ModelEntry, UnknownModelError, catalogue, difference, head_notes
+from ._lab import KIND_NAMES, Lab, ModelEntry, UnknownModelError, catalogue, difference
 
 if TYPE_CHECKING:
     from ._app import Limits, create_app
 
 __all__ = ["KIND_NAMES", "Lab", "Limits", "ModelEntry", "UnknownModelError", "bind", "catalogue", "create_app",
-           "difference", "head_notes", "is_loopback", "serve"]
+           "difference", "is_loopback", "serve"]
 
 
 def __getattr__(name: str) -> Any:  # the app needs FastAPI; the rest of the package does not
@@ -62,15 +62,15 @@ def bind(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host.strip("[]"), port))
         sock.listen(128)
+    except (socket.gaierror, UnicodeError) as exc:  # before OSError: gaierror is one
+        sock.close()
+        raise InputError(f"--host {host!r} is not an address of this machine ({exc}); e.g. --host 127.0.0.1") from None
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise InputError(f"port {port} on {host} is in use by another program; choose another with --port "
                              f"(or --port 0 for any free one)") from None
         raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; check --host and --port") from None
-    except (socket.gaierror, UnicodeError) as exc:
-        sock.close()
-        raise InputError(f"--host {host!r} is not an address of this machine ({exc}); e.g. --host 127.0.0.1") from None
     sock.set_inheritable(True)
     return sock
 
