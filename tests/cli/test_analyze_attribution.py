@@ -35,3 +35,7 @@ def test_attribution_on_minilm_and_not_from_a_trace(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "--attribution runs the model again" in err
     assert not (tmp_path / "o2").exists()
+    assert main(["analyze", "中国", "--model", "zh-lm", "--attribution", "--out", str(tmp_path / "o3")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "not a language model" in err  # refused before the analysis runs
+    assert not (tmp_path / "o3").exists()

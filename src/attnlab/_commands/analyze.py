@@ -289,6 +289,9 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--parse spacy parses TEXT; give the TEXT to parse")
     if args.attribution and args.trace is not None:
         raise InputError("--attribution runs the model again; it cannot come from a saved --trace, give TEXT instead")
+    if args.attribution and _is_lm(args):  # refused before anything runs, not after the analysis
+        raise InputError("--attribution reads BERT-family encoders and attnlab classifiers, not a language model; "
+                         "leave it out for --model " + str(args.model))
     if args.trace is None:  # a model analyze does not read (a translator) is refused before anything runs
         locate(args.model or "minilm", "huggingface", "classifier", "lm")
 
