@@ -152,9 +152,11 @@ def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_do
     out = body["output"]
     assert out["continuation"] == continuation and len(continuation) == CONTINUATION
     # the model's own mean log-probability of the continuation (greedy's truncated distribution gives 0 each time)
+    # written differently from the lab (one pass over the whole sequence): one forward per generated character
     with torch.no_grad():
-        logits = lm.model(torch.tensor([[*expected.prompt_ids, *expected.ids[:-1]]]))[0, len(text) - 1:]
-    own = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(expected.ids)[:, None]).mean()
+        steps = [torch.log_softmax(lm.model(torch.tensor([[*expected.prompt_ids, *expected.ids[:j]]]))[0, -1].float(),
+                                   -1)[expected.ids[j]] for j in range(len(expected.ids))]
+    own = torch.stack(steps).mean()
     assert out["log_probability"] == pytest.approx(float(own), abs=1e-5) and out["log_probability"] < 0
     # the viewer draws the causal attention of the text and its continuation (the last character is never read)
     assert body["labels"]["kind"] == "causal" and len(body["labels"]["labels"]) == lm.model.config.n_layers

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnlab.analysis import CAUSAL_PATTERNS
 from attnlab.data import CharVocab, lm_documents, split_documents
 from attnlab.errors import InputError
 from attnlab.functional.detectors import detection_patterns, detector_scores, repeated_tokens
@@ -209,7 +210,9 @@ def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path, 
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "analysis.json").read_text())
-    assert "causal_scores" in json.dumps(report) or "induction" in json.dumps(report)
+    causal = report["causal"]  # the detectors ran on the LM: every pattern, one score per layer and head
+    assert causal is not None and set(causal) == set(CAUSAL_PATTERNS)
+    assert all(np.shape(v) == np.shape(report["metrics"]["entropy"]) for v in causal.values())
     assert " L  H  label" in done.stdout
 
 
