@@ -61,10 +61,11 @@ class World:
         for t in [*model.parameters(), *model.buffers()]:
             dist.broadcast(t.data, src=0)
 
-    def average_gradients(self, params: Iterable[torch.Tensor]) -> None:
-        """Replace each gradient by its mean over the ranks, in one flat all-reduce.  A parameter with a gradient on
-        some ranks only counts zeros for the others; one with no gradient on any rank keeps ``None``, as it would in
-        one process (so the optimizer skips it there too)."""
+    def average_gradients(self, params: Iterable[torch.Tensor], *, mean: bool = True) -> None:
+        """Replace each gradient by its mean over the ranks (its sum with ``mean=False``: sequence parallelism, where
+        each rank's loss is already divided by every rank's token count), in one flat all-reduce.  A parameter with a
+        gradient on some ranks only counts zeros for the others; one with no gradient on any rank keeps ``None``, as
+        it would in one process (so the optimizer skips it there too)."""
         if not self.distributed:
             return
         import torch.distributed as dist
@@ -76,7 +77,8 @@ class World:
         has = torch.tensor([float(p.grad is not None) for p in params], dtype=grads[0].dtype, device=grads[0].device)
         flat = torch.cat([*(g.reshape(-1) for g in grads), has])  # (sum of numels + P,)
         dist.all_reduce(flat)
-        flat[: flat.numel() - len(params)] /= self.size
+        if mean:
+            flat[: flat.numel() - len(params)] /= self.size
         sums, anyone = flat[: flat.numel() - len(params)], flat[flat.numel() - len(params):]
         for p, g, used in zip(params, sums.split([q.numel() for q in params]), anyone.tolist(), strict=True):
             p.grad = g.view_as(p).clone() if used else None

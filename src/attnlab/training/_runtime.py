@@ -32,7 +32,6 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, InputError
-from ..parallel import all_reduce_gradients
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import RunConfig, differing_keys
 from ._curves import plot_curves
@@ -298,10 +297,7 @@ class Runtime:
         with memory_guard(len(items), self.task.judged.unit, self.config):
             step = self.task.loss(self.model, items)
             step.objective.backward()
-        if self.sum_gradients:
-            all_reduce_gradients(self.model.parameters())
-        else:
-            self.w.average_gradients(self.model.parameters())
+        self.w.average_gradients(self.model.parameters(), mean=not self.sum_gradients)
         if self.config.clip_norm:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
         self.optimizer.step()
