@@ -6,6 +6,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnlab import _validate as check
 from attnlab import masks
@@ -205,3 +207,15 @@ def test_kernel_arguments_refuse_bools_and_non_finite_numbers():
         attention_stats(q, q, top_k=True)
     with pytest.raises(ConfigError, match=r"feature_map must be one of \('elu', 'relu'\)"):
         linear_attention(q, q, q, feature_map="tanh")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=5), st.lists(st.integers(0, 3), max_size=5))
+def test_broadcasts_to_is_torchs_broadcast_rule(shape: list[int], target: list[int]) -> None:
+    """``broadcasts_to(shape, target)`` is ``torch.broadcast_shapes(shape, target) == target`` (without its import
+    of torch's symbolic shapes)."""
+    try:
+        expected = torch.broadcast_shapes(torch.Size(shape), torch.Size(target)) == torch.Size(target)
+    except RuntimeError:
+        expected = False
+    assert check.broadcasts_to(shape, target) == expected

@@ -182,6 +182,14 @@ def boolean_tensor(name: str, t: Tensor, meaning: str, fix: str, error: type[Att
     return t.to(torch.bool)
 
 
+def broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to exactly ``target``: ``torch.broadcast_shapes(shape, target) ==
+    target`` without its cost (its first call imports torch's symbolic shapes and sympy: half a second of a cold
+    CLI run)."""
+    pairs = zip(reversed(shape), reversed(target), strict=False)  # right-aligned; target may have more dims
+    return len(shape) <= len(target) and all(s in (1, t) for s, t in pairs)
+
+
 def agree(names: Sequence[str], values: Sequence[Any], what: str, fix: str,
           error: type[AttnLabError] = ShapeError) -> None:
     """The tensors named ``names`` agree on ``what`` (their ``values``)."""

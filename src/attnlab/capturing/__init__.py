@@ -1,8 +1,9 @@
 """Capture the attention of any PyTorch model into an :class:`AttentionTrace`.
 
 ``attnlab.capture`` (the function) is this package's :func:`capture`; the package itself is ``attnlab.capturing``.
-The names that load models (``trace_text``, ``trace_translation``, ``load_model``, ``model_config``) are imported on
-first use, so ``import attnlab`` does not import the models and data packages they need.
+The names that load models (``trace_text``, ``trace_translation``, ``load_model``, ``load_encoder``,
+``model_config``) are imported on first use, so ``import attnlab`` does not import the models and data packages
+they need.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ if TYPE_CHECKING:
     from ._classifier import attach_classifier_tokens
     from ._trace_text import UnknownTokensWarning, trace_text
     from ._translation import trace_translation
-    from .pretrained import load_model, model_config
+    from .pretrained import load_encoder, load_model, model_config
 
 _LAZY = {"attach_classifier_tokens": "._classifier", "UnknownTokensWarning": "._trace_text",
          "trace_text": "._trace_text", "trace_translation": "._translation", "load_model": ".pretrained",
-         "model_config": ".pretrained"}
+         "load_encoder": ".pretrained", "model_config": ".pretrained"}
 
 
 def __getattr__(name: str) -> Any:
@@ -51,6 +52,7 @@ __all__ = [
     "capture",
     "capture_stats",
     "head_gates",
+    "load_encoder",
     "load_model",
     "merge_words",
     "model_config",

@@ -20,9 +20,8 @@ from torch import nn
 from .._bundled import locate
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
-from ._classifier import trace_classifier
 from ._core import capture
-from .pretrained import BUNDLED, load_model
+from .pretrained import BUNDLED, load_encoder
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
 __all__ = ["UnknownTokensWarning", "trace_text"]
@@ -94,6 +93,8 @@ def trace_text(
                          f"got {type(model).__name__}")
     found = None if isinstance(model, nn.Module) else locate(model, "huggingface", "classifier")
     if found is not None and found.kind == "classifier":  # `attnlab train classify` wrote it
+        from ._classifier import trace_classifier  # (it imports attnlab.data: not needed for other models)
+
         if text_pair is not None or merge is not None:
             raise InputError("text_pair and merge do not apply to an attnlab classifier; leave them out")
         trace = trace_classifier(text, found.path, max_length=max_length, truncate=truncate)
@@ -154,7 +155,7 @@ def _model_and_tokenizer(model: Any, tokenizer: Any) -> tuple[Any, Any, str]:
                 "tokenizer= goes with a loaded model (model=<a transformers model object>); a model folder or "
                 "'minilm' brings its own tokenizer: leave tokenizer= out"
             )
-        return load_model(model)
+        return load_encoder(model)
     if not hasattr(model, "config"):
         raise InputError(
             f"model= is a {type(model).__name__}, not a Hugging Face transformers model (it has no .config); "

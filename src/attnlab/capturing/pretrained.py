@@ -1,6 +1,8 @@
 """Pretrained models by name or folder, loaded offline: ``load_model`` gives a Hugging Face model with its tokenizer
-(the bundled all-MiniLM-L6-v2 as ``"minilm"``, or any local folder), ``model_config`` reads what a model's
-``config.json`` says without loading it.  Which model a name or folder is, :func:`attnlab.locate` decides; nothing
+(the bundled all-MiniLM-L6-v2 as ``"minilm"``, or any local folder), ``load_encoder`` the same computation through
+attnlab's own :class:`~attnlab.models.bert.BertEncoder` when the folder is a plain BERT (MiniLM is: no transformers
+import, about 4 s less of a cold ``attnlab show``), and ``model_config`` reads what a model's ``config.json`` says
+without loading it.  Which model a name or folder is, :func:`attnlab.locate` decides; nothing
 is ever downloaded (``local_files_only=True``) and nothing unpickled (safetensors only).
 """
 
@@ -16,7 +18,7 @@ from .._bundled import MINILM, MINILM_NAME, Located, locate
 from ..errors import ModelLoadError
 from ._classifier import classifier_config
 
-__all__ = ["BUNDLED", "BUNDLED_NAME", "load_model", "model_config"]
+__all__ = ["BUNDLED", "BUNDLED_NAME", "load_encoder", "load_model", "model_config"]
 
 BUNDLED = MINILM  # the default model's name
 BUNDLED_NAME = MINILM_NAME  # and how a trace names it
@@ -62,6 +64,28 @@ def load_model(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
     _hf_config(folder)  # a readable config.json naming its model_type, checked before the slow load
     hf_model, tokenizer = _load(str(folder.resolve()))
     return hf_model, tokenizer, display_name(found)
+
+
+def load_encoder(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
+    """``(encoder, tokenizer, name)`` as :func:`load_model` gives them, for running and capturing: a plain BERT
+    folder (:func:`attnlab.models.bert.unsupported` says which are) is read into attnlab's own
+    :class:`~attnlab.models.bert.BertEncoder` with its ``tokenizer.json`` (the same weights and tokens; the hidden
+    states agree with transformers' within float32 rounding, see tests/models/test_bert.py), any other folder is
+    loaded by transformers.  Cached per process."""
+    from ..models.bert import unsupported
+
+    found = locate(model, "huggingface")
+    if unsupported(found.path) is not None:
+        return load_model(model)
+    encoder, tokenizer = _load_bert(str(found.path.resolve()))
+    return encoder, tokenizer, display_name(found)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_bert(folder: str) -> tuple[Any, Any]:
+    from ..models.bert import BertEncoder, BertTokenizer
+
+    return BertEncoder.from_folder(folder), BertTokenizer(folder)
 
 
 @functools.lru_cache(maxsize=4)

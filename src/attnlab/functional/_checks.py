@@ -49,11 +49,7 @@ def resolve_mask(mask: Tensor | Mask | None, q: Tensor, k: Tensor) -> Tensor | N
         )
     check.agree(("mask", "q"), [mask.device, q.device], "device", "move it with mask.to(q.device)", DeviceError)
     target = (*q.shape[:-2], lq, lk)
-    try:
-        fits = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
-    except RuntimeError:
-        fits = False
-    if not fits:
+    if not check.broadcasts_to(mask.shape, target):
         raise MaskError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to (..., q_len, k_len) = {target}; "
             f"a key-padding mask of shape (batch, k_len) needs mask[:, None, None, :]"

@@ -90,10 +90,7 @@ class TileMask:
 
 def _fits(scores: Tensor, t: Tensor) -> bool:
     """In-place ops only when ``t`` broadcasts into ``scores`` without growing it."""
-    try:
-        return torch.broadcast_shapes(scores.shape, t.shape) == scores.shape
-    except RuntimeError:
-        return False
+    return check.broadcasts_to(t.shape, scores.shape)
 
 
 def spans(n: int, block: int) -> list[tuple[int, int]]:

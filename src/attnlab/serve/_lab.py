@@ -177,9 +177,9 @@ class _Run:
 
 def _load(entry: ModelEntry) -> Any:
     if entry.kind == "huggingface":
-        from ..capturing import load_model
+        from ..capturing import load_encoder
 
-        return load_model(entry.source)
+        return load_encoder(entry.source)
     if entry.kind == "classifier":
         from ..training import load_trained
 

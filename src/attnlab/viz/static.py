@@ -119,13 +119,18 @@ def _laid_out(fig: Figure) -> Iterator[None]:
     """Run the figure's layout engine once, then save with the layout fixed.
 
     ``savefig`` with a layout engine draws the figure twice (once to lay it out, once to write it), and
-    the first draw resamples every image too; laying out from text sizes alone halves the image work."""
+    the first draw resamples every image too; laying out from text sizes alone and saving with no engine draws
+    once."""
+    from matplotlib import rc_context
+
     engine = fig.get_layout_engine()
     if engine is None:
         yield
         return
     engine.execute(fig)
-    fig.set_layout_engine("none")
+    # None, not "none": "none" leaves a placeholder engine, and savefig draws once more for any engine
+    with rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):  # None means rc's
+        fig.set_layout_engine(None)
     try:
         yield
     finally:
