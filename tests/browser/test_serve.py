@@ -114,7 +114,19 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     runs = lab.js("attnlabLab.runs")
     lab.page.select_option("#model", "zh-sentiment")
     wait_runs(lab, runs + 1)
-    type_text(lab, "#text", "这部电影太好看了")
+    assert lab.page.input_value("#text") == "这本书写得很好"  # the box held MiniLM's example: now the model's own
+    assert lab.js("attnlabLab.last.output.label") == "pos"
+    lab.page.fill("#text", "")  # an error, then a good text: the error is gone
+    deadline = time.monotonic() + 10
+    while lab.js("attnlabLab.error") != "Type some text.":
+        assert time.monotonic() < deadline
+        lab.page.wait_for_timeout(50)
+    runs = lab.js("attnlabLab.runs")
+    lab.page.fill("#text", "这部电影太好看了")
+    while not lab.js(f"attnlabLab.runs > {runs} && !attnlabLab.busy"):
+        assert time.monotonic() < deadline + 50
+        lab.page.wait_for_timeout(50)
+    assert lab.js("attnlabLab.error") == "" and "Type some text." not in (lab.page.text_content("#status") or "")
     out = lab.page.text_content("#output") or ""
     label, probability = lab.js("[attnlabLab.last.output.label, attnlabLab.last.output.probability]")
     assert label in out and f"{probability:.2f}" in out and "calibrated probability" in out
@@ -125,6 +137,7 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     type_text(lab, "#text", "3 October 1990")
     assert "1990年10月3日" in (lab.page.text_content("#output") or "") and "confidence" in (
         lab.page.text_content("#output") or "")
+    assert "-0.000" not in (lab.page.text_content("#output") or "")  # a confidence that rounds to 0 has no sign
     # the decoding steps, one at a time: the slider chooses the step, the viewer focuses its query
     assert lab.page.is_visible("#steps")
     n = int(lab.page.get_attribute("#steps", "max") or 0)

@@ -47,6 +47,8 @@ def test_models_lists_the_bundled_models_by_name_kind_and_language_and_no_path(c
         "zh-lm": "lm"}
     assert models["zh-sentiment"]["languages"] == ["zh"] and models["zh-lm"]["languages"] == ["zh"]
     assert "/" not in r.text  # the browser never sees (nor sends) a file path
+    for name, model in models.items():  # each bundled model's example text runs on it
+        assert isinstance(model["example"], str) and run(client, model=name, text=model["example"]).status_code == 200
 
 
 def test_a_folder_named_at_start_is_offered_by_its_folder_name(tmp_path: Path) -> None:
@@ -59,7 +61,8 @@ def test_a_folder_named_at_start_is_offered_by_its_folder_name(tmp_path: Path) -
     assert [(e.name, e.kind) for e in entries] == [
         (folder.name, "classifier"), (f"{folder.name}-2", "classifier"), ("minilm", "huggingface"),
         (lm_folder.name, "lm")]
-    assert Lab(entries).models()[-1] == {"name": lm_folder.name, "kind": "lm", "languages": []}
+    assert Lab(entries).models()[-1] == {"name": lm_folder.name, "kind": "lm", "languages": [], "example": None}
+    assert Lab(entries).models()[2]["example"] == "The cat sat on the mat because it was tired."  # named: bundled
     assert all(isinstance(e, ModelEntry) for e in entries)
     with pytest.raises(al.errors.ModelLoadError):
         catalogue([tmp_path])  # an empty folder is not a model

@@ -33,6 +33,14 @@ BUNDLED_LANGUAGES: dict[str, list[str]] = {
     "tutorial-en-zh": ["en", "zh"],
     "zh-lm": ["zh"],
 }
+# the text the page puts in the box for each bundled model (in its language and task); a folder has none
+EXAMPLES: dict[str, str] = {
+    MINILM: "The cat sat on the mat because it was tired.",
+    "zh-sentiment": "这本书写得很好",
+    "dates-zh": "Friday, March 5, 2021",
+    "tutorial-en-zh": "The cat sat on the mat.",
+    "zh-lm": "中国",
+}
 CONTINUATION = 20  # characters a language model writes after the text (greedy: the likeliest each time)
 ROUND = 5  # decimals of the numbers a run returns (weights in the viewer payload have their own 8-bit codes)
 
@@ -51,7 +59,9 @@ class ModelEntry:
     source: str  # the bundled name or the folder, as given on the command line
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": KIND_NAMES[self.kind], "languages": list(self.languages)}
+        example = EXAMPLES.get(self.source) if self.source == self.name else None  # bundled models only
+        return {"name": self.name, "kind": KIND_NAMES[self.kind], "languages": list(self.languages),
+                "example": example}
 
 
 def catalogue(folders: Sequence[str | os.PathLike[str]] = (), *, bundled: bool = True) -> list[ModelEntry]:

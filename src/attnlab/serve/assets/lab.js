@@ -8,6 +8,7 @@
  * @property {string} name
  * @property {string} kind  "encoder", "classifier", "translator" or "lm"
  * @property {string[]} languages
+ * @property {string | null} example  a text to start with (bundled models), or null
  */
 /**
  * @typedef {Object} LabOutput  a run's task output (null for an encoder)
@@ -97,6 +98,12 @@
     node("div", { class: "lab-texts" }, textBox, compareBox),
     status, output, tokens, warningsList, difference, stepsBox, host);
 
+  /** `x.toFixed(digits)` without a minus sign on a number that rounds to zero ("-0.000") */
+  const fixed = (/** @type {number} */ x, /** @type {number} */ digits) => {
+    const s = x.toFixed(digits);
+    return Number(s) === 0 ? s.replace("-", "") : s;
+  };
+
   /** @param {string} message */
   function showError(message) {
     lab.error = message;
@@ -134,6 +141,7 @@
     if (!textBox.value.trim()) { showError("Type some text."); return; }
     const mine = ++sequence;
     lab.busy = true;
+    lab.error = ""; // the status shows this run now, not the last error
     status.className = "";
     status.textContent = "running…";
     try {
@@ -160,11 +168,11 @@
       line.append(node("strong", {}, `${who}${out.label}`),
         ` ${out.probability.toFixed(2)} (${out.calibrated ? "calibrated " : ""}probability)`);
     } else if (out && out.translation !== undefined && out.confidence !== undefined) {
-      line.append(node("strong", {}, `${who}${out.translation}`), ` confidence ${out.confidence.toFixed(3)} (mean log-probability per token)`);
+      line.append(node("strong", {}, `${who}${out.translation}`), ` confidence ${fixed(out.confidence, 3)} (mean log-probability per token)`);
       for (const d of out.doubts || []) line.append(node("span", { class: "lab-doubt" }, ` ⚠ ${d}`));
     } else if (out && out.continuation !== undefined && out.log_probability !== undefined) {
       line.append(`${who}${text}`, node("strong", { class: "lab-continuation" }, out.continuation),
-        ` (greedy continuation, mean log-probability ${out.log_probability.toFixed(3)} per character)`);
+        ` (greedy continuation, mean log-probability ${fixed(out.log_probability, 3)} per character)`);
     } else {
       line.append(`${who}tokens and attention (an encoder has no task output)`);
     }
@@ -257,7 +265,17 @@
 
   textBox.addEventListener("input", later);
   compareBox.addEventListener("input", later);
-  modelSelect.addEventListener("change", run);
+  /** @type {Map<string, string | null>} each model's example text */
+  const examples = new Map();
+  let shownModel = "";
+  modelSelect.addEventListener("change", () => {
+    // the box still holds the last model's example (or nothing): start the new model on its own
+    const text = textBox.value.trim();
+    const example = examples.get(modelSelect.value);
+    if (example && (!text || text === examples.get(shownModel))) textBox.value = example;
+    shownModel = modelSelect.value;
+    run();
+  });
   compareOn.addEventListener("change", () => {
     compareBox.hidden = !compareOn.checked;
     if (compareOn.checked && !compareBox.value) compareBox.value = textBox.value;
@@ -270,8 +288,10 @@
     for (const m of answer.models) {
       const langs = m.languages.length ? `, ${m.languages.join("/")}` : "";
       modelSelect.append(node("option", { value: m.name }, `${m.name} (${m.kind}${langs})`));
+      examples.set(m.name, m.example);
     }
-    textBox.value = "The cat sat on the mat because it was tired.";
+    shownModel = modelSelect.value;
+    textBox.value = examples.get(shownModel) || "The cat sat on the mat because it was tired.";
     run();
   }).catch((e) => showError(`cannot list the models: ${e instanceof Error ? e.message : String(e)}`));
 })();
