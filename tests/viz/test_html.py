@@ -21,7 +21,17 @@ import attnlab as al
 from attnlab.capturing import AttentionRecord, AttentionTrace
 from attnlab.errors import InputError
 from attnlab.viz import _encode
-from attnlab.viz.html import SCRIPTS, compare_html, decode_half, repr_html, save_html, to_html, viewer_script
+from attnlab.viz.html import (
+    SCRIPTS,
+    compare_html,
+    csp_hash,
+    decode_half,
+    repr_html,
+    save_html,
+    to_html,
+    viewer_script,
+    viewer_style,
+)
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 HOSTILE = [
@@ -153,8 +163,19 @@ def test_page_is_self_contained_and_its_policy_allows_only_its_own_script() -> N
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None
     digest = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
-    assert f"script-src 'sha256-{digest}'" in csp.group(1)
+    assert f"script-src 'sha256-{digest}'" in csp.group(1) and csp_hash(js) == f"sha256-{digest}"
+    assert f"style-src '{csp_hash(css)}'" in csp.group(1)
     assert "default-src 'none'" in csp.group(1)
+
+
+def test_a_tail_that_would_close_its_inline_element_is_refused() -> None:
+    """The lab joins its own script and style after the viewer's: neither may end the element it sits in."""
+    css = resources.files("attnlab.viz").joinpath("assets/viewer.css").read_text(encoding="utf-8")
+    assert viewer_style() == css and viewer_style("p { color: red }") == css + "\np { color: red }"
+    with pytest.raises(RuntimeError, match="</style"):
+        viewer_style("p {} </STYLE><script>alert(1)</script>")
+    with pytest.raises(RuntimeError, match="</script"):
+        viewer_script("let a = 1; </Script>")
 
 
 def test_the_script_is_every_script_file_in_order_and_tsc_checks_each() -> None:

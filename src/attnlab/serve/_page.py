@@ -8,8 +8,6 @@ inline handlers, no plug-ins, no base or form targets) plus ``connect-src 'self'
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from functools import cache
 from importlib import resources
 
@@ -29,17 +27,17 @@ def script() -> str:
 
 @cache
 def style() -> str:
-    return _read("attnlab.viz", "viewer.css") + "\n" + _read("attnlab.serve", "lab.css")
+    from ..viz.html import viewer_style
 
-
-def _sha256(text: str) -> str:
-    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return viewer_style(_read("attnlab.serve", "lab.css"))
 
 
 @cache
 def csp() -> str:
     """The page's Content-Security-Policy header."""
-    return (f"default-src 'none'; script-src '{_sha256(script())}'; style-src '{_sha256(style())}'; "
+    from ..viz.html import csp_hash
+
+    return (f"default-src 'none'; script-src '{csp_hash(script())}'; style-src '{csp_hash(style())}'; "
             "img-src data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 

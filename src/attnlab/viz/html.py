@@ -38,7 +38,8 @@ from ..errors import InputError
 from ..trace import AttentionTrace
 from . import _encode
 
-__all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "payload", "repr_html", "save_html", "to_html", "viewer_script"]
+__all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "csp_hash", "payload", "repr_html", "save_html", "to_html",
+           "viewer_script", "viewer_style"]
 
 # The viewer's script files under assets/, in the order they are joined (tsconfig.json checks the same list):
 # the shared types and helpers first, then each view, then the viewer that holds them and the page that mounts it.
@@ -74,11 +75,11 @@ def compare_html(a: AttentionTrace, b: AttentionTrace, path: str | os.PathLike[s
 
 def to_html(trace: Traces, *, batch: int = 0) -> str:
     """The viewer page for input ``batch`` of ``trace`` (or of two traces side by side), as one HTML string."""
-    js, css = viewer_script(), _asset("viewer.css")
+    js, css = viewer_script(), viewer_style()
     data = _json_for_script(_document(trace, batch))
     csp = (
         "default-src 'none'; "
-        f"script-src '{_sha256(js)}'; style-src '{_sha256(css)}'; "
+        f"script-src '{csp_hash(js)}'; style-src '{csp_hash(css)}'; "
         "img-src data: blob:; base-uri 'none'; form-action 'none'"
     )
     return (
@@ -258,6 +259,19 @@ def viewer_script(tail: str = "") -> str:
 
 
 @cache
+def viewer_style(tail: str = "") -> str:
+    """The viewer's style sheet as the page holds it; ``tail`` is more CSS after it (``attnlab serve``'s page)."""
+    if "</style" in tail.lower():
+        raise RuntimeError("the tail style contains '</style', which would end its inline element")
+    return _asset("viewer.css") + ("\n" + tail if tail else "")
+
+
+def csp_hash(text: str) -> str:
+    """The Content-Security-Policy source (``'sha256-...'`` without quotes) that allows one inline script or style."""
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+@cache
 def _asset(name: str) -> str:
     text = (resources.files("attnlab.viz") / "assets" / name).read_text(encoding="utf-8")
     closing = "</script" if name.endswith(".js") else "</style"
@@ -265,6 +279,3 @@ def _asset(name: str) -> str:
         raise RuntimeError(f"assets/{name} contains {closing!r}, which would end its inline element")
     return text
 
-
-def _sha256(text: str) -> str:
-    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
