@@ -85,8 +85,8 @@ def token_mean(loss_sum: Tensor, tokens: Tensor | int, group: Any = None) -> tup
     """``(loss to back-propagate, the mean loss of every rank's tokens)``: this rank's summed token loss over the
     token count of every rank (so that the summed gradients are the full batch's mean-loss gradient), and the
     all-ranks mean itself (detached, the same on every rank)."""
-    count = _sum(torch.as_tensor(tokens, dtype=torch.float64, device=loss_sum.device).clone(), group)
-    total = _sum(loss_sum.detach().to(torch.float64).clone(), group)
+    count = torch.as_tensor(tokens, dtype=torch.float64, device=loss_sum.device)
+    count, total = _sum(torch.stack([count, loss_sum.detach().to(torch.float64)]), group)  # one all-reduce
     return loss_sum / count.to(loss_sum.dtype), (total / count).to(loss_sum.dtype)
 
 

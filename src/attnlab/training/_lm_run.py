@@ -113,12 +113,12 @@ class LMTask:
 
     judged = Judged(metric="bits/char", shown_sign=-1.0, key="valid_neg_bits_per_char", unit="windows", per_token=True)
 
-    def __init__(self, splits: TextSplits, vocab: CharVocab, model: CausalLM, config: LMTrainConfig,
-                 run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
+    def __init__(self, splits: TextSplits, ids: dict[str, np.ndarray], vocab: CharVocab, model: CausalLM,
+                 config: LMTrainConfig, run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
         self.splits, self.vocab, self.model, self.config, self.run, self.w, self.log = \
             splits, vocab, model, config, run, w, log
         self.context = model.config.context
-        self.ids = {name: torch.from_numpy(vocab.encode(getattr(splits, name))) for name in ("train", "valid", "test")}
+        self.ids = {name: torch.from_numpy(split) for name, split in ids.items()}  # the splits, encoded once
         self.n_train = len(self.ids["train"]) - self.context  # window starts
         self.tokenizer_json = vocab.to_str()
         self.header: dict[str, str] = {}
@@ -341,7 +341,7 @@ def train_lm(
         ngrams.clear()  # their counts are no longer needed
         seed_everything(config.seed)
         net = CausalLM(lm_config).to(w.device)
-        task = LMTask(splits, vocab, net, config, run, w, say)
+        task = LMTask(splits, ids, vocab, net, config, run, w, say)
         runtime = Runtime(task, config, {k: v for k, v in run.items() if k != "ngram"}, out, w, say, progress,
                           sum_gradients=config.sequence_parallel)
         if checkpoint is not None:
