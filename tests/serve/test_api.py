@@ -387,3 +387,12 @@ def test_the_page_script_is_the_viewer_then_the_lab_in_one_function() -> None:
     lab_js = resources.files("attnlab.serve").joinpath("assets", "lab.js").read_text(encoding="utf-8")
     at = [js.index(text) for text in [*viewer, lab_js]]
     assert at == sorted(at) and js.startswith("(() => {") and js.rstrip().endswith("})();")
+
+
+@pytest.mark.parametrize("bad", [{"queue": 0}, {"max_chars": True}, {"max_body": 1.5}, {"timeout_s": 0},
+                                 {"timeout_s": float("inf")}, {"timeout_s": True}])
+def test_limits_refuse_what_no_server_can_use(bad: dict[str, Any]) -> None:
+    """A limit is the server's configuration: a ConfigError naming the option (not an HTTP 500 before any request)."""
+    with pytest.raises(al.errors.ConfigError, match=r"must be (1 or more|a number of seconds > 0)"):
+        Limits(**bad)
+

@@ -64,8 +64,10 @@ def test_a_folder_that_is_not_a_model_is_one_line_and_exit_2(child_env: dict[str
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--max-chars", "0"], "--max-chars must be 1 or more, got 0"),
-    (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
+    (["--max-chars", "0"], "--max-chars (Limits.max_chars) must be 1 or more, got 0"),
+    (["--queue", "-1"], "--queue (Limits.queue) must be 1 or more, got -1"),
+    (["--timeout", "0"], "--timeout (Limits.timeout_s) must be a number of seconds > 0"),
+    (["--cache", "0"], "--cache must be 1 or more, got 0"),
     (["--no-bundled"], "--no-bundled leaves no model"),
     (["--port", "70000"], "--port must be 0 to 65535"),
 ])

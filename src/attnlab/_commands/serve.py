@@ -42,16 +42,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ..serve import Lab, Limits, bind, catalogue, is_loopback, serve
 
-    for option, value in (("--max-chars", args.max_chars), ("--queue", args.queue), ("--cache", args.cache),
-                          ("--threads", args.threads)):
+    for option, value in (("--cache", args.cache), ("--threads", args.threads)):
         if value < 1:
             raise InputError(f"{option} must be 1 or more, got {value}")
-    if not 0 < args.timeout < float("inf"):
-        raise InputError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
+    limits = Limits(max_chars=args.max_chars, queue=args.queue, timeout_s=args.timeout)  # checks them
     if args.no_bundled and not args.model:
         raise InputError("--no-bundled leaves no model: name one with --model FOLDER")
     lab = Lab(catalogue(args.model, bundled=not args.no_bundled), cache=args.cache)
-    limits = Limits(max_chars=args.max_chars, queue=args.queue, timeout_s=args.timeout)
     sock = bind(args.host, args.port)  # a port in use is refused here, before anything loads
     if not is_loopback(args.host):
         print(f"attnlab serve: warning: listening on {args.host}: anyone who can reach port "

@@ -25,7 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from .. import __version__
-from ..errors import AttnLabError, TooLongError
+from ..errors import AttnLabError, ConfigError, TooLongError
 from ._lab import Lab, UnknownModelError
 from ._page import csp, page
 
@@ -46,9 +46,15 @@ class Limits:
         for name in ("max_chars", "queue", "max_body"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ApiError(500, f"Limits.{name} must be an integer >= 1, got {value!r}")
-        if not (isinstance(self.timeout_s, int | float) and 0 < self.timeout_s < math.inf):
-            raise ApiError(500, f"Limits.timeout_s must be a number of seconds > 0, got {self.timeout_s!r}")
+                raise ConfigError(f"{_OPTIONS[name]} must be 1 or more, got {value!r}")
+        if isinstance(self.timeout_s, bool) or not (isinstance(self.timeout_s, int | float)
+                                                     and 0 < self.timeout_s < math.inf):
+            raise ConfigError(f"{_OPTIONS['timeout_s']} must be a number of seconds > 0, got {self.timeout_s!r}")
+
+
+# how `attnlab serve` and Limits name each limit, for the one message that serves both
+_OPTIONS = {"max_chars": "--max-chars (Limits.max_chars)", "queue": "--queue (Limits.queue)",
+            "max_body": "Limits.max_body", "timeout_s": "--timeout (Limits.timeout_s)"}
 
 
 class ApiError(Exception):
