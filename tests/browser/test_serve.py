@@ -116,6 +116,7 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     wait_runs(lab, runs + 1)
     assert lab.page.input_value("#text") == "这本书写得很好"  # the box held MiniLM's example: now the model's own
     assert lab.js("attnlabLab.last.output.label") == "pos"
+    lab.shot("serve-zh-sentiment")
     lab.page.fill("#text", "")  # an error, then a good text: the error is gone
     deadline = time.monotonic() + 10
     while lab.js("attnlabLab.error") != "Type some text.":

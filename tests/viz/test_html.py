@@ -276,3 +276,11 @@ def test_a_long_text_is_kept_whole_for_the_caption() -> None:
     trace = mixed_trace()
     trace.meta["text"] = " ".join(f"word{i}" for i in range(450))
     assert payload(to_html(trace))["meta"]["text"] == trace.meta["text"]
+
+
+def test_meta_shows_floats_to_four_digits_and_keeps_the_rest() -> None:
+    trace = mixed_trace()
+    trace.meta = {"label": "pos", "probability": 0.8700472116470337, "n_tokens": 8, "tiny": 1.234567e-7,
+                  "merged": False, "nested": {"not": "shown"}}
+    meta = payload(to_html(trace))["meta"]
+    assert meta == {"label": "pos", "probability": "0.87", "n_tokens": "8", "tiny": "1.235e-07", "merged": "False"}

@@ -236,7 +236,9 @@ def _tokens(tokens: list[str] | None, n: int) -> list[str]:
 
 
 def _meta_text(value: str | float | bool) -> str:
-    text = str(value)
+    """How the viewer shows a meta value: text cut at :data:`_META_MAX` characters, a float to 4 significant
+    digits (a probability 0.8700472116470337 reads 0.87)."""
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
     return text if len(text) <= _META_MAX else text[:_META_MAX] + "…"
 
 
