@@ -1,10 +1,11 @@
 """The CLI's cold start, as a user meets it: one fresh ``attnlab`` process per run, timed from start to exit.
 
 Cases: ``attnlab --version``; ``attnlab show`` of the README sentence (13 tokens); ``attnlab show`` of 512 tokens
-(the viewer benchmark's text, ``--truncate``d).  Given ``--before SRC`` (the ``src`` folder of another attnlab, e.g.
-``git archive <commit> src | tar -x -C /tmp/before``) both versions run, interleaved (before, after, after, before,
-...) so that a change in the machine's load hits both alike; the table gives the median of the repeats (and the
-fastest), wall and CPU (user + system) time.
+(the viewer benchmark's text, ``--truncate``d); and (``--cases predict translate analyze``) the README's ``predict``
+on zh-sentiment, ``translate`` on dates-zh and ``analyze`` of the README sentence.  Given ``--before SRC`` (the
+``src`` folder of another attnlab, e.g. ``git archive <commit> src | tar -x -C /tmp/before``) both versions run,
+interleaved (before, after, after, before, ...) so that a change in the machine's load hits both alike; the table
+gives the median of the repeats (and the fastest), wall and CPU (user + system) time.
 
     python benchmarks/cold_start.py --before /tmp/before/src --repeats 5
     python benchmarks/cold_start.py --cases version 13
@@ -46,6 +47,9 @@ def cases(names: list[str], out: Path) -> dict[str, list[str]]:
         "version": ["--version"],
         "13": ["show", show.SENTENCE, "--out", str(out)],
         "512": ["show", show.long_text(), "--truncate", "--out", str(out)],
+        "predict": ["predict", "--model", "zh-sentiment", "这本书写得很好"],
+        "translate": ["translate", "--model", "dates-zh", "Friday, March 5, 2021", "--out", str(out)],
+        "analyze": ["analyze", show.SENTENCE, "--out", str(out)],
     }
     unknown = sorted(set(names) - set(known))
     if unknown:
@@ -79,7 +83,9 @@ def summarise(runs: list[dict[str, float]]) -> dict[str, float]:
     }
 
 
-LABELS = {"version": "`attnlab --version`", "13": "`attnlab show`, 13 tokens", "512": "`attnlab show`, 512 tokens"}
+LABELS = {"version": "`attnlab --version`", "13": "`attnlab show`, 13 tokens", "512": "`attnlab show`, 512 tokens",
+          "predict": "`attnlab predict --model zh-sentiment`", "translate": "`attnlab translate --model dates-zh`",
+          "analyze": "`attnlab analyze`, 13 tokens"}
 
 
 def table(results: dict[str, dict[str, dict[str, float]]]) -> str:
@@ -97,7 +103,8 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=HERE.parent / "src", help="the src folder to measure")
     parser.add_argument("--before", type=Path, help="another src folder to compare with, run interleaved")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each case and version (default 5)")
-    parser.add_argument("--cases", nargs="+", default=["version", "13", "512"], help="version, 13 and/or 512")
+    parser.add_argument("--cases", nargs="+", default=["version", "13", "512"],
+                        help="version, 13, 512, predict, translate and/or analyze (default: the first three)")
     parser.add_argument("--no-write", action="store_true", help="print the results, do not write them")
     args = parser.parse_args()
 
