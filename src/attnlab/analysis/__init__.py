@@ -1,7 +1,7 @@
 """What every head does, measured: per-head metrics, pattern labels with their evidence, syntactic
 agreement with dependency parses, Chinese word and part-of-speech labels from a segmented corpus, causal-model
-detectors, attention rollout and flow, attribution beyond attention weights (norm-based attention, value
-zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics streamed as
+detectors, attention rollout and flow, attribution beyond attention weights (norm-based attention, ALTI,
+value zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics streamed as
 per-head sums.
 
 Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.weights``); metrics come
@@ -9,13 +9,20 @@ back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
 from .attribution import (
+    LayerRun,
     NormAttention,
     TextAttribution,
+    alti,
+    alti_contributions,
+    alti_vectors,
     attribute_text,
     gradient_x_input,
     layer_parts,
     norm_attention,
     norm_contributions,
+    pooling_reader,
+    run_layers,
+    value_outputs,
     value_zeroing,
     value_zeroing_scores,
 )
@@ -50,12 +57,16 @@ __all__ = [
     "HeadImportance",
     "HeadLabels",
     "HeadSums",
+    "LayerRun",
     "NormAttention",
     "PruningCurve",
     "Report",
     "SegmentedSentence",
     "Sentence",
     "TextAttribution",
+    "alti",
+    "alti_contributions",
+    "alti_vectors",
     "analyze_trace",
     "attribute_text",
     "band_mass",
@@ -84,6 +95,7 @@ __all__ = [
     "norm_contributions",
     "parse_text",
     "per_query_metrics",
+    "pooling_reader",
     "pruning_curve",
     "pruning_figure",
     "read_conllu",
@@ -92,8 +104,10 @@ __all__ = [
     "repeated_tokens",
     "residual_attention",
     "rollout",
+    "run_layers",
     "spearman",
     "spearman_agreement",
+    "value_outputs",
     "value_zeroing",
     "value_zeroing_scores",
     "word_pieces",
