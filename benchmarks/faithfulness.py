@@ -18,14 +18,17 @@ Two subjects:
 
 For every text: **blank-out importance** of each input token (special tokens excluded): the drop of the
 predicted class's probability when the token is replaced by ``[UNK]`` (:func:`attnlab.analysis.blank_out_importance`).
-Each method gives a score per input token, as read by the pooling (the mean over output positions for
-zh-sentiment's mean+max and MiniLM's mean pooling; position 0 for zh-trained's [CLS]):
+Each method gives a score per input token, as read by the pooling: the reader row (what the head reads of the last
+layer's rows, :func:`attnlab.analysis.pooling_reader`: for zh-sentiment's mean+max each row's share of the head's
+2M inputs, the M means and the M maxima it wins; position 0 for zh-trained's [CLS]; 1/n for MiniLM's mean pooling)
+times each method's token-to-token matrix:
 
 * ``raw``: the last layer's attention, mean over heads; ``rollout`` and ``flow`` (Abnar & Zuidema; flow for all
   pairs, averaged over outputs);
 * ``norm``: the last layer's ``||sum_h alpha_ij f_h(x_j)||`` (Kobayashi et al.), rows renormalised;
   ``norm_rollout``: those per-layer norms, rows renormalised, rolled out as attention is (0.5 residual);
 * ``value_zeroing``: Mohebbi et al.'s matrices rolled out without an added residual (they hold it);
+* ``alti``: Ferrando et al.'s contributions, rolled out the same way (the residual is inside);
 * ``grad_x_input``: ``sum_d x_jd d p / d x_jd`` at the embeddings (the non-attention baseline).
 
 Reported: the mean (over texts) Spearman correlation with blank-out importance (signed: a token that speaks
@@ -33,7 +36,11 @@ against the prediction has a negative importance), and with its absolute value (
 way, which is all an unsigned attention score can say); the **deletion curve**, accuracy
 against the gold labels when the top 10%, 20%, ... 50% of a text's input tokens by each score are replaced by
 ``[UNK]`` (with blank-out's own order and a random order for reference) and its mean over the fractions (lower:
-the method found the tokens the model needs).  Writes ``benchmarks/results/faithfulness.json`` and ``.md``.
+the method found the tokens the model needs).  zh-sentiment's embeddings add a bigram table: blanking a character
+changes the embeddings of two positions (its own and the one before), so each score is also carried through the
+embedding layer to the characters (``score @ embedding_contributions``, ALTI's split of that layer; the
+"through embeddings" columns; added after a 40-text development run of ALTI, and applied to every method alike).
+Writes ``benchmarks/results/faithfulness.json`` and ``.md``.
 
     python benchmarks/faithfulness.py [--texts 200] [--subjects zh-sentiment minilm]
 """
@@ -59,7 +66,14 @@ from torch import Tensor, nn
 from attnlab._bundled import locate
 from attnlab._io import atomic_write_text
 from attnlab.analysis import blank_out_importance, flow, rollout, spearman
-from attnlab.analysis.attribution import alti, gradient_x_input, norm_attention, pooling_reader, value_zeroing
+from attnlab.analysis.attribution import (
+    alti,
+    embedding_contributions,
+    gradient_x_input,
+    norm_attention,
+    pooling_reader,
+    value_zeroing,
+)
 
 METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "alti", "grad_x_input")
 ATTENTION_BASED = METHODS[:-1]
@@ -90,6 +104,9 @@ class Subject:
     # (n,) what the head reads of the last layer's rows for one text's ids (1, n): attribution.pooling_reader for
     # an attnlab classifier, uniform for MiniLM's mean pooling
     reader: Callable[[Tensor], np.ndarray]
+    # (n_p, n_j) for a model whose embeddings mix neighbouring tokens (zh's bigram table): ALTI's share of each
+    # embedding position that each input token carries (attribution.embedding_contributions); None = one token each
+    embedding: Callable[[Tensor], np.ndarray] | None = None
 
 
 def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
@@ -104,7 +121,9 @@ def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
     ids, _ = clf.encode(texts)
     return Subject("zh-trained" if folder else "zh-sentiment", model, lambda x: torch.softmax(model(x).double(), -1),
                    ids, list(splits.test.labels[:n_texts]), clf.tokenizer.token_to_id("[UNK]"),
-                   lambda seq: list(range(1, len(seq))), lambda x: pooling_reader(model, x))
+                   lambda seq: list(range(1, len(seq))), lambda x: pooling_reader(model, x),
+                   (lambda x: embedding_contributions(model, x))
+                   if model.bigram is not None or model.trigram is not None else None)
 
 
 class Probe(nn.Module):
@@ -207,6 +226,8 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
     start = time.process_time()
     rows: dict[str, list[float]] = {m: [] for m in METHODS}
     magnitude: dict[str, list[float]] = {m: [] for m in METHODS}
+    through: dict[str, list[float]] = {m: [] for m in METHODS}  # scores carried through the embeddings to tokens
+    through_magnitude: dict[str, list[float]] = {m: [] for m in METHODS}
     correct: dict[str, list[list[int]]] = {m: [] for m in (*METHODS, "blank_out", "random")}
     for ids, label in zip(subject.texts, subject.labels, strict=True):
         x = torch.tensor([ids])
@@ -220,9 +241,14 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
         inputs = np.array(subject.inputs(ids))
         imp = blank_out_importance(score, ids, subject.blank, positions=inputs.tolist())
         scores = method_scores(subject, ids, predicted)
+        mix = None if subject.embedding is None else subject.embedding(x)  # (n_p, n_j)
         for m, s in scores.items():
             rows[m].append(spearman(s[inputs], imp[inputs]))
             magnitude[m].append(spearman(s[inputs], np.abs(imp[inputs])))
+            if mix is not None:
+                tokens = s @ mix  # (n,): each position's score shared among the tokens its embedding carries
+                through[m].append(spearman(tokens[inputs], imp[inputs]))
+                through_magnitude[m].append(spearman(tokens[inputs], np.abs(imp[inputs])))
         orders = {m: inputs[np.argsort(-s[inputs], kind="stable")] for m, s in scores.items()}
         orders["blank_out"] = inputs[np.argsort(-imp[inputs], kind="stable")]
         orders["random"] = rng.permutation(inputs)
@@ -236,11 +262,19 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
         result["spearman"][m] = {"mean": float(ok.mean()), "median": float(np.median(ok)), "std": float(ok.std()),
                                  "share_positive": float((ok > 0).mean()), "texts": int(ok.size),
                                  "magnitude_mean": float(mag[np.isfinite(mag)].mean())}
+        if through[m]:
+            result["spearman"][m] |= {"through_embeddings_mean": _finite_mean(through[m]),
+                                      "through_embeddings_magnitude_mean": _finite_mean(through_magnitude[m])}
     for m, right in correct.items():
         curve = np.mean(right, axis=0)  # (fractions,)
         result["deletion"][m] = {"accuracy": curve.tolist(), "mean": float(curve.mean())}
     result["cpu_s"] = time.process_time() - start
     return result
+
+
+def _finite_mean(values: list[float]) -> float:
+    v = np.array(values)
+    return float(v[np.isfinite(v)].mean())
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -251,16 +285,27 @@ def markdown(res: dict[str, Any]) -> str:
             lines += [f"Task: {sub['probe']['task']} ({len(sub['probe']['classes'])} classes), probe train accuracy "
                       f"{sub['probe']['probe_train_accuracy']:.1%}.", ""]
         head = " | ".join(f"{int(f * 100)}%" for f in FRACTIONS)
-        lines += [f"| method | Spearman mean | median | with abs(blank-out) | deletion accuracy at {head} | "
+        mixed = "through_embeddings_mean" in sub["spearman"]["alti"]
+        extra = " through embeddings | with abs |" if mixed else ""
+        lines += [f"| method | Spearman mean | median | with abs(blank-out) |{extra} deletion accuracy at {head} | "
                   "deletion mean |",
-                  "| --- | --- | --- | --- | " + " | ".join("---" for _ in FRACTIONS) + " | --- |"]
+                  "| --- | --- | --- | --- | " + ("--- | --- | " if mixed else "")
+                  + " | ".join("---" for _ in FRACTIONS) + " | --- |"]
         for m in (*METHODS, "blank_out", "random"):
             s = sub["spearman"].get(m)
             d = sub["deletion"][m]
             sp = f"{s['mean']:.3f} | {s['median']:.3f} | {s['magnitude_mean']:.3f}" if s else "- | - | -"
+            if mixed:
+                sp += (f" | {s['through_embeddings_mean']:.3f} | {s['through_embeddings_magnitude_mean']:.3f}" if s
+                       else " | - | -")
             lines.append(f"| {m} | {sp} | " + " | ".join(f"{a:.3f}" for a in d["accuracy"]) + f" | {d['mean']:.3f} |")
         best = max(ATTENTION_BASED, key=lambda m: sub["spearman"][m]["mean"])
-        lines += ["", f"Best attention-based: {best} ({sub['spearman'][best]['mean']:.3f}).", ""]
+        lines += ["", f"Best attention-based: {best} ({sub['spearman'][best]['mean']:.3f})"]
+        if mixed:
+            best = max(ATTENTION_BASED, key=lambda m: sub["spearman"][m]["through_embeddings_mean"])
+            lines[-1] += (f"; through the n-gram embeddings: {best} "
+                          f"({sub['spearman'][best]['through_embeddings_mean']:.3f})")
+        lines += [lines.pop() + ".", ""]
     lines += ["Published figures (other models and tasks):", ""]
     lines += [f"- {m}: {v}" for m, v in PUBLISHED.items()]
     return "\n".join(lines) + "\n"

@@ -16,6 +16,8 @@ from attnlab.analysis import (
     alti,
     alti_contributions,
     alti_vectors,
+    embedding_contributions,
+    embedding_vectors,
     gradient_x_input,
     layer_parts,
     norm_attention,
@@ -330,3 +332,34 @@ def test_pooling_reader_follows_what_the_head_reads(pooling: str) -> None:
         np.testing.assert_allclose(pooled[m:].numpy(), [x[wins[d], d].item() for d in range(m)])
     with pytest.raises(InputError, match="AttentionClassifier"):
         pooling_reader(nn.Linear(2, 2), ids)
+
+
+@pytest.mark.parametrize("embed_norm", [True, False])
+def test_embedding_vectors_sum_to_what_the_first_layer_reads(embed_norm: bool) -> None:
+    """The n-gram embeddings (zh-sentiment has a bigram table) mix neighbouring tokens before any attention: their
+    split into per-token vectors sums to the first layer's real input (float64, 1e-10); each bigram is shared
+    equally by its two tokens, so changing a token moves exactly the rows of the positions that read it."""
+    from attnlab.models import count_bigrams, count_trigrams
+
+    torch.manual_seed(4)
+    cfg = ClassifierConfig(vocab_size=11, d_model=12, n_heads=3, n_layers=2, d_ff=10, max_length=9, pooling="meanmax",
+                           norm_first=True, dropout=0.0, positional="learned", bigrams=6, trigrams=4,
+                           embed_norm=embed_norm)
+    model = AttentionClassifier(cfg).double().eval()
+    ids = torch.tensor([[1, 4, 2, 9, 3, 7, 5]])
+    model.set_bigrams(count_bigrams(ids.tolist(), 6, 11))
+    model.set_trigrams(count_trigrams(ids.tolist(), 4, 11))
+    assert int((model.bigram_ids(ids) > 1).sum()) == 6  # every kept pair is found (rows 0/1: none, unknown)
+    vectors, bias, output = embedding_vectors(model, ids)
+    first_input = block_inputs(model, lambda k: model(ids.repeat(k, 1)))[0]  # (n, M)
+    err = float((vectors.sum(1) + bias - first_input).abs().max())
+    assert err < 1e-10 and float((output - first_input).abs().max()) < 1e-10, f"largest difference {err}"
+    present = vectors.abs().sum(-1) > 0  # (p, j): position p carries a vector of token j
+    want = np.zeros((N, N), dtype=bool)
+    for p in range(N):
+        want[p, p: min(p + 3, N)] = True  # its token, the bigram's second and the trigram's third
+    np.testing.assert_array_equal(present.numpy(), want)
+    c = embedding_contributions(model, ids)
+    assert np.all(c >= 0) and np.all(c[~want] == 0)
+    rows = c.sum(-1)  # one, or zero where no token's vector brings the row closer than nothing (ALTI's clamp)
+    assert np.all(np.isclose(rows, 1.0, rtol=1e-12) | (rows == 0.0)) and rows.sum() >= N - 2

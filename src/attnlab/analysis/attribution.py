@@ -53,6 +53,8 @@ __all__ = [
     "alti_contributions",
     "alti_vectors",
     "attribute_text",
+    "embedding_contributions",
+    "embedding_vectors",
     "gradient_x_input",
     "layer_parts",
     "norm_attention",
@@ -378,6 +380,55 @@ def _check_eval(model: nn.Module) -> None:
     if model.training:
         raise InputError("the model is in training mode (dropout on): attribution compares exact forward passes; "
                          "call model.eval() first")
+
+
+def embedding_vectors(model: nn.Module, ids: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """An attnlab classifier's embedding layer split into one vector per input token, as ALTI splits a layer
+    (float64, one text ``ids`` ``(1, n)``): ``(vectors (n_p, n_j, M), bias (n_p, M), output (n_p, M))`` with
+    ``vectors.sum(1) + bias == output``, the embeddings the first layer reads.
+
+    Position ``p`` sums the token's embedding (times the model's scale), the n-gram embeddings that start at ``p``
+    (a bigram is the pair ``(p, p+1)``, a trigram the triple) and the position's own; blanking any token of an
+    n-gram changes the whole n-gram vector, so it is shared equally among its tokens (their Shapley values; an
+    n-gram cut short by the end of the text stays with ``p``).  The position vector is the bias.  With
+    ``embed_norm`` the LayerNorm is linearised at each row's real standard deviation, as ALTI does."""
+    from ..models import AttentionClassifier
+
+    if not isinstance(model, AttentionClassifier):
+        raise InputError(f"embedding_vectors reads an attnlab AttentionClassifier's embeddings, got "
+                         f"{type(model).__name__}; a model whose embeddings are one token each needs no such step")
+    n = ids.shape[1]
+    with torch.no_grad():
+        token = model.embed(ids)[0].double() * model.scale  # (n, M)
+        m = token.shape[1]
+        vectors = torch.zeros(n, n, m, dtype=torch.float64)
+        vectors[torch.arange(n), torch.arange(n)] = token
+        for order, table, rows in ((2, model.bigram, model.bigram_ids), (3, model.trigram, model.trigram_ids)):
+            if table is None:
+                continue
+            gram = table(rows(ids))[0].double() * model.scale  # (n, M): the n-gram starting at each position
+            for p in range(n):
+                owners = list(range(p, min(p + order, n)))
+                for j in owners:
+                    vectors[p, j] += gram[p] / len(owners)
+        bias = model.position(torch.zeros(1, n, m, dtype=torch.float64))[0]  # (n, M): the position vectors
+        z = vectors.sum(1) + bias  # (n, M): what the embedding LayerNorm (if any) receives
+        norm = model.embed_norm
+        if norm is None:
+            return vectors, bias, z
+        sigma = (z.var(-1, unbiased=False) + norm.eps).sqrt()  # (n,)
+        gamma, beta = norm.weight.detach().double(), norm.bias.detach().double()
+        vectors = gamma * (vectors - vectors.mean(-1, keepdim=True)) / sigma[:, None, None]
+        bias = gamma * (bias - bias.mean(-1, keepdim=True)) / sigma[:, None] + beta
+        return vectors, bias, gamma * (z - z.mean(-1, keepdim=True)) / sigma[:, None] + beta
+
+
+def embedding_contributions(model: nn.Module, ids: Tensor) -> np.ndarray:
+    """``(n_p, n_j)``: ALTI's contributions of each input token to each embedding position
+    (:func:`embedding_vectors`, :func:`alti_contributions`); the identity for a model without n-gram embeddings.
+    A token-level attribution is ``row @ rollout(...)[-1] @ embedding_contributions(model, ids)``."""
+    vectors, _, output = embedding_vectors(model, ids)
+    return alti_contributions(vectors, output)
 
 
 def pooling_reader(model: nn.Module, ids: Tensor) -> np.ndarray:
