@@ -23,11 +23,15 @@ def test_attribution_on_a_classifier(tmp_path, capsys) -> None:
     alti = np.asarray(doc["alti_rollout"])
     assert np.asarray(doc["alti_per_layer"]).shape == (2, n, n) and np.all(alti >= 0)
     np.testing.assert_allclose(alti.sum(-1), 1.0)
-    # zh-sentiment pools mean+max: the prediction's row is the pooling's reader times each map, not row 0
-    reader = np.asarray(doc["reader"])
+    # zh-sentiment pools mean+max: the prediction's row is the pooling's reader times each map (not row 0), carried
+    # through the bigram embeddings (position p holds characters p and p+1) to the characters
+    reader, mixing = np.asarray(doc["reader"]), np.asarray(doc["embedding_mixing"])
     assert reader.shape == (n,) and reader.sum() == pytest.approx(1.0) and np.all(reader > 0)
+    assert mixing.shape == (n, n) and np.all(np.tril(mixing, -1) == 0) and np.all(np.triu(mixing, 2) == 0)
     for name in ("norm", "value_zeroing", "alti"):
-        np.testing.assert_allclose(doc["prediction"][name], reader @ np.asarray(doc[f"{name}_rollout"]))
+        want = reader @ np.asarray(doc[f"{name}_rollout"]) @ mixing
+        np.testing.assert_allclose(doc["prediction"][name], want)
+        assert 0.9 < sum(doc["prediction"][name]) <= 1.0 + 1e-9  # a zero row of the mixing may drop a little
     for name in ("norm.png", "value-zeroing.png", "alti.png", "grad-x-input.png"):
         assert (out / name).stat().st_size > 0
     capsys.readouterr()

@@ -96,7 +96,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--attribution", action="store_true",
                      help="also norm-based attention, value zeroing, ALTI and (classifiers) gradient x input: "
                      "norm.FMT, value-zeroing.FMT, alti.FMT, grad-x-input.FMT and 'attribution' in the JSON "
-                     "(for a classifier also each method's row for the prediction, read as its pooling reads)")
+                     "(for a classifier also each method's share of the prediction per input token, read through "
+                     "its pooling and its embedding layer)")
     out.add_argument("--flow-target", metavar="N", action="append",
                      help="an output position for the flow (repeatable; default: all up to 64 tokens, else the "
                      "first and last)")
@@ -213,9 +214,12 @@ def _attribution(text: str, model: str, tokens: list[str], figures: dict[str, An
                                                         y_tokens=[f"p({att.label})"])
         doc["grad_x_input"] = att.grad_x_input.tolist()
         doc["label"] = att.label
-    if att.reader is not None:  # what the classifier's pooling reads of the last layer's rows, and each method's row
+    if att.reader is not None and att.embedding is not None:
+        # what the classifier's pooling reads of the last layer's rows, and each method's share of the prediction
+        # per input token: the reader, the rolled-out map, the embedding layer's mixing (zh-sentiment's bigrams)
         doc["reader"] = att.reader.tolist()
-        doc["prediction"] = {name: (att.reader @ matrix).tolist() for name, matrix in maps.items()}
+        doc["embedding_mixing"] = att.embedding.tolist()
+        doc["prediction"] = {name: (att.reader @ matrix @ att.embedding).tolist() for name, matrix in maps.items()}
     return doc
 
 

@@ -470,8 +470,10 @@ def pooling_reader(model: nn.Module, ids: Tensor) -> np.ndarray:
 class TextAttribution:
     """The attributions of one text: ``norm`` ``(L, n, n)`` (Kobayashi's per-layer norms, rows renormalised to sum
     to one), ``value_zeroing`` ``(L, n, n)``, ``alti`` ``(L, n, n)``, and for a classifier ``grad_x_input`` ``(n,)``
-    of the predicted class's probability and ``reader`` ``(n,)`` what its pooling reads of the last layer's rows
-    (:func:`pooling_reader`; None for an encoder without a head)."""
+    of the predicted class's probability, ``reader`` ``(n,)`` what its pooling reads of the last layer's rows
+    (:func:`pooling_reader`) and ``embedding`` ``(n, n)`` its embedding layer's token mixing
+    (:func:`embedding_contributions`; the identity without n-gram embeddings) (those three None for an encoder
+    without a head)."""
 
     norm: np.ndarray
     value_zeroing: np.ndarray
@@ -479,6 +481,7 @@ class TextAttribution:
     grad_x_input: np.ndarray | None
     label: str | None
     reader: np.ndarray | None = None
+    embedding: np.ndarray | None = None
 
 
 def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
@@ -489,7 +492,7 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
 
     found = locate(model, "huggingface", "classifier")
     score: Callable[[], Tensor] | None = None
-    label = reader = None
+    label = reader = embedding = None
     if found.kind == "classifier":
         from ..training import load_trained
 
@@ -504,6 +507,7 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
             k = int(net(x).argmax(-1))
         label = str(clf.labels[k])
         reader = pooling_reader(net, x)
+        embedding = embedding_contributions(net, x)
 
         def score() -> Tensor:
             return torch.softmax(net(x).double(), -1)[0, k]
@@ -519,4 +523,4 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
     total = norms.sum(-1, keepdims=True)
     return TextAttribution(np.divide(norms, total, out=np.zeros_like(norms), where=total > 0),
                            value_zeroing(net, forward), alti(net, forward),
-                           None if score is None else gradient_x_input(net, score), label, reader)
+                           None if score is None else gradient_x_input(net, score), label, reader, embedding)
