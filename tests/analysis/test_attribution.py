@@ -332,6 +332,9 @@ def test_pooling_reader_follows_what_the_head_reads(pooling: str) -> None:
         np.testing.assert_allclose(pooled[m:].numpy(), [x[wins[d], d].item() for d in range(m)])
     with pytest.raises(InputError, match="AttentionClassifier"):
         pooling_reader(nn.Linear(2, 2), ids)
+    with pytest.raises(InputError, match="AttentionClassifier"):
+        embedding_vectors(nn.Linear(2, 2), ids)
+    np.testing.assert_array_equal(embedding_contributions(model, ids), np.eye(N))  # no n-grams: no mixing
 
 
 @pytest.mark.parametrize("embed_norm", [True, False])
