@@ -148,7 +148,8 @@ def run_layers(model: nn.Module, forward: Forward) -> list[LayerRun]:
         for p, got in zip(parts, seen, strict=True):
             if isinstance(p.attention, MultiHeadAttention):
                 def keep_weights(call: Any, got: dict[str, Tensor] = got) -> None:
-                    got["weights"] = call.weights[0].detach()
+                    if call.weights is not None:  # a kernel without weights leaves them out: refused below
+                        got["weights"] = call.weights[0].detach()
 
                 stack.callback(p.attention.attn_hook.attach(keep_weights, weights=True))
             else:
@@ -331,20 +332,15 @@ def gradient_x_input(model: nn.Module, score: Callable[[], Tensor]) -> np.ndarra
     first = layer_parts(model)[0].block
     seen: list[Tensor] = []
 
-    def keep_input(_m: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        x = args[0] if args else kwargs["hidden_states"]
+    def keep_input(x: Tensor) -> None:
         x.retain_grad()
         seen.append(x)
 
-    handle = first.register_forward_pre_hook(keep_input, with_kwargs=True)
-    try:
-        with torch.enable_grad():
-            value = score()
-            if value.numel() != 1:
-                raise InputError(f"score() must return one number (a scalar tensor), got shape {tuple(value.shape)}")
-            value.backward()
-    finally:
-        handle.remove()
+    with _pre_hook(first, keep_input), torch.enable_grad():
+        value = score()
+        if value.numel() != 1:
+            raise InputError(f"score() must return one number (a scalar tensor), got shape {tuple(value.shape)}")
+        value.backward()
     if not seen or seen[0].grad is None:
         raise InputError("score() must run the model and depend on its input (e.g. the predicted class's "
                          "probability), but the first attention layer's input got no gradient from it")
