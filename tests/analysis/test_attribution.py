@@ -12,7 +12,21 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from attnlab.analysis import gradient_x_input, layer_parts, norm_attention, value_zeroing
+from attnlab.analysis import (
+    alti,
+    alti_contributions,
+    alti_vectors,
+    embedding_contributions,
+    embedding_vectors,
+    gradient_x_input,
+    layer_parts,
+    norm_attention,
+    pooling_reader,
+    rollout,
+    run_layers,
+    value_outputs,
+    value_zeroing,
+)
 from attnlab.errors import InputError
 from attnlab.models import AttentionClassifier, ClassifierConfig
 
@@ -193,3 +207,162 @@ def test_attribution_refuses_training_mode_and_models_without_layers() -> None:
     model.eval()
     with pytest.raises(InputError, match="got no gradient"):
         gradient_x_input(model, lambda: torch.ones((), requires_grad=True) * 2)
+
+
+def tiny_prenorm() -> tuple[nn.Module, Any]:
+    """The pre-norm attnlab layer (x + SA(LN(x))), as zh-sentiment's: ALTI reads the sum before norm2."""
+    torch.manual_seed(2)
+    cfg = ClassifierConfig(vocab_size=11, d_model=12, n_heads=3, n_layers=2, d_ff=10, max_length=9, pooling="mean",
+                           norm_first=True, dropout=0.0, positional="learned")
+    model = AttentionClassifier(cfg).double().eval()
+    ids = torch.tensor([[1, 4, 2, 9, 3, 7, 5]])
+    return model, lambda k: model(ids.repeat(k, 1))
+
+
+ALTI_MODELS = {**MODELS, "attnlab-prenorm": tiny_prenorm}
+
+
+def rest_of_block(block: nn.Module, y: Tensor) -> Tensor:
+    """What a layer does after its attention sublayer, applied to ``y`` ``(n, M)``: the feed-forward sublayer (and
+    BERT's output LayerNorm)."""
+    if hasattr(block, "ff"):
+        if block.config.norm_first:
+            return y + block.ff(block.norm2(y))
+        return block.norm2(y + block.ff(y))
+    return block.output(block.intermediate(y[None]), y[None])[0]  # BertOutput: LN(dense(act(dense(y))) + y)
+
+
+@pytest.mark.parametrize("family", ALTI_MODELS)
+def test_alti_vectors_sum_to_the_real_layer_output(family: str) -> None:
+    """sum_j T_i(x_j) + bias_i is the attention sublayer's real output to 1e-10 in float64, and the rest of the
+    layer applied to that sum gives the layer's real output (so the recorded output is the right tensor)."""
+    model, forward = ALTI_MODELS[family]()
+    parts = layer_parts(model)
+    outs: list[Tensor] = []
+    handles = [p.block.register_forward_hook(lambda _m, _i, o: outs.append((o[0] if isinstance(o, tuple) else o)[0]))
+               for p in parts]
+    with torch.no_grad():
+        forward(1)
+    for h in handles:
+        h.remove()
+    runs = run_layers(model, forward)
+    assert len(runs) == len(outs) == 2
+    for p, run, block_out in zip(parts, runs, outs, strict=True):
+        bias = None if p.output.bias is None else p.output.bias.detach()
+        vectors, b = alti_vectors(run, p.output.weight.detach().double(), bias, p.post_norm)
+        assert vectors.shape == (N, N, run.residual.shape[1]) and vectors.dtype == torch.float64
+        total = vectors.sum(1) + b  # (n, M)
+        err = float((total - run.output).abs().max())
+        assert err < 1e-10, f"largest difference {err}"
+        with torch.no_grad():
+            err = float((rest_of_block(p.block, total) - block_out).abs().max())
+        assert err < 1e-10, f"largest difference after the rest of the layer {err}"
+        assert (p.post_norm is None) == (family == "attnlab-prenorm")
+
+
+def test_alti_off_diagonal_vectors_are_the_attention_terms() -> None:
+    """Pre-norm (no LayerNorm to linearise): T_i(x_j) for j != i is sum_h alpha^h_ij f^h(x_j), whose norm is
+    Kobayashi's per-layer norm (checked against loops above); on the diagonal the residual x_i is added."""
+    model, forward = tiny_prenorm()
+    norms = norm_attention(model, forward).per_layer
+    for layer, (p, run) in enumerate(zip(layer_parts(model), run_layers(model, forward), strict=True)):
+        vectors, _ = alti_vectors(run, p.output.weight.detach().double(), p.output.bias.detach(), None)
+        off = ~np.eye(N, dtype=bool)
+        np.testing.assert_allclose(vectors.norm(dim=-1).numpy()[off], norms[layer][off], rtol=1e-12)
+        attention_only = torch.einsum("hij,hjm->ijm", run.weights,
+                                      value_outputs(run.values, p.output.weight.detach().double()))
+        np.testing.assert_allclose((vectors - attention_only)[torch.arange(N), torch.arange(N)].numpy(),
+                                   run.residual.numpy(), rtol=0, atol=1e-12)
+
+
+def test_alti_contributions_match_the_definition() -> None:
+    """c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1) / row sum, written with loops; a row with no positive
+    contribution stays zeros."""
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(3, 3, 5))
+    output = vectors.sum(1) + rng.normal(size=(3, 5)) * 0.1
+    output[2] = 0.0  # ||y||_1 = 0: every c is max(0, -distance) = 0
+    got = alti_contributions(torch.from_numpy(vectors), torch.from_numpy(output))
+    for i in range(3):
+        raw = [max(0.0, sum(abs(e) for e in output[i]) - sum(abs(a - b) for a, b in zip(output[i], vectors[i, j],
+                                                                                         strict=True)))
+               for j in range(3)]
+        for j in range(3):
+            assert got[i, j] == pytest.approx(raw[j] / sum(raw) if sum(raw) else 0.0, rel=1e-12, abs=1e-15)
+    assert np.all(got[2] == 0.0)
+
+
+@pytest.mark.parametrize("family", ALTI_MODELS)
+def test_alti_rows_are_distributions(family: str) -> None:
+    model, forward = ALTI_MODELS[family]()
+    c = alti(model, forward)
+    assert c.shape == (2, N, N) and np.all(c >= 0)
+    np.testing.assert_allclose(c.sum(-1), 1.0, rtol=1e-12)
+    r = rollout(c[:, None], residual=0.0)[-1]  # chained without an added identity: the residual is inside
+    np.testing.assert_allclose(r, c[1] @ c[0], rtol=1e-12)
+    np.testing.assert_allclose(r.sum(-1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "meanmax", "attention"])
+def test_pooling_reader_follows_what_the_head_reads(pooling: str) -> None:
+    """The reader is the pooling's own mixing of the last layer's rows: for mean and [CLS] exactly, for attention
+    pooling the pooling's weights (their mix of the rows is the pooled vector), for mean+max the share of the head's
+    2M inputs each row supplies."""
+    torch.manual_seed(3)
+    cfg = ClassifierConfig(vocab_size=11, d_model=12, n_heads=3, n_layers=2, d_ff=10, max_length=9, pooling=pooling,
+                           norm_first=True, dropout=0.0, positional="learned")
+    model = AttentionClassifier(cfg).double().eval()
+    ids = torch.tensor([[1, 4, 2, 9, 3, 7, 5]])
+    reader = pooling_reader(model, ids)
+    assert reader.shape == (N,) and np.all(reader >= 0) and reader.sum() == pytest.approx(1.0, rel=1e-12)
+    with torch.no_grad():
+        x = model.encode(ids)[0][0]  # (n, M)
+        pooled = model._pool(x[None], torch.ones(1, N, dtype=torch.bool))[0]  # (M,) or (2M,)
+    if pooling == "cls":
+        np.testing.assert_array_equal(reader, np.eye(N)[0])
+    elif pooling == "mean":
+        np.testing.assert_allclose(reader, np.full(N, 1 / N), rtol=1e-12)
+    elif pooling == "attention":
+        np.testing.assert_allclose(pooled.numpy(), reader @ x.numpy(), rtol=1e-12)
+    else:
+        m = x.shape[1]
+        wins = [int(np.argmax(x[:, d].numpy())) for d in range(m)]
+        for i in range(N):
+            assert reader[i] == pytest.approx((m / N + wins.count(i)) / (2 * m), rel=1e-12)
+        np.testing.assert_allclose(pooled[m:].numpy(), [x[wins[d], d].item() for d in range(m)])
+    with pytest.raises(InputError, match="AttentionClassifier"):
+        pooling_reader(nn.Linear(2, 2), ids)
+    with pytest.raises(InputError, match="AttentionClassifier"):
+        embedding_vectors(nn.Linear(2, 2), ids)
+    np.testing.assert_array_equal(embedding_contributions(model, ids), np.eye(N))  # no n-grams: no mixing
+
+
+@pytest.mark.parametrize("embed_norm", [True, False])
+def test_embedding_vectors_sum_to_what_the_first_layer_reads(embed_norm: bool) -> None:
+    """The n-gram embeddings (zh-sentiment has a bigram table) mix neighbouring tokens before any attention: their
+    split into per-token vectors sums to the first layer's real input (float64, 1e-10); each bigram is shared
+    equally by its two tokens, so changing a token moves exactly the rows of the positions that read it."""
+    from attnlab.models import count_bigrams, count_trigrams
+
+    torch.manual_seed(4)
+    cfg = ClassifierConfig(vocab_size=11, d_model=12, n_heads=3, n_layers=2, d_ff=10, max_length=9, pooling="meanmax",
+                           norm_first=True, dropout=0.0, positional="learned", bigrams=6, trigrams=4,
+                           embed_norm=embed_norm)
+    model = AttentionClassifier(cfg).double().eval()
+    ids = torch.tensor([[1, 4, 2, 9, 3, 7, 5]])
+    model.set_bigrams(count_bigrams(ids.tolist(), 6, 11))
+    model.set_trigrams(count_trigrams(ids.tolist(), 4, 11))
+    assert int((model.bigram_ids(ids) > 1).sum()) == 6  # every kept pair is found (rows 0/1: none, unknown)
+    vectors, bias, output = embedding_vectors(model, ids)
+    first_input = block_inputs(model, lambda k: model(ids.repeat(k, 1)))[0]  # (n, M)
+    err = float((vectors.sum(1) + bias - first_input).abs().max())
+    assert err < 1e-10 and float((output - first_input).abs().max()) < 1e-10, f"largest difference {err}"
+    present = vectors.abs().sum(-1) > 0  # (p, j): position p carries a vector of token j
+    want = np.zeros((N, N), dtype=bool)
+    for p in range(N):
+        want[p, p: min(p + 3, N)] = True  # its token, the bigram's second and the trigram's third
+    np.testing.assert_array_equal(present.numpy(), want)
+    c = embedding_contributions(model, ids)
+    assert np.all(c >= 0) and np.all(c[~want] == 0)
+    rows = c.sum(-1)  # one, or zero where no token's vector brings the row closer than nothing (ALTI's clamp)
+    assert np.all(np.isclose(rows, 1.0, rtol=1e-12) | (rows == 0.0)) and rows.sum() >= N - 2

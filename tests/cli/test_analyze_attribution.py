@@ -1,4 +1,4 @@
-"""`attnlab analyze --attribution`: norm-based attention, value zeroing and (classifiers) gradient x input, drawn
+"""`attnlab analyze --attribution`: norm-based attention, value zeroing, ALTI and (classifiers) gradient x input, drawn
 like rollout and written into the JSON; it needs the model, so a saved --trace is refused (one line, exit 2)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from attnlab.cli import main
 
@@ -19,7 +20,19 @@ def test_attribution_on_a_classifier(tmp_path, capsys) -> None:
     assert np.asarray(doc["value_zeroing_per_layer"]).shape == (2, n, n)
     np.testing.assert_allclose(np.asarray(doc["value_zeroing_rollout"]).sum(-1), 1.0)
     assert len(doc["grad_x_input"]) == n and doc["label"] in ("pos", "neg")
-    for name in ("norm.png", "value-zeroing.png", "grad-x-input.png"):
+    alti = np.asarray(doc["alti_rollout"])
+    assert np.asarray(doc["alti_per_layer"]).shape == (2, n, n) and np.all(alti >= 0)
+    np.testing.assert_allclose(alti.sum(-1), 1.0)
+    # zh-sentiment pools mean+max: the prediction's row is the pooling's reader times each map (not row 0), carried
+    # through the bigram embeddings (position p holds characters p and p+1) to the characters
+    reader, mixing = np.asarray(doc["reader"]), np.asarray(doc["embedding_mixing"])
+    assert reader.shape == (n,) and reader.sum() == pytest.approx(1.0) and np.all(reader > 0)
+    assert mixing.shape == (n, n) and np.all(np.tril(mixing, -1) == 0) and np.all(np.triu(mixing, 2) == 0)
+    for name in ("norm", "value_zeroing", "alti"):
+        want = reader @ np.asarray(doc[f"{name}_rollout"]) @ mixing
+        np.testing.assert_allclose(doc["prediction"][name], want)
+        assert 0.9 < sum(doc["prediction"][name]) <= 1.0 + 1e-9  # a zero row of the mixing may drop a little
+    for name in ("norm.png", "value-zeroing.png", "alti.png", "grad-x-input.png"):
         assert (out / name).stat().st_size > 0
     capsys.readouterr()
 
@@ -29,7 +42,9 @@ def test_attribution_on_minilm_and_not_from_a_trace(tmp_path, capsys) -> None:
     assert main(["analyze", "The cat sat.", "--attribution", "--out", str(out)]) == 0
     doc = json.loads((out / "analysis.json").read_text(encoding="utf-8"))["attribution"]
     assert "grad_x_input" not in doc and not (out / "grad-x-input.png").exists()  # an encoder has no class to explain
-    assert (out / "value-zeroing.png").exists()
+    assert "prediction" not in doc  # nor a pooling to read its rows
+    assert (out / "value-zeroing.png").exists() and (out / "alti.png").exists()
+    np.testing.assert_allclose(np.asarray(doc["alti_rollout"]).sum(-1), 1.0)
     capsys.readouterr()
     assert main(["analyze", "--trace", str(out / "trace.attn"), "--attribution", "--out", str(tmp_path / "o2")]) == 2
     err = capsys.readouterr().err

@@ -45,7 +45,7 @@ examples:
   attnlab analyze --corpus sentences.txt --batch-size 32              # per-head means over a corpus
   attnlab analyze --model zh-sentiment --segmented                    # Chinese word and POS heads (People's Daily)
   attnlab analyze --model zh-sentiment --segmented mine.txt --sentences 500   # on your own 'word/TAG' lines
-  attnlab analyze "这本书很好" --model zh-sentiment --attribution       # + norm-based, value zeroing, grad x input
+  attnlab analyze "这本书很好" --model zh-sentiment --attribution       # + norm, value zeroing, ALTI, grad x input
   torchrun --nproc_per_node 2 -m attnlab.cli analyze --corpus sentences.txt   # the same, two processes
 With --corpus (one text per line) the model runs batch by batch and each batch is reduced to per-head
 sums at once (no attention matrix is kept); {CORPUS_FILE} holds the per-head means, the table their
@@ -94,8 +94,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--out", metavar="DIR", type=Path, help=f"the folder to write into (default: {DEFAULT_OUT}/...)")
     out.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure format (default: png)")
     out.add_argument("--attribution", action="store_true",
-                     help="also norm-based attention, value zeroing and (classifiers) gradient x input: "
-                     "norm.FMT, value-zeroing.FMT, grad-x-input.FMT and 'attribution' in the JSON")
+                     help="also norm-based attention, value zeroing, ALTI and (classifiers) gradient x input: "
+                     "norm.FMT, value-zeroing.FMT, alti.FMT, grad-x-input.FMT and 'attribution' in the JSON "
+                     "(for a classifier also each method's share of the prediction per input token, read through "
+                     "its pooling and its embedding layer)")
     out.add_argument("--flow-target", metavar="N", action="append",
                      help="an output position for the flow (repeatable; default: all up to 64 tokens, else the "
                      "first and last)")
@@ -187,26 +189,37 @@ def _run_corpus(args: argparse.Namespace) -> int:
 
 
 def _attribution(text: str, model: str, tokens: list[str], figures: dict[str, Any]) -> dict[str, Any]:
-    """Norm-based attention and value zeroing rolled out over the layers, and gradient x input for a classifier:
-    their figures go into ``figures``, their values come back for the JSON."""
+    """Norm-based attention, value zeroing and ALTI rolled out over the layers, and gradient x input for a
+    classifier: their figures go into ``figures``, their values come back for the JSON."""
     from ..analysis import attribute_text, rollout
     from ..analysis import figures as draw
 
     att = attribute_text(text, model)
-    norm = rollout(att.norm[:, None])[-1]  # (n, n): the norms' rows as attention, 0.5 residual
-    zeroing = rollout(att.value_zeroing[:, None], residual=0.0)[-1]  # (n, n): the residual is inside
-    figures["norm"] = draw.token_map_figure(norm, tokens, "norm-based attention ||a f(x)||, rolled out (Kobayashi "
-                                            "et al.)", "share of the output drawn from the input")
-    figures["value-zeroing"] = draw.token_map_figure(zeroing, tokens, "value zeroing, rolled out (Mohebbi et al.)",
-                                                     "share of the output drawn from the input")
-    doc: dict[str, Any] = {"norm_rollout": norm.tolist(), "value_zeroing_rollout": zeroing.tolist(),
-                           "norm_per_layer": att.norm.tolist(), "value_zeroing_per_layer": att.value_zeroing.tolist()}
+    maps = {  # (n, n) each: share of output i drawn from input j
+        "norm": rollout(att.norm[:, None])[-1],  # the norms' rows as attention, 0.5 residual
+        "value_zeroing": rollout(att.value_zeroing[:, None], residual=0.0)[-1],  # the residual is inside
+        "alti": rollout(att.alti[:, None], residual=0.0)[-1],  # the residual is inside
+    }
+    titles = {"norm": "norm-based attention ||a f(x)||, rolled out (Kobayashi et al.)",
+              "value_zeroing": "value zeroing, rolled out (Mohebbi et al.)",
+              "alti": "ALTI, rolled out (Ferrando et al.)"}
+    for name, matrix in maps.items():
+        figures[name.replace("_", "-")] = draw.token_map_figure(matrix, tokens, titles[name],
+                                                                "share of the output drawn from the input")
+    doc: dict[str, Any] = {f"{name}_rollout": matrix.tolist() for name, matrix in maps.items()}
+    doc |= {f"{name}_per_layer": getattr(att, name).tolist() for name in maps}  # (L, n, n) each
     if att.grad_x_input is not None:
         figures["grad-x-input"] = draw.token_map_figure(att.grad_x_input[None], tokens,
                                                         f"gradient x input of p({att.label})", "x . dp/dx",
                                                         y_tokens=[f"p({att.label})"])
         doc["grad_x_input"] = att.grad_x_input.tolist()
         doc["label"] = att.label
+    if att.reader is not None and att.embedding is not None:
+        # what the classifier's pooling reads of the last layer's rows, and each method's share of the prediction
+        # per input token: the reader, the rolled-out map, the embedding layer's mixing (zh-sentiment's bigrams)
+        doc["reader"] = att.reader.tolist()
+        doc["embedding_mixing"] = att.embedding.tolist()
+        doc["prediction"] = {name: (att.reader @ matrix @ att.embedding).tolist() for name, matrix in maps.items()}
     return doc
 
 

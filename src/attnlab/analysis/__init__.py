@@ -1,7 +1,7 @@
 """What every head does, measured: per-head metrics, pattern labels with their evidence, syntactic
 agreement with dependency parses, Chinese word and part-of-speech labels from a segmented corpus, causal-model
-detectors, attention rollout and flow, attribution beyond attention weights (norm-based attention, value
-zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics streamed as
+detectors, attention rollout and flow, attribution beyond attention weights (norm-based attention, ALTI,
+value zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics streamed as
 per-head sums.
 
 Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.weights``); metrics come
@@ -9,13 +9,22 @@ back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
 from .attribution import (
+    LayerRun,
     NormAttention,
     TextAttribution,
+    alti,
+    alti_contributions,
+    alti_vectors,
     attribute_text,
+    embedding_contributions,
+    embedding_vectors,
     gradient_x_input,
     layer_parts,
     norm_attention,
     norm_contributions,
+    pooling_reader,
+    run_layers,
+    value_outputs,
     value_zeroing,
     value_zeroing_scores,
 )
@@ -50,12 +59,16 @@ __all__ = [
     "HeadImportance",
     "HeadLabels",
     "HeadSums",
+    "LayerRun",
     "NormAttention",
     "PruningCurve",
     "Report",
     "SegmentedSentence",
     "Sentence",
     "TextAttribution",
+    "alti",
+    "alti_contributions",
+    "alti_vectors",
     "analyze_trace",
     "attribute_text",
     "band_mass",
@@ -67,6 +80,8 @@ __all__ = [
     "default_segmented",
     "dependency_counts",
     "detect_causal_heads",
+    "embedding_contributions",
+    "embedding_vectors",
     "flow",
     "flow_error_bound",
     "gradient_x_input",
@@ -84,6 +99,7 @@ __all__ = [
     "norm_contributions",
     "parse_text",
     "per_query_metrics",
+    "pooling_reader",
     "pruning_curve",
     "pruning_figure",
     "read_conllu",
@@ -92,8 +108,10 @@ __all__ = [
     "repeated_tokens",
     "residual_attention",
     "rollout",
+    "run_layers",
     "spearman",
     "spearman_agreement",
+    "value_outputs",
     "value_zeroing",
     "value_zeroing_scores",
     "word_pieces",
