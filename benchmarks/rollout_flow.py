@@ -3,12 +3,13 @@ all-MiniLM-L6-v2 (6 layers, 12 heads).
 
 * rollout of a 512-token trace (goal <= 0.1 s);
 * flow from every input token to one output position ([CLS]) at 128 tokens (goal <= 1 s);
-* flow for all pairs at 128 tokens (goal <= 10 s, issue 21), with ``--workers`` processes: OR-Tools (the graph
-  built once and re-solved, the default solver) against scipy (a graph per target, Dinic: the solver before),
-  whose answers must be equal;
+* flow for all pairs at 128 tokens (goal <= 10 s, issue 21), with ``--workers`` processes: the sparse solver
+  (the default: OR-Tools on each node's strongest edges, certified by a cut of the whole graph) against
+  OR-Tools on the whole graph (built once and re-solved: the solver before) and scipy (a graph per target,
+  Dinic: the first solver), whose answers must be equal;
 * the same at 512 tokens, reported: one target estimated from 32 of its 512 sources (each source is
-  one max-flow problem of the same graph, so they cost about the same), all pairs estimated from that
-  (measured only with ``--all-512``: hours).
+  one max-flow problem of the same graph, so they cost about the same), with the sparse solver and with
+  OR-Tools on the whole graph; all pairs estimated from that (measured only with ``--all-512``).
 
 Timings are the fastest of ``--repeats`` runs (the least disturbed by other load on the machine),
 with the median next to it; the load average is recorded with them.  Flow uses integer capacities
@@ -39,6 +40,7 @@ import torch
 import attnlab as al
 from attnlab._io import atomic_write_text
 from attnlab.analysis import flow, flow_error_bound, rollout
+from attnlab.analysis.rollout import SPARSE_KEEP
 from attnlab.capturing import load_model
 
 GOALS = {"rollout_512_s": 0.1, "flow_one_target_128_s": 1.0, "flow_all_pairs_128_s": 10.0}
@@ -73,26 +75,31 @@ def run(repeats: int, workers: int, all_512: bool, with_scipy: bool = True) -> d
     rows["rollout_128_s"], rows["rollout_128_median_s"] = _times(lambda: rollout(w128), repeats)
     rows["flow_one_target_128_s"], rows["flow_one_target_128_median_s"] = _times(
         lambda: flow(w128, targets=[0]), max(1, repeats // 3))
-    start = time.perf_counter()
-    flow(w512, targets=[0], sources=range(0, 512, 16))  # 32 of the 512 sources, scaled up below
-    rows["flow_one_target_512_estimated_s"] = (time.perf_counter() - start) * 16
-    start = time.perf_counter()
-    fast = flow(w128, workers=workers)
-    rows["flow_all_pairs_128_s"] = time.perf_counter() - start
-    if with_scipy:
+    for solver, key in (("sparse", ""), ("ortools", "_ortools")):
         start = time.perf_counter()
-        before = flow(w128, workers=workers, solver="scipy")
-        rows["flow_all_pairs_128_scipy_s"] = time.perf_counter() - start
-        rows["flow_all_pairs_128_speedup"] = rows["flow_all_pairs_128_scipy_s"] / rows["flow_all_pairs_128_s"]
-        rows["flow_all_pairs_128_max_difference"] = float(np.abs(fast - before).max())
+        flow(w512, targets=[0], sources=range(0, 512, 16), solver=solver)  # 32 of the 512 sources, scaled up
+        rows[f"flow_one_target_512{key}_estimated_s"] = (time.perf_counter() - start) * 16
+    load_all_pairs = os.getloadavg()
+    results: list[np.ndarray] = []
+    rows["flow_all_pairs_128_s"], rows["flow_all_pairs_128_median_s"] = _times(
+        lambda: results.append(flow(w128, workers=workers)), repeats)
+    fast = results[-1]
+    for solver in ("ortools", "scipy") if with_scipy else ("ortools",):  # once each: tens of seconds
+        start = time.perf_counter()
+        before = flow(w128, workers=workers, solver=solver)
+        seconds = rows[f"flow_all_pairs_128_{solver}_s"] = time.perf_counter() - start
+        rows[f"flow_all_pairs_128_{solver}_speedup"] = seconds / rows["flow_all_pairs_128_s"]
+        rows[f"flow_all_pairs_128_{solver}_max_difference"] = float(np.abs(fast - before).max())
     if all_512:
         start = time.perf_counter()
         flow(w512, workers=workers)
         rows["flow_all_pairs_512_s"] = time.perf_counter() - start
     else:  # estimated from one target: every target costs about the same
-        rows["flow_all_pairs_512_estimated_s"] = rows["flow_one_target_512_estimated_s"] * 512 / workers
+        for key in ("", "_ortools"):
+            rows[f"flow_all_pairs_512{key}_estimated_s"] = rows[f"flow_one_target_512{key}_estimated_s"] * 512 / workers
     return {
         "benchmark": "rollout_flow", "model": "all-MiniLM-L6-v2", "repeats": repeats, "workers": workers,
+        "solver": "sparse", "sparse_keep": SPARSE_KEEP, "load_average_all_pairs": load_all_pairs,
         "goals_s": GOALS, "goals_met": {k: rows[k] <= v for k, v in GOALS.items()}, "rows": rows,
         "flow_error_bound": {"128": flow_error_bound(6, 128), "512": flow_error_bound(6, 512)},
         "load_average_before": load_before, "load_average_after": os.getloadavg(), "cpus": os.cpu_count(),
@@ -106,7 +113,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--workers", type=int, default=1, help="processes for all-pairs flow (default 1)")
     parser.add_argument("--all-512", action="store_true", help="also all-pairs flow at 512 tokens (long)")
-    parser.add_argument("--no-scipy", action="store_true", help="skip the scipy all-pairs row (about 100 s)")
+    parser.add_argument("--no-scipy", action="store_true", help="skip the scipy all-pairs row (about 150 s)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "rollout_flow.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -121,7 +128,7 @@ def main() -> None:
     for key, value in rows.items():
         if key.endswith("_median_s"):
             continue
-        median = rows.get(key.replace("_s", "_median_s"))
+        median = rows.get(key.removesuffix("_s") + "_median_s") if key.endswith("_s") else None
         goal = GOALS.get(key)
         extra = f" [{median:.4f}]" if median is not None else ""
         verdict = f"  goal <= {goal} s: {'met' if value <= goal else 'MISSED'}" if goal is not None else ""

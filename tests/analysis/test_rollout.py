@@ -23,7 +23,8 @@ from attnlab.analysis import (
     spearman,
     spearman_agreement,
 )
-from attnlab.capturing import capture
+from attnlab.analysis.rollout import FLOW_SCALE, _flow_rows_sparse
+from attnlab.capturing import capture, load_model
 from attnlab.errors import InputError, ShapeError
 from attnlab.layers import MultiHeadAttention
 
@@ -204,18 +205,89 @@ def test_agreement_with_blank_out_on_a_trained_classifier() -> None:
         spearman_agreement(w, importance[:-1])
 
 
-@pytest.mark.parametrize(("layers", "n", "seed"), [(1, 7, 0), (2, 9, 1), (4, 13, 2), (6, 24, 3)])
-def test_ortools_flow_equals_scipy_flow(layers: int, n: int, seed: int) -> None:
-    """The OR-Tools solver (one graph, re-solved) gives exactly scipy's answer (the solver flow used before), on
-    the same integer capacities: the same floats, not merely close; targets and sources in any order."""
+def sparse_flow(w: np.ndarray, keep: int, targets: list[int] | None = None, sources: list[int] | None = None,
+                scale: int = FLOW_SCALE) -> np.ndarray:
+    """The sparse solver with each node keeping only its ``keep`` strongest incoming middle edges at first."""
+    n = w.shape[-1]
+    every = list(range(n))
+    return _flow_rows_sparse(residual_attention(w), targets or every, sources or every, scale, keep)
+
+
+@pytest.mark.parametrize(("layers", "n", "seed"), [(1, 7, 0), (2, 9, 1), (3, 11, 4), (4, 13, 2), (6, 24, 3)])
+def test_every_solver_gives_scipys_flow(layers: int, n: int, seed: int) -> None:
+    """The sparse solver (the default, at its own keep and at keeps small enough that its graph must grow) and
+    the OR-Tools solver on the whole graph give exactly scipy's answer (the solver flow used first), on the same
+    integer capacities: the same floats, not merely close; targets and sources in any order, repeated."""
     w = random_attention(np.random.default_rng(seed), layers, 3, n) ** 2  # sharper: more uneven edges
     w /= w.sum(-1, keepdims=True)
-    np.testing.assert_array_equal(flow(w), flow(w, solver="scipy"))
+    want = flow(w, solver="scipy")
+    np.testing.assert_array_equal(flow(w), want)
+    np.testing.assert_array_equal(flow(w, solver="ortools"), want)
+    for keep in (0, 1, 3):
+        np.testing.assert_array_equal(sparse_flow(w, keep), want)
     picked = {"targets": [n - 1, 0, 2], "sources": [3, 1, n - 2, 1]}
-    np.testing.assert_array_equal(flow(w, **picked), flow(w, solver="scipy", **picked))
-    np.testing.assert_array_equal(flow(w, scale=1000), flow(w, solver="scipy", scale=1000))
-    with pytest.raises(InputError, match="solver must be one of ortools, scipy"):
+    want = flow(w, solver="scipy", **picked)
+    np.testing.assert_array_equal(flow(w, **picked), want)
+    np.testing.assert_array_equal(flow(w, solver="ortools", **picked), want)
+    np.testing.assert_array_equal(sparse_flow(w, 1, **picked), want)
+    want = flow(w, solver="scipy", scale=1000)
+    np.testing.assert_array_equal(flow(w, scale=1000), want)
+    np.testing.assert_array_equal(sparse_flow(w, 0, scale=1000), want)
+    with pytest.raises(InputError, match="solver must be one of sparse, ortools, scipy"):
         flow(w, solver="networkx")
+
+
+def test_sparse_solver_grows_its_graph_until_a_cut_certifies_it() -> None:
+    """With only the residual edges, the target's incoming and the source's outgoing edges (keep=0), the
+    sparse graph's own max flow (scipy's, computed here) falls short of the whole graph's for most pairs,
+    and of the trivial cuts too: the sparse solver still returns the whole graph's value, so it added edges
+    until a cut of the whole graph matched its flow."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
+    layers, n = 4, 9
+    w = random_attention(np.random.default_rng(8), layers, 2, n)
+    caps = np.rint(residual_attention(w) * FLOW_SCALE).astype(np.int64)  # (L, to, from)
+    whole = flow(w, solver="scipy")
+    short = 0
+    for t in range(n):
+        for s in range(n):
+            kept = caps.copy()
+            off = ~np.eye(n, dtype=bool)
+            off[t, :] = off[:, s] = False  # into the target's tokens, out of the source's: kept
+            kept[1:-1, off] = 0
+            dense = np.zeros(((layers + 1) * n, (layers + 1) * n), dtype=np.int32)
+            for layer in range(layers):
+                dense[layer * n:(layer + 1) * n, (layer + 1) * n:(layer + 2) * n] = kept[layer].T
+            alone = maximum_flow(csr_matrix(dense), s, layers * n + t).flow_value / FLOW_SCALE
+            assert alone <= whole[t, s]
+            short += alone < whole[t, s]
+    assert short > n * n // 2
+    np.testing.assert_array_equal(sparse_flow(w, 0), whole)
+
+
+@pytest.fixture(scope="module")
+def minilm_trace() -> np.ndarray:
+    """``(6, 12, 40, 40)``: the bundled MiniLM's attention on 40 tokens of English, as captured."""
+    model, tokenizer, _ = load_model("minilm")
+    text = " ".join(["The quick brown fox jumps over the lazy dog, and the dog sleeps on."] * 4)
+    inputs = tokenizer(text, return_tensors="pt", truncation=True, max_length=40)
+    with torch.no_grad(), capture(model) as trace:
+        model(**inputs)
+    return trace.weights.numpy()
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3, 6])
+def test_sparse_flow_on_a_real_trace(minilm_trace: np.ndarray, layers: int) -> None:
+    """On MiniLM's attention (the first ``layers`` layers, 40 tokens: its 24 strongest edges into each node are a
+    sparse graph), the default solver equals OR-Tools on the whole graph for every pair, and so does a sparse
+    graph of 2 edges a node that must grow; one process or two."""
+    w = minilm_trace[:layers]
+    want = flow(w, solver="ortools")
+    np.testing.assert_array_equal(flow(w), want)
+    np.testing.assert_array_equal(sparse_flow(w, 2), want)
+    picked = {"targets": [39, 0, 17], "sources": [5, 0, 39]}
+    np.testing.assert_array_equal(flow(w, workers=2, **picked), flow(w, solver="scipy", **picked))
 
 
 def test_flow_in_worker_processes_equals_one_process() -> None:

@@ -9,9 +9,11 @@ unchanged, as the paper does.  Heads are averaged here because both methods are 
   draws from input token ``j`` through every path (products of edges, summed over paths).
 * **Flow**: the value of the maximum flow from input node ``(0, j)`` to output node ``(L, i)`` when the
   edge from ``(l, j')`` to ``(l + 1, i')`` has capacity ``A~_l[i', j']``.  It is computed with
-  OR-Tools' ``SimpleMaxFlow`` (push-relabel; the graph built once per call and re-solved for every pair) or
-  ``scipy.sparse.csgraph.maximum_flow`` (Dinic's algorithm, the reference), which both take integer capacities:
-  each capacity is multiplied by ``scale`` (default 2**30) and rounded.  Rounding moves every edge by at
+  OR-Tools' ``SimpleMaxFlow`` (push-relabel) on a sparse part of the graph whose answer a cut of the whole
+  graph certifies (``"sparse"``, the default: :func:`_flow_rows_sparse`), on the whole graph (``"ortools"``),
+  or with ``scipy.sparse.csgraph.maximum_flow`` (Dinic's algorithm, the reference); all take integer
+  capacities: each capacity is multiplied by ``scale`` (default 2**30) and rounded, and all three return the
+  same values (the exact max-flow of those integers).  Rounding moves every edge by at
   most ``0.5 / scale``, so every cut, and the minimum cut, moves by at most ``0.5 * E / scale``, ``E`` the
   number of edges (``L * n * n``): under 5e-5 for 6 layers of 128 tokens, 7e-4 at 512 tokens.  A flow
   never exceeds 1 (the sink's incoming capacities are one row of ``A~``), so ``scale`` up to 2**30 keeps
@@ -82,7 +84,14 @@ def flow_error_bound(n_layers: int, n_tokens: int, scale: int = FLOW_SCALE) -> f
     return 0.5 * n_layers * n_tokens * n_tokens / scale
 
 
-SOLVERS = ("ortools", "scipy")
+SOLVERS = ("sparse", "ortools", "scipy")
+
+SPARSE_KEEP = 24
+"""How many of its strongest incoming middle edges (its largest attention weights) each node keeps in the
+sparse graph of :func:`_flow_rows_sparse`.  Any value gives the same answer, only the time changes: on the
+128-token MiniLM trace of benchmarks/rollout_flow.py, 24 answered 97% of the pairs with one solve (0.7 ms
+a pair; 8 needed more solves: 1.3 ms; 40: 1.1 ms), and keeping each node's strongest outgoing edges as well,
+or instead, was slower (0.9 and 1.6 ms)."""
 
 
 def flow(
@@ -92,17 +101,18 @@ def flow(
     *,
     scale: int = FLOW_SCALE,
     workers: int = 1,
-    solver: str = "ortools",
+    solver: str = "sparse",
 ) -> np.ndarray:
     """``(len(targets), len(sources))``: the attention flow from each input token ``sources[s]`` to each
     output position ``targets[t]`` (default: every token for both), within :func:`flow_error_bound`.
 
-    Every (target, source) pair is one max-flow problem.  ``solver="ortools"`` (the default) builds the
-    graph of the middle layers once and re-solves it with OR-Tools' push-relabel, changing only the
-    capacities of the source's and the target's arcs (:func:`_flow_rows_ortools`); ``solver="scipy"`` builds
-    one scipy graph per target and runs Dinic's algorithm (:func:`_flow_rows_scipy`, the slower reference).
-    Both see the same integer capacities and return the same values.
-    ``workers > 1`` shares the targets among that many processes."""
+    Every (target, source) pair is one max-flow problem.  ``solver="sparse"`` (the default) solves it with
+    OR-Tools' push-relabel on the graph's strongest edges and proves the answer with a cut of the whole graph,
+    adding edges until one does (:func:`_flow_rows_sparse`); ``solver="ortools"`` solves the whole graph of
+    the middle layers, built once and re-solved with only the source's and the target's arcs changed
+    (:func:`_flow_rows_ortools`); ``solver="scipy"`` builds one scipy graph per target and runs Dinic's
+    algorithm (:func:`_flow_rows_scipy`, the slowest, the reference).  All see the same integer capacities
+    and return the same values.  ``workers > 1`` shares the targets among that many processes."""
     if not 1 <= scale <= FLOW_SCALE:
         raise InputError(f"scale must be between 1 and 2**30 (capacities are 32-bit integers), got {scale}")
     if not isinstance(workers, int) or workers < 1:
@@ -113,7 +123,7 @@ def flow(
     n = a.shape[1]
     tgt = list(range(n)) if targets is None else [_token(t, n, "targets") for t in targets]
     src = list(range(n)) if sources is None else [_token(s, n, "sources") for s in sources]
-    rows = _flow_rows_ortools if solver == "ortools" else _flow_rows_scipy
+    rows = {"sparse": _flow_rows_sparse, "ortools": _flow_rows_ortools, "scipy": _flow_rows_scipy}[solver]
     if workers == 1 or len(tgt) < 2:
         return rows(a, tgt, src, scale)
     from concurrent.futures import ProcessPoolExecutor
@@ -157,6 +167,99 @@ def _flow_rows_ortools(a: np.ndarray, targets: list[int], sources: list[int], sc
                 raise RuntimeError(f"OR-Tools max-flow did not solve target {t}, source {s}")  # not bad input
             out[ti, si] = solver.optimal_flow() / scale
     return out
+
+
+def _flow_rows_sparse(a: np.ndarray, targets: list[int], sources: list[int], scale: int,
+                      keep: int = SPARSE_KEEP) -> np.ndarray:
+    """The flow rows of ``targets`` for the residual attention ``a`` ``(L, n, n)``, each pair solved on a
+    sparse graph and certified on the whole one.
+
+    The graph is :func:`_flow_rows_ortools`'s (source, the middle layers, sink), but a pair's solve sees only
+    the middle edges of :func:`_strongest`, every edge into the target's tokens and out of the source's
+    tokens, and all the source's and sink's arcs.  Its max flow ``f`` is a flow of the whole graph, so at most
+    the whole graph's; its min cut, priced with every edge of the whole graph, is at least the whole graph's
+    max flow.  When that price is ``f`` (no left-out edge crosses the cut), ``f`` is the whole graph's max flow;
+    otherwise the crossing edges join the sparse graph and it is solved again (:func:`_certified_flow`).
+    The cuts around the source and around the sink (the source's column of layer 0, the target's row of the
+    last layer) are checked first: most pairs end there (99% of MiniLM's at 128 tokens).  Integer capacities
+    throughout, so the values are exactly those of the other solvers."""
+    caps = _scaled(a, scale)  # (L, n_to, n_from)
+    n_l, n, _ = caps.shape
+    if n_l == 1:  # one layer: the only path from (0, s) to (1, t) is the edge itself
+        return caps[0][np.ix_(targets, sources)] / scale
+    mid = caps[1:-1]  # (L - 2, n_to, n_from): edge (l - 1) * n + from -> l * n + to, l = 1..L-2
+    strong = _strongest(mid, keep)
+    base = _middle_arcs(mid, *np.nonzero(strong))
+    trivial = np.minimum.outer(caps[-1].sum(1), caps[0].sum(0))  # (n_t, n_s): the cut around sink, source
+    source, sink = (n_l - 1) * n, (n_l - 1) * n + 1
+    tokens = np.arange(n)
+    out = np.zeros((len(targets), len(sources)))
+    for ti, t in enumerate(targets):
+        layer, frm = np.nonzero(~strong[:, t])  # the edges into the target's tokens left out of strong
+        into_t = _middle_arcs(mid, layer, t, frm)
+        sink_arcs = ((n_l - 2) * n + tokens, np.full(n, sink), caps[-1, t])
+        for si, s in enumerate(sources):
+            layer, to = np.nonzero(~strong[:, :, s])
+            out_of_s = _middle_arcs(mid, layer[to != t], to[to != t], s)  # the edge s -> t is in into_t
+            source_arcs = (np.full(n, source), tokens, caps[0, :, s])
+            chosen = strong.copy()
+            chosen[:, t, :] = chosen[:, :, s] = True
+            arcs = [np.concatenate(part) for part in zip(base, into_t, out_of_s, source_arcs, sink_arcs, strict=True)]
+            value = _certified_flow(mid, chosen, arcs, source, sink, int(trivial[t, s]))
+            out[ti, si] = value / scale
+    return out
+
+
+def _strongest(mid: np.ndarray, keep: int) -> np.ndarray:
+    """``(L - 2, n, n)`` bool: the middle edges of the sparse graph: every node's ``keep`` strongest
+    incoming edges (the largest of its row of ``mid``) and its residual edge (the diagonal)."""
+    n_mid, n, _ = mid.shape
+    if keep >= n:
+        return np.ones(mid.shape, dtype=bool)
+    chosen = np.zeros(mid.shape, dtype=bool)
+    if keep > 0 and n_mid > 0:
+        np.put_along_axis(chosen, np.argpartition(-mid, keep - 1, axis=2)[:, :, :keep], True, axis=2)
+    chosen[:, np.arange(n), np.arange(n)] = True
+    return chosen
+
+
+def _middle_arcs(mid: np.ndarray, layer: Any, to: Any, frm: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(tails, heads, capacities)`` of the middle edges ``mid[layer, to, frm]`` (index arrays, or ints
+    broadcast against them): node ``(l - 1) * n + i`` is token ``i`` before layer ``l``."""
+    n = mid.shape[1]
+    layer, to, frm = np.broadcast_arrays(layer, to, frm)
+    return layer * n + frm, (layer + 1) * n + to, mid[layer, to, frm]
+
+
+def _certified_flow(mid: np.ndarray, chosen: np.ndarray, arcs: list[np.ndarray], source: int, sink: int,
+                    bound: int) -> int:
+    """The max-flow value of the whole graph (middle edges ``mid``) from a max flow of its part ``arcs``
+    (``[tails, heads, capacities]``, holding every source and sink arc and the middle edges marked in
+    ``chosen``, ``(L - 2, n, n)``): solved; if the value is not ``bound`` (a cut of the whole graph) and the
+    part's min cut is crossed by middle edges left out, those are added and it is solved again."""
+    from ortools.graph.python import max_flow
+
+    n = mid.shape[1]
+    tails, heads, capacities = arcs
+    while True:
+        solver = max_flow.SimpleMaxFlow()
+        solver.add_arcs_with_capacity(tails, heads, capacities)
+        if solver.solve(source, sink) != solver.OPTIMAL:
+            raise RuntimeError(f"OR-Tools max-flow did not solve a graph of {len(tails)} arcs")  # not bad input
+        value = int(solver.optimal_flow())
+        if value == bound:
+            return value  # a flow as large as a cut of the whole graph: the max flow
+        side = np.zeros(sink + 1, dtype=bool)
+        side[solver.get_source_side_min_cut()] = True
+        inside = side[:source].reshape(-1, n)  # (L - 1, n): which middle nodes are on the source's side
+        crossing = inside[:-1, None, :] & ~inside[1:, :, None]  # (L - 2, n_to, n_from): edge leaves that side
+        missing = crossing & ~chosen & (mid > 0)
+        if not missing.any():
+            return value  # the part's min cut costs the same in the whole graph: a flow as large as a cut
+        chosen |= missing
+        added = _middle_arcs(mid, *np.nonzero(missing))
+        grown = [np.concatenate(pair) for pair in zip((tails, heads, capacities), added, strict=True)]
+        tails, heads, capacities = grown
 
 
 def _edges(caps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
