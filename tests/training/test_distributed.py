@@ -40,11 +40,16 @@ def train():
         loss = loss + (partly * 3.0).sum()
     loss.backward()
     w.average_gradients([*model.parameters(), unused, partly])
+    from attnlab.parallel import all_reduce_gradients  # the same reduce, summed (sequence parallelism)
+    summed = nn.Parameter(torch.ones(2))
+    if w.rank == 1:
+        (summed * 3.0).sum().backward()
+    all_reduce_gradients([summed, unused])
     during = threads()
     try:
         return {"rank": w.rank, "weights": [p.tolist() for p in model.parameters()],
                 "grads": [p.grad.tolist() for p in model.parameters()], "unused": unused.grad is None,
-                "partly": partly.grad.tolist(), "during": during}
+                "partly": partly.grad.tolist(), "summed": summed.grad.tolist(), "during": during}
     finally:
         w.close()
 
@@ -75,7 +80,7 @@ def test_two_ranks_average_to_the_full_batch_gradient_and_close_joins_every_gloo
         assert r["weights"] == [p.tolist() for p in model.parameters()]
         for got, want in zip(r["grads"], (p.grad for p in model.parameters()), strict=True):
             assert torch.allclose(torch.tensor(got), want, atol=1e-6), (got, want)
-        assert r["unused"] and r["partly"] == [1.5, 1.5]
+        assert r["unused"] and r["partly"] == [1.5, 1.5] and r["summed"] == [3.0, 3.0]
         assert any("gloo" in name for name in r["during"]), r["during"]  # the check below can see them
         assert not [name for name in r["after"] if "gloo" in name], r["after"]
 

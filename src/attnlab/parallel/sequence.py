@@ -90,13 +90,22 @@ def token_mean(loss_sum: Tensor, tokens: Tensor | int, group: Any = None) -> tup
     return loss_sum / count.to(loss_sum.dtype), (total / count).to(loss_sum.dtype)
 
 
-def all_reduce_gradients(params: Iterable[Tensor], group: Any = None) -> None:
-    """Sum every gradient over the ranks, in one flat all-reduce (a parameter no rank used keeps ``None``)."""
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
+def all_reduce_gradients(params: Iterable[Tensor], group: Any = None, *, mean: bool = False) -> None:
+    """Sum every gradient over the ranks of ``group`` (their mean with ``mean=True``: data parallelism), in one flat
+    all-reduce.  A parameter with a gradient on some ranks only counts zeros for the others, so every rank reduces a
+    buffer of the same length; one with no gradient on any rank keeps ``None``, as it would in one process (so an
+    optimizer skips it there too).  Nothing happens outside a process group of more than one rank."""
+    import torch.distributed as dist
+
+    params = [p for p in params if p.requires_grad]
+    if not params or not (dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1):
         return
-    flat = _sum(torch.cat([g.reshape(-1) for g in grads]), group)
-    offset = 0
-    for g in grads:
-        g.copy_(flat[offset: offset + g.numel()].view_as(g))
-        offset += g.numel()
+    like = params[0]
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    has = torch.tensor([float(p.grad is not None) for p in params], dtype=grads[0].dtype, device=like.device)
+    flat = _sum(torch.cat([*(g.reshape(-1) for g in grads), has]), group)  # (sum of numels + P,)
+    sums, anyone = flat[: flat.numel() - len(params)], flat[flat.numel() - len(params):]
+    if mean:
+        sums /= dist.get_world_size(group)
+    for p, g, used in zip(params, sums.split([q.numel() for q in params]), anyone.tolist(), strict=True):
+        p.grad = g.view_as(p).clone() if used else None

@@ -66,22 +66,10 @@ class World:
         each rank's loss is already divided by every rank's token count), in one flat all-reduce.  A parameter with a
         gradient on some ranks only counts zeros for the others; one with no gradient on any rank keeps ``None``, as
         it would in one process (so the optimizer skips it there too)."""
-        if not self.distributed:
-            return
-        import torch.distributed as dist
+        if self.distributed:
+            from ..parallel import all_reduce_gradients
 
-        params = [p for p in params if p.requires_grad]
-        if not params:
-            return
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        has = torch.tensor([float(p.grad is not None) for p in params], dtype=grads[0].dtype, device=grads[0].device)
-        flat = torch.cat([*(g.reshape(-1) for g in grads), has])  # (sum of numels + P,)
-        dist.all_reduce(flat)
-        if mean:
-            flat[: flat.numel() - len(params)] /= self.size
-        sums, anyone = flat[: flat.numel() - len(params)], flat[flat.numel() - len(params):]
-        for p, g, used in zip(params, sums.split([q.numel() for q in params]), anyone.tolist(), strict=True):
-            p.grad = g.view_as(p).clone() if used else None
+            all_reduce_gradients(params, mean=mean)
 
     def barrier(self) -> None:
         if self.distributed:
