@@ -29,6 +29,10 @@ times each method's token-to-token matrix:
   ``norm_rollout``: those per-layer norms, rows renormalised, rolled out as attention is (0.5 residual);
 * ``value_zeroing``: Mohebbi et al.'s matrices rolled out without an added residual (they hold it);
 * ``alti``: Ferrando et al.'s contributions, rolled out the same way (the residual is inside);
+* ``alti_logit`` (attnlab classifiers only): Ferrando et al. 2023's signed successor, what each layer's attention
+  adds to the predicted class's logit from each position, carried to the input by ALTI's rollout of the layers
+  below (:func:`attnlab.analysis.alti_logit`; already read through the head, so no reader row).  Added after ALTI,
+  unsigned, missed the goal on the signed measure;
 * ``grad_x_input``: ``sum_d x_jd d p / d x_jd`` at the embeddings (the non-attention baseline).
 
 Reported: the mean (over texts) Spearman correlation with blank-out importance (signed: a token that speaks
@@ -42,7 +46,7 @@ embedding layer to the characters (``score @ embedding_contributions``, ALTI's s
 "through embeddings" columns; added after a 40-text development run of ALTI, and applied to every method alike).
 Writes ``benchmarks/results/faithfulness.json`` and ``.md``.
 
-    python benchmarks/faithfulness.py [--texts 200] [--subjects zh-sentiment minilm]
+    python benchmarks/faithfulness.py [--texts 200] [--subjects zh-sentiment minilm] [--merge]
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from attnlab._io import atomic_write_text
 from attnlab.analysis import blank_out_importance, flow, rollout, spearman
 from attnlab.analysis.attribution import (
     alti,
+    alti_logit,
     embedding_contributions,
     gradient_x_input,
     norm_attention,
@@ -75,7 +80,7 @@ from attnlab.analysis.attribution import (
     value_zeroing,
 )
 
-METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "alti", "grad_x_input")
+METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "alti", "alti_logit", "grad_x_input")
 ATTENTION_BASED = METHODS[:-1]
 FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 # published Spearman correlations with blank-out (different models and tasks: context, not a target)
@@ -86,6 +91,8 @@ PUBLISHED = {
     "norm": "Kobayashi et al. 2020 report no blank-out correlation ([SEP] 50-57% of weight, 10-17% by norm)",
     "value_zeroing": "near ALTI (Mohebbi et al. 2023)",
     "alti": "0.55 (Ferrando et al. 2022, BERT SST-2)",
+    "alti_logit": "Ferrando et al. 2023 evaluate it on contrastive examples for language models (alignment with "
+                  "linguistic evidence): no blank-out figure to set beside this one",
     "grad_x_input": "0.26-0.41 in Ferrando et al.'s table (BERT SST-2)",
 }
 
@@ -107,6 +114,7 @@ class Subject:
     # (n_p, n_j) for a model whose embeddings mix neighbouring tokens (zh's bigram table): ALTI's share of each
     # embedding position that each input token carries (attribution.embedding_contributions); None = one token each
     embedding: Callable[[Tensor], np.ndarray] | None = None
+    logit: bool = False  # a pre-norm attnlab classifier: ALTI-Logit (attribution.alti_logit) reads its head
 
 
 def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
@@ -123,7 +131,7 @@ def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
                    ids, list(splits.test.labels[:n_texts]), clf.tokenizer.token_to_id("[UNK]"),
                    lambda seq: list(range(1, len(seq))), lambda x: pooling_reader(model, x),
                    (lambda x: embedding_contributions(model, x))
-                   if model.bigram is not None or model.trigram is not None else None)
+                   if model.bigram is not None or model.trigram is not None else None, logit=True)
 
 
 class Probe(nn.Module):
@@ -191,6 +199,7 @@ def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str,
     read = np.flatnonzero(reader)  # the rows with a non-zero share
     per_layer = norms.per_layer / norms.per_layer.sum(-1, keepdims=True)  # (L, n, n) rows sum to one
     vz = value_zeroing(model, forward)  # (L, n, n)
+    signed = {"alti_logit": alti_logit(model, x, predicted).tokens} if subject.logit else {}  # already per token
     return {
         "raw": reader @ w[-1].mean(0),
         "rollout": reader @ rollout(w)[-1],
@@ -199,6 +208,7 @@ def method_scores(subject: Subject, ids: list[int], predicted: int) -> dict[str,
         "norm_rollout": reader @ rollout(per_layer[:, None])[-1],
         "value_zeroing": reader @ rollout(vz[:, None], residual=0.0)[-1],
         "alti": reader @ rollout(alti(model, forward)[:, None], residual=0.0)[-1],
+        **signed,
         "grad_x_input": gradient_x_input(model, lambda: subject.probs(x)[0, predicted]),
     }
 
@@ -228,7 +238,7 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
     magnitude: dict[str, list[float]] = {m: [] for m in METHODS}
     through: dict[str, list[float]] = {m: [] for m in METHODS}  # scores carried through the embeddings to tokens
     through_magnitude: dict[str, list[float]] = {m: [] for m in METHODS}
-    correct: dict[str, list[list[int]]] = {m: [] for m in (*METHODS, "blank_out", "random")}
+    correct: dict[str, list[list[int]]] = {}  # the methods the subject has (alti_logit: attnlab classifiers only)
     for ids, label in zip(subject.texts, subject.labels, strict=True):
         x = torch.tensor([ids])
         with torch.no_grad():
@@ -253,9 +263,9 @@ def run_subject(subject: Subject, seed: int = 0) -> dict[str, Any]:
         orders["blank_out"] = inputs[np.argsort(-imp[inputs], kind="stable")]
         orders["random"] = rng.permutation(inputs)
         for m, right in deletion_correct(subject, ids, label, orders).items():
-            correct[m].append(right)
+            correct.setdefault(m, []).append(right)
     result: dict[str, Any] = {"texts": len(subject.texts), "spearman": {}, "deletion": {}}
-    for m in METHODS:
+    for m in (m for m in METHODS if rows[m]):
         vals = np.array(rows[m])
         ok = vals[np.isfinite(vals)]
         mag = np.array(magnitude[m])
@@ -281,6 +291,9 @@ def markdown(res: dict[str, Any]) -> str:
     lines = ["# Faithfulness: attributions against blank-out importance (issue 21)", ""]
     for name, sub in res["subjects"].items():
         lines += [f"## {name} ({sub['texts']} texts, {sub['cpu_s']:.0f} CPU s)", ""]
+        if name in res.get("kept_from_earlier_run", []):
+            lines += ["Kept from an earlier run of this script (`--merge`); ALTI-Logit reads attnlab classifiers "
+                      "only.", ""]
         if "probe" in sub:
             lines += [f"Task: {sub['probe']['task']} ({len(sub['probe']['classes'])} classes), probe train accuracy "
                       f"{sub['probe']['probe_train_accuracy']:.1%}.", ""]
@@ -291,7 +304,7 @@ def markdown(res: dict[str, Any]) -> str:
                   "deletion mean |",
                   "| --- | --- | --- | --- | " + ("--- | --- | " if mixed else "")
                   + " | ".join("---" for _ in FRACTIONS) + " | --- |"]
-        for m in (*METHODS, "blank_out", "random"):
+        for m in (m for m in (*METHODS, "blank_out", "random") if m in sub["deletion"]):
             s = sub["spearman"].get(m)
             d = sub["deletion"][m]
             sp = f"{s['mean']:.3f} | {s['median']:.3f} | {s['magnitude_mean']:.3f}" if s else "- | - | -"
@@ -299,10 +312,11 @@ def markdown(res: dict[str, Any]) -> str:
                 sp += (f" | {s['through_embeddings_mean']:.3f} | {s['through_embeddings_magnitude_mean']:.3f}" if s
                        else " | - | -")
             lines.append(f"| {m} | {sp} | " + " | ".join(f"{a:.3f}" for a in d["accuracy"]) + f" | {d['mean']:.3f} |")
-        best = max(ATTENTION_BASED, key=lambda m: sub["spearman"][m]["mean"])
+        present = [m for m in ATTENTION_BASED if m in sub["spearman"]]
+        best = max(present, key=lambda m: sub["spearman"][m]["mean"])
         lines += ["", f"Best attention-based: {best} ({sub['spearman'][best]['mean']:.3f})"]
         if mixed:
-            best = max(ATTENTION_BASED, key=lambda m: sub["spearman"][m]["through_embeddings_mean"])
+            best = max(present, key=lambda m: sub["spearman"][m]["through_embeddings_mean"])
             lines[-1] += (f"; through the n-gram embeddings: {best} "
                           f"({sub['spearman'][best]['through_embeddings_mean']:.3f})")
         lines += [lines.pop() + ".", ""]
@@ -317,10 +331,16 @@ def main() -> None:
     parser.add_argument("--subjects", nargs="+", default=["zh-sentiment", "zh-trained", "minilm"],
                         choices=["zh-sentiment", "zh-trained", "minilm"])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "faithfulness.json")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the subjects of an existing --out file that this run does not measure")
     args = parser.parse_args()
     torch.set_num_threads(1)
     res: dict[str, Any] = {"subjects": {}, "published": PUBLISHED, "torch": torch.__version__,
                            "machine": platform.machine(), "load_average_before": os.getloadavg()}
+    if args.merge and args.out.exists():
+        kept = json.loads(args.out.read_text(encoding="utf-8"))["subjects"]
+        res["subjects"] = {name: sub for name, sub in kept.items() if name not in args.subjects}
+        res["kept_from_earlier_run"] = sorted(res["subjects"])
     for name in args.subjects:
         if name == "zh-sentiment":
             res["subjects"][name] = run_subject(zh_subject(args.texts))
@@ -330,6 +350,8 @@ def main() -> None:
             subject, info = minilm_subject(args.texts)
             res["subjects"][name] = run_subject(subject) | {"probe": info}
         print(f"{name}: done", flush=True)
+    order = ["zh-sentiment", "zh-trained", "minilm"]
+    res["subjects"] = dict(sorted(res["subjects"].items(), key=lambda item: order.index(item[0])))
     res["load_average_after"] = os.getloadavg()
     atomic_write_text(args.out, json.dumps(res, indent=1) + "\n")
     atomic_write_text(args.out.with_suffix(".md"), markdown(res))

@@ -1,8 +1,8 @@
 """What every head does, measured: per-head metrics, pattern labels with their evidence, syntactic
 agreement with dependency parses, Chinese word and part-of-speech labels from a segmented corpus, causal-model
 detectors, attention rollout and flow, attribution beyond attention weights (norm-based attention, ALTI,
-value zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics streamed as
-per-head sums.
+ALTI-Logit, value zeroing, gradient x input), head importance (Michel et al.'s gates) and corpus-scale metrics
+streamed as per-head sums.
 
 Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.weights``); metrics come
 back per query so that a corpus reduces to sums (:class:`HeadSums`).
@@ -10,16 +10,20 @@ back per query so that a corpus reduces to sums (:class:`HeadSums`).
 
 from .attribution import (
     LayerRun,
+    LogitAttribution,
     NormAttention,
     TextAttribution,
     alti,
     alti_contributions,
+    alti_logit,
     alti_vectors,
+    attention_vectors,
     attribute_text,
     embedding_contributions,
     embedding_vectors,
     gradient_x_input,
     layer_parts,
+    logit_directions,
     norm_attention,
     norm_contributions,
     pooling_reader,
@@ -60,6 +64,7 @@ __all__ = [
     "HeadLabels",
     "HeadSums",
     "LayerRun",
+    "LogitAttribution",
     "NormAttention",
     "PruningCurve",
     "Report",
@@ -68,8 +73,10 @@ __all__ = [
     "TextAttribution",
     "alti",
     "alti_contributions",
+    "alti_logit",
     "alti_vectors",
     "analyze_trace",
+    "attention_vectors",
     "attribute_text",
     "band_mass",
     "blank_out_importance",
@@ -94,6 +101,7 @@ __all__ = [
     "js_sums",
     "label_heads",
     "layer_parts",
+    "logit_directions",
     "mds",
     "norm_attention",
     "norm_contributions",
