@@ -33,10 +33,11 @@ from attnlab.models import AttentionClassifier, ClassifierConfig
 N = 7  # tokens: odd, so that no square hides a transposition
 
 
-def tiny_attnlab() -> tuple[nn.Module, Any]:
-    torch.manual_seed(0)
+def tiny_attnlab(norm_first: bool = False, seed: int = 0) -> tuple[nn.Module, Any]:
+    """A float64 attnlab classifier of two layers, post-norm (x + SA(x), then LN) unless ``norm_first``."""
+    torch.manual_seed(seed)
     cfg = ClassifierConfig(vocab_size=11, d_model=12, n_heads=3, n_layers=2, d_ff=10, max_length=9, pooling="mean",
-                           norm_first=False, dropout=0.0, positional="learned")
+                           norm_first=norm_first, dropout=0.0, positional="learned")
     model = AttentionClassifier(cfg).double().eval()
     ids = torch.tensor([[1, 4, 2, 9, 3, 7, 5]])
     return model, lambda k: model(ids.repeat(k, 1))
@@ -211,12 +212,7 @@ def test_attribution_refuses_training_mode_and_models_without_layers() -> None:
 
 def tiny_prenorm() -> tuple[nn.Module, Any]:
     """The pre-norm attnlab layer (x + SA(LN(x))), as zh-sentiment's: ALTI reads the sum before norm2."""
-    torch.manual_seed(2)
-    cfg = ClassifierConfig(vocab_size=11, d_model=12, n_heads=3, n_layers=2, d_ff=10, max_length=9, pooling="mean",
-                           norm_first=True, dropout=0.0, positional="learned")
-    model = AttentionClassifier(cfg).double().eval()
-    ids = torch.tensor([[1, 4, 2, 9, 3, 7, 5]])
-    return model, lambda k: model(ids.repeat(k, 1))
+    return tiny_attnlab(norm_first=True, seed=2)
 
 
 ALTI_MODELS = {**MODELS, "attnlab-prenorm": tiny_prenorm}
