@@ -16,7 +16,6 @@ from typing import Any
 
 from .._bundled import MINILM, MINILM_NAME, Located, locate
 from ..errors import ModelLoadError
-from ._classifier import classifier_config
 
 __all__ = ["BUNDLED", "BUNDLED_NAME", "load_encoder", "load_model", "model_config"]
 
@@ -33,7 +32,11 @@ def model_config(model: str | os.PathLike[str]) -> dict[str, Any]:
     """The parsed ``config.json`` of a Hugging Face model or classifier (``"minilm"`` for the bundled encoder), read
     without transformers: cheap enough to check arguments (a layer index, say) before the model loads."""
     found = locate(model, "huggingface", "classifier")
-    return classifier_config(found.path) if found.kind == "classifier" else _hf_config(found.path)
+    if found.kind == "classifier":
+        from ._classifier import classifier_config  # (it imports attnlab.data: not needed for other models)
+
+        return classifier_config(found.path)
+    return _hf_config(found.path)
 
 
 def _hf_config(folder: Path) -> dict[str, Any]:
