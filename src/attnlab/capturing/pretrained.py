@@ -75,19 +75,21 @@ def load_encoder(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str
     :class:`~attnlab.models.bert.BertEncoder` with its ``tokenizer.json`` (the same weights and tokens; the hidden
     states agree with transformers' within float32 rounding, see tests/models/test_bert.py), any other folder is
     loaded by transformers.  Cached per process."""
-    from ..models.bert import unsupported
-
     found = locate(model, "huggingface")
-    if unsupported(found.path) is not None:
+    bert = _load_bert(str(found.path.resolve()))
+    if bert is None:
         return load_model(model)
-    encoder, tokenizer = _load_bert(str(found.path.resolve()))
-    return encoder, tokenizer, display_name(found)
+    return *bert, display_name(found)
 
 
 @functools.lru_cache(maxsize=4)
-def _load_bert(folder: str) -> tuple[Any, Any]:
-    from ..models.bert import BertEncoder, BertTokenizer
+def _load_bert(folder: str) -> tuple[Any, Any] | None:
+    """The folder's ``(BertEncoder, BertTokenizer)``, or None when the encoder cannot read it (decided once per
+    folder, like the load itself: a ``trace_text`` loop reads no config or safetensors header again)."""
+    from ..models.bert import BertEncoder, BertTokenizer, unsupported
 
+    if unsupported(Path(folder)) is not None:
+        return None
     return BertEncoder.from_folder(folder), BertTokenizer(folder)
 
 
