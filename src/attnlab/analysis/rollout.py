@@ -152,8 +152,8 @@ def _flow_rows_ortools(a: np.ndarray, targets: list[int], sources: list[int], sc
     if n_l == 1:  # one layer: the only path from (0, s) to (1, t) is the edge itself
         return caps[0][np.ix_(targets, sources)] / scale
     solver = max_flow.SimpleMaxFlow()
-    layer, to, frm = np.nonzero(caps[1:-1])  # the middle layers' edges, (l - 1, to, from)
-    solver.add_arcs_with_capacity(layer * n + frm, (layer + 1) * n + to, caps[1:-1][layer, to, frm])
+    mid = caps[1:-1]  # the middle layers' edges, (l - 1, to, from)
+    solver.add_arcs_with_capacity(*_middle_arcs(mid, *np.nonzero(mid)))
     source, sink = (n_l - 1) * n, (n_l - 1) * n + 1
     nodes = np.arange(n)
     out_of_source = solver.add_arcs_with_capacity(np.full(n, source), nodes, caps[0, :, 0])  # into layer 1
@@ -224,8 +224,10 @@ def _strongest(mid: np.ndarray, keep: int) -> np.ndarray:
 
 
 def _middle_arcs(mid: np.ndarray, layer: Any, to: Any, frm: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(tails, heads, capacities)`` of the middle edges ``mid[layer, to, frm]`` (index arrays, or ints
-    broadcast against them): node ``(l - 1) * n + i`` is token ``i`` before layer ``l``."""
+    """``(tails, heads, capacities)`` of the edges ``mid[layer, to, frm]`` of a stack of layers ``mid``
+    ``(layers, n_to, n_from)`` (index arrays, or ints broadcast against them): the edge goes from node
+    ``layer * n + frm`` to node ``(layer + 1) * n + to`` (for the middle layers ``caps[1:-1]``, node ``(l - 1) * n + i``
+    is token ``i`` before layer ``l``)."""
     n = mid.shape[1]
     layer, to, frm = np.broadcast_arrays(layer, to, frm)
     return layer * n + frm, (layer + 1) * n + to, mid[layer, to, frm]
@@ -266,9 +268,8 @@ def _edges(caps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(rows, cols, caps)`` of the layered graph up to the last layer's input: node ``l * n + t`` is
     token ``t`` before layer ``l`` (``l = 0..L-1``); edge ``(l, j) -> (l + 1, i)`` has capacity
     ``caps[l, i, j]``.  The last layer's edges are added per target by :func:`_graph`."""
-    n = caps.shape[1]
-    layer, to, frm = np.nonzero(caps[:-1])  # (L-1, n_to, n_from)
-    return (layer * n + frm).astype(np.int32), ((layer + 1) * n + to).astype(np.int32), caps[:-1][layer, to, frm]
+    rows, cols, data = _middle_arcs(caps[:-1], *np.nonzero(caps[:-1]))  # (L-1, n_to, n_from)
+    return rows.astype(np.int32), cols.astype(np.int32), data
 
 
 def _graph(caps: np.ndarray, edges: tuple[np.ndarray, np.ndarray, np.ndarray], target: int) -> Any:
