@@ -155,7 +155,7 @@ def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_do
     out = body["output"]
     assert out["continuation"] == continuation and len(continuation) == CONTINUATION
     # the model's own mean log-probability of the continuation (greedy's truncated distribution gives 0 each time)
-    # written differently from the lab (one pass over the whole sequence): one forward per generated character
+    # written differently from the lab (generate's cached decoding): one uncached forward per generated character
     with torch.no_grad():
         steps = [torch.log_softmax(lm.model(torch.tensor([[*expected.prompt_ids, *expected.ids[:j]]]))[0, -1].float(),
                                    -1)[expected.ids[j]] for j in range(len(expected.ids))]

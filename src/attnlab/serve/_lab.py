@@ -269,20 +269,8 @@ def _run_lm(lm: Any, entry: ModelEntry, text: str) -> _Run:
     trace.meta["model"] = entry.name
     chars = lm.characters()
     output = {"continuation": "".join(chars[i] for i in generated.ids),
-              "log_probability": round(_mean_log_probability(lm.model, generated.prompt_ids, generated.ids), ROUND)}
+              "log_probability": round(sum(generated.model_log_probs) / len(generated.model_log_probs), ROUND)}
     return _Run(trace, [chars[i] for i in generated.prompt_ids], output)
-
-
-def _mean_log_probability(model: Any, prompt: list[int], ids: list[int]) -> float:
-    """The mean log-probability per character of ``ids`` after ``prompt`` under the model's own distribution
-    (greedy sampling's own log-probabilities are 0: top-1 keeps one character), in one pass without the cache."""
-    import torch
-
-    seq = torch.tensor([[*prompt, *ids[:-1]]])  # (1, P + N - 1): the last character is never read
-    with torch.no_grad():
-        logits = model(seq)[0, len(prompt) - 1:].float()  # (N, V): row j predicts ids[j]
-    log_p = torch.log_softmax(logits, -1)
-    return float(log_p[torch.arange(len(ids)), torch.tensor(ids)].mean())
 
 
 _RUNS = {"huggingface": _run_encoder, "classifier": _run_classifier, "translator": _run_translator, "lm": _run_lm}

@@ -32,6 +32,8 @@ class Generated:
     prompt_ids: list[int]
     ids: list[int] = field(default_factory=list)  # the generated ids, in order
     log_probs: list[float] = field(default_factory=list)  # the sampled ids' log-probabilities (after temperature)
+    # the same under the model's own distribution (no temperature, top-k or [UNK] masking): what it thinks of the text
+    model_log_probs: list[float] = field(default_factory=list)
     slid: bool = False  # the window slid past the context (the trace then replays the last context)
 
     def tokens(self, vocab: CharVocab) -> list[str]:
@@ -92,6 +94,7 @@ class LanguageModel:
             nxt = int(torch.multinomial(log_p.exp(), 1, generator=g))
             out.ids.append(nxt)
             out.log_probs.append(float(log_p[nxt]))
+            out.model_log_probs.append(float(torch.log_softmax(logits.float(), -1)[nxt]))
             if on_text is not None:
                 on_text(self.vocab.chars[nxt])
             seq.append(nxt)
