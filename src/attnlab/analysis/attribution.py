@@ -170,9 +170,9 @@ def run_layers(model: nn.Module, forward: Forward) -> list[LayerRun]:
             if p.post_norm is None:
                 stack.enter_context(_pre_hook(p.mixed, _store(got, "output", lambda x: x)))
             else:
-                def keep_norm(m: nn.Module, args: tuple[Any, ...], out: Tensor, got: dict[str, Tensor] = got) -> None:
+                def keep_norm(m: Any, args: tuple[Any, ...], out: Tensor, got: dict[str, Tensor] = got) -> None:
                     z = args[0][0].detach()  # (n, M): x + attention, before the LayerNorm
-                    got.update(output=out[0].detach(), sigma=(z.double().var(-1, unbiased=False) + m.eps).sqrt())
+                    got.update(output=out[0].detach(), sigma=_row_sigma(z, m))
 
                 _on(stack, p.mixed, keep_norm)
         forward(1)
@@ -278,12 +278,22 @@ def alti_vectors(run: LayerRun, w_out: Tensor, b_out: Tensor | None, norm: nn.La
     if norm is None:
         return t, bias
     assert run.sigma is not None, "a post-norm layer's run records its sigma"
-    gamma = (torch.ones(m, dtype=t.dtype) if norm.weight is None else norm.weight.detach().double())  # (M,)
-    beta = (torch.zeros(m, dtype=t.dtype) if norm.bias is None else norm.bias.detach().double())  # (M,)
-    sigma = run.sigma  # (n,)
-    t = gamma * (t - t.mean(-1, keepdim=True)) / sigma[:, None, None]  # (n, n, M)
-    bias = gamma * (bias - bias.mean(-1, keepdim=True)) / sigma[:, None] + beta  # (n, M)
-    return t, bias
+    return _linear_norm(t, run.sigma, norm), _linear_norm(bias, run.sigma, norm, beta=True)
+
+
+def _row_sigma(z: Tensor, norm: nn.LayerNorm) -> Tensor:
+    """``(n,)``: the standard deviation ``norm`` divides each row of ``z`` ``(n, M)`` by (float64)."""
+    return (z.double().var(-1, unbiased=False) + norm.eps).sqrt()
+
+
+def _linear_norm(x: Tensor, sigma: Tensor, norm: nn.LayerNorm, *, beta: bool = False) -> Tensor:
+    """``norm`` with each row's standard deviation fixed at ``sigma`` ``(n,)``, a linear map: ``gamma (x - mean x) /
+    sigma_i`` on ``x`` ``(n, ..., M)`` (every vector of row ``i``), plus ``beta`` when ``beta`` (the part that no
+    token carries)."""
+    m = x.shape[-1]
+    gamma = torch.ones(m, dtype=x.dtype) if norm.weight is None else norm.weight.detach().double()  # (M,)
+    out = gamma * (x - x.mean(-1, keepdim=True)) / sigma.reshape(-1, *[1] * (x.ndim - 1))
+    return out + norm.bias.detach().double() if beta and norm.bias is not None else out
 
 
 def alti_contributions(vectors: Tensor, output: Tensor) -> np.ndarray:
@@ -406,35 +416,30 @@ def embedding_vectors(model: nn.Module, ids: Tensor) -> tuple[Tensor, Tensor, Te
     n-gram changes the whole n-gram vector, so it is shared equally among its tokens (their Shapley values; an
     n-gram cut short by the end of the text stays with ``p``).  The position vector is the bias.  With
     ``embed_norm`` the LayerNorm is linearised at each row's real standard deviation, as ALTI does."""
-    from ..models import AttentionClassifier
-
-    if not isinstance(model, AttentionClassifier):
-        raise InputError(f"embedding_vectors reads an attnlab AttentionClassifier's embeddings, got "
-                         f"{type(model).__name__}; a model whose embeddings are one token each needs no such step")
+    clf = _classifier(model, "embedding_vectors reads its embeddings",
+                      "a model whose embeddings are one token each needs no such step")
     n = ids.shape[1]
     with torch.no_grad():
-        token = model.embed(ids)[0].double() * model.scale  # (n, M)
+        token = clf.embed(ids)[0].double() * clf.scale  # (n, M)
         m = token.shape[1]
         vectors = torch.zeros(n, n, m, dtype=torch.float64)
         vectors[torch.arange(n), torch.arange(n)] = token
-        for order, table, rows in ((2, model.bigram, model.bigram_ids), (3, model.trigram, model.trigram_ids)):
+        for order, table, rows in ((2, clf.bigram, clf.bigram_ids), (3, clf.trigram, clf.trigram_ids)):
             if table is None:
                 continue
-            gram = table(rows(ids))[0].double() * model.scale  # (n, M): the n-gram starting at each position
+            gram = table(rows(ids))[0].double() * clf.scale  # (n, M): the n-gram starting at each position
             for p in range(n):
                 owners = list(range(p, min(p + order, n)))
                 for j in owners:
                     vectors[p, j] += gram[p] / len(owners)
-        bias = model.position(torch.zeros(1, n, m, dtype=torch.float64))[0]  # (n, M): the position vectors
+        bias = clf.position(torch.zeros(1, n, m, dtype=torch.float64))[0]  # (n, M): the position vectors
         z = vectors.sum(1) + bias  # (n, M): what the embedding LayerNorm (if any) receives
-        norm = model.embed_norm
+        norm = clf.embed_norm
         if norm is None:
             return vectors, bias, z
-        sigma = (z.var(-1, unbiased=False) + norm.eps).sqrt()  # (n,)
-        gamma, beta = norm.weight.detach().double(), norm.bias.detach().double()
-        vectors = gamma * (vectors - vectors.mean(-1, keepdim=True)) / sigma[:, None, None]
-        bias = gamma * (bias - bias.mean(-1, keepdim=True)) / sigma[:, None] + beta
-        return vectors, bias, gamma * (z - z.mean(-1, keepdim=True)) / sigma[:, None] + beta
+        sigma = _row_sigma(z, norm)  # (n,)
+        return (_linear_norm(vectors, sigma, norm), _linear_norm(bias, sigma, norm, beta=True),
+                _linear_norm(z, sigma, norm, beta=True))
 
 
 def embedding_contributions(model: nn.Module, ids: Tensor) -> np.ndarray:
@@ -444,9 +449,11 @@ def embedding_contributions(model: nn.Module, ids: Tensor) -> np.ndarray:
     ``row @ rollout(...)[-1] @ embedding_contributions(model, ids)``.  A row where no token's vector comes closer
     to the embedding than nothing (the position vector outweighing them) stays zeros, as in ALTI; none of
     zh-sentiment's 7,952 test positions of the benchmark does."""
-    vectors, _, output = embedding_vectors(model, ids)
-    if getattr(model, "bigram", None) is None and getattr(model, "trigram", None) is None:
+    clf = _classifier(model, "embedding_contributions reads its embeddings",
+                      "a model whose embeddings are one token each needs no such step")
+    if clf.bigram is None and clf.trigram is None:
         return np.eye(ids.shape[1])
+    vectors, _, output = embedding_vectors(model, ids)
     return alti_contributions(vectors, output)
 
 
@@ -460,29 +467,42 @@ def pooling_reader(model: nn.Module, ids: Tensor) -> np.ndarray:
     * ``attention``: the pooling query's attention weights over the rows;
     * ``meanmax``: the head reads ``2M`` numbers, ``M`` means (each ``1 / n`` of every row) and ``M`` maxima (each
       one row's): row ``i`` supplies ``(M / n + wins_i) / 2M``, ``wins_i`` the dimensions where it is the max."""
-    from ..models import AttentionClassifier
-
-    if not isinstance(model, AttentionClassifier):
-        raise InputError(f"pooling_reader reads an attnlab AttentionClassifier's pooling, got {type(model).__name__}; "
-                         f"for another model give the reader yourself (e.g. a uniform row for mean pooling)")
+    clf = _classifier(model, "pooling_reader reads its pooling",
+                      "for another model give the reader yourself (e.g. a uniform row for mean pooling)")
     with torch.no_grad():
-        states, real = model.encode(ids)  # (1, n, M), (1, n)
+        states, real = clf.encode(ids)  # (1, n, M), (1, n)
         x, real = states[0].double(), real[0]  # (n, M), (n,)
         n, m = x.shape
         mean = real.double() / real.sum().clamp_min(1)  # (n,)
-        pooling = model.config.pooling
+        pooling = clf.config.pooling
         if pooling == "cls":
             reader = torch.zeros(n, dtype=torch.float64)
             reader[0] = 1.0
         elif pooling == "mean":
             reader = mean
         elif pooling == "meanmax":
-            wins = x.masked_fill(~real[:, None], float("-inf")).argmax(0)  # (M,): the row each maximum comes from
+            wins = _max_rows(x, real)  # (M,)
             reader = (m * mean + torch.bincount(wins, minlength=n).double()) / (2 * m)
         else:  # attention
-            query = model.pool_query.to(states.dtype)[None]  # (1, M)
-            reader = model.pool(query, states, key_padding_mask=real[None])[1][0].double()  # (n,)
+            query = clf.pool_query.to(states.dtype)[None]  # (1, M)
+            reader = clf.pool(query, states, key_padding_mask=real[None])[1][0].double()  # (n,)
     return reader.numpy()
+
+
+def _classifier(model: nn.Module, what: str, fix: str) -> Any:
+    """``model`` when it is an attnlab :class:`~attnlab.models.AttentionClassifier`; else an InputError saying
+    ``what`` the caller reads of one and the ``fix``."""
+    from ..models import AttentionClassifier
+
+    if not isinstance(model, AttentionClassifier):
+        raise InputError(f"{what}: it needs an attnlab AttentionClassifier, got {type(model).__name__}; {fix}")
+    return model
+
+
+def _max_rows(x: Tensor, real: Tensor) -> Tensor:
+    """``(M,)``: the row of ``x`` ``(n, M)`` each dimension's maximum over the real rows (``real`` ``(n,)``) comes
+    from, as max pooling reads it."""
+    return x.masked_fill(~real[:, None], float("-inf")).argmax(0)
 
 
 def logit_directions(model: nn.Module, ids: Tensor, k: int) -> tuple[Tensor, Tensor, float]:
@@ -512,12 +532,12 @@ def logit_directions(model: nn.Module, ids: Tensor, k: int) -> tuple[Tensor, Ten
     mean = real.double() / real.sum().clamp_min(1)  # (n,)
     pooling = clf.config.pooling
     if pooling == "meanmax":
-        wins = states[0].masked_fill(~real[:, None], float("-inf")).argmax(0)  # (M,)
+        wins = _max_rows(states[0], real)  # (M,)
         g = mean[:, None] * w[:m] + torch.nn.functional.one_hot(wins, n).T.double() * w[m:]  # (n, M)
     else:
         g = torch.from_numpy(pooling_reader(model, ids))[:, None] * w  # (n, M): cls, mean, attention
     gamma, beta = norm.weight.detach().double(), norm.bias.detach().double()  # (M,)
-    sigma = (h.var(-1, unbiased=False) + norm.eps).sqrt()  # (n,)
+    sigma = _row_sigma(h, norm)  # (n,)
     scaled = gamma * g  # (n, M)
     u = (scaled - scaled.mean(-1, keepdim=True)) / sigma[:, None]  # (n, M)
     c = float(clf.head.bias.detach().double()[k]) + float((g * beta).sum())
@@ -526,16 +546,13 @@ def logit_directions(model: nn.Module, ids: Tensor, k: int) -> tuple[Tensor, Ten
 
 def _final_norm(model: nn.Module) -> nn.LayerNorm:
     """The final LayerNorm of a pre-norm attnlab classifier's encoder; anything else is refused."""
-    from ..models import AttentionClassifier
-
-    if not isinstance(model, AttentionClassifier):
-        raise InputError(f"ALTI-Logit reads an attnlab AttentionClassifier's head, got {type(model).__name__}; "
-                         f"train one with `attnlab train classify` or load zh-sentiment")
-    norm = None if model.encoder is None else model.encoder.norm
+    clf = _classifier(model, "ALTI-Logit reads its head",
+                      "train one with `attnlab train classify` or load zh-sentiment")
+    norm = None if clf.encoder is None else clf.encoder.norm
     if not isinstance(norm, nn.LayerNorm):
         raise InputError("ALTI-Logit needs a pre-norm classifier (norm_first=True, n_layers >= 1), whose residual "
                          "stream adds up to what the head reads; got "
-                         f"norm_first={model.config.norm_first}, n_layers={model.config.n_layers}; use ALTI instead")
+                         f"norm_first={clf.config.norm_first}, n_layers={clf.config.n_layers}; use ALTI instead")
     return norm
 
 
