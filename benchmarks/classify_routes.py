@@ -38,6 +38,9 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-seed2": {"crops": 0.3, "seed": 2},
     "crops60": {"crops": 0.6},
     "crops30-hownet": {"crops": 0.3, "extra": str(HOWNET)},  # plus HowNet's sentiment words, training only
+    "crops30-compose": {"crops": 0.3, "extra": "/tmp/exp/compose.jsonl"},  # prototype
+    "crops30-compose30": {"crops": 0.3, "extra": "/tmp/exp/compose0.3.jsonl"},  # prototype
+    "crops30-compose60": {"crops": 0.3, "extra": "/tmp/exp/compose0.6.jsonl"},  # prototype
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
