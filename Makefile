@@ -38,7 +38,7 @@ bench: $(STAMP)
 # $(ZH_CONFIG) (about 3 CPU minutes on 1 thread: 171 s on 2026-11-25); the run goes to $(ZH_OUT)/ (model, metrics,
 # curves, final.json with the test accuracy, train.log written by the run itself), then its final model and log are copied to $(ZH_BUNDLED)/.
 # Last, the bundle's temperature is fit on the valid split (attnlab.training.calibrate): calibration.json (with the
-# test ECE, 15 bins, before and after) and reliability.png.
+# test ECE, 15 bins, before and after) and reliability.png; then the behaviour suite's pass rates go into final.json.
 # TRAIN_ARGS adds or overrides options (e.g. TRAIN_ARGS=--resume after an interruption).
 # $(REPRODUCIBLE) pins what the weights depend on besides the config and its seed: the thread count (2 threads sum
 # in another order: weights up to 0.010 apart, another best step) and Python's string hashing; with it two runs
@@ -54,6 +54,7 @@ train-zh: $(STAMP)
 	cp $(addprefix $(ZH_OUT)/,model.safetensors config.json tokenizer.json final.json metrics.jsonl curves.png \
 	  train.log) $(ZH_BUNDLED)/
 	$(REPRODUCIBLE) $(PY) -c 'import sys; from attnlab.training import calibrate; calibrate(sys.argv[1])' $(ZH_BUNDLED)
+	$(REPRODUCIBLE) $(PY) -m attnlab.suites $(ZH_BUNDLED) zh-sentiment
 
 # The bundled character language model (model="zh-lm"), trained from scratch on People's Daily 1998 with $(LM_CONFIG) on one
 # thread, beside its Kneser-Ney baselines (orders 2-5, same split); the run goes to $(LM_OUT)/, then the final model, its
@@ -71,7 +72,8 @@ train-lm: $(STAMP)
 
 # The bundled translators, trained from scratch on one thread (configs/dates-zh.json, configs/tutorial-en-zh.json),
 # then copied into src/attnlab/_bundled/ with float16 weights; bundle_translator re-tests the stored weights on every
-# test set (bundled.json). The runs go to $(TRANSLATE_RUNS)/ (TRAIN_ARGS=--resume continues one after a crash).
+# test set (bundled.json); last, the behaviour suite's pass rates go into final.json (python -m attnlab.suites).
+# The runs go to $(TRANSLATE_RUNS)/ (TRAIN_ARGS=--resume continues one after a crash).
 # dates-zh holds the Bahdanau model and, in dates-zh/luong/, the Luong one (the alignment tests check both).
 TRANSLATE_RUNS ?= translate-runs
 BUNDLE := $(PY) -c 'import sys; from attnlab.training import bundle_translator; print(bundle_translator(*sys.argv[1:]))'
@@ -87,6 +89,7 @@ train-dates: $(STAMP)
 	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh-luong src/attnlab/_bundled/dates-zh/luong
 	$(CALIBRATE) src/attnlab/_bundled/dates-zh
 	$(CALIBRATE) src/attnlab/_bundled/dates-zh/luong
+	$(PY) -m attnlab.suites src/attnlab/_bundled/dates-zh dates-zh
 
 train-sentences: $(STAMP)
 	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/tutorial-en-zh.json \
@@ -94,6 +97,7 @@ train-sentences: $(STAMP)
 	rm -rf src/attnlab/_bundled/tutorial-en-zh
 	$(BUNDLE) $(TRANSLATE_RUNS)/tutorial-en-zh src/attnlab/_bundled/tutorial-en-zh
 	$(CALIBRATE) src/attnlab/_bundled/tutorial-en-zh
+	$(PY) -m attnlab.suites src/attnlab/_bundled/tutorial-en-zh tutorial-en-zh
 
 # The viewer's JavaScript: tsc checks its JSDoc types (tsconfig.json, strict). TypeScript's version is pinned by
 # package-lock.json; `npm ci` installs it into node_modules/ once, and again only when package*.json change.

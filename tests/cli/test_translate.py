@@ -3,6 +3,7 @@ line on stderr, exit 2, nothing written or overwritten), and what the BUNDLED mo
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -226,8 +227,17 @@ def test_choose_threshold_warns_at_most_the_share_of_valid_asked_for() -> None:
     got = choose_threshold(valid, [-5.0, -0.5, 0.0], max_warned=0.01)
     assert got["threshold"] == pytest.approx(-1.97) and got["valid_warned"] == 0.01  # -1.98 and -1.99 warned
     assert got["negatives_warned"] == pytest.approx(1 / 3)
+    # the checks warn on -0.5 anyway: it uses one of the two warnings, so only -1.99 is left to the threshold
+    checked = [c == -0.5 for c in valid]
+    got = choose_threshold(valid, [-5.0, -0.5, 0.0], max_warned=0.01, checked=checked)
+    assert got["threshold"] == pytest.approx(-1.98) and got["valid_warned"] == 0.005
+    # the checks alone use more than the share: nothing is left to the threshold
+    got = choose_threshold(valid, [-5.0], max_warned=0.01, checked=[c > -0.03 for c in valid])
+    assert got["threshold"] == -math.inf and got["valid_warned"] == 0.0
     with pytest.raises(InputError, match="needs valid and negative"):
         choose_threshold([], [-1.0])
+    with pytest.raises(InputError, match="one flag per valid confidence"):
+        choose_threshold(valid, [-1.0], checked=[True])
 
 
 @pytest.mark.parametrize(("text", "warning"), [

@@ -257,9 +257,28 @@ def test_every_pair_round_trips_and_names_a_weekday_iff_its_source_does(task) ->
     assert 0.2 < sum("星期" in t for t in task.train.target) / len(task.train) < 0.4
 
 
+def test_cases_rewrites_a_share_of_the_training_sources_only() -> None:
+    plain = make_dates(n_train=3000, n_valid=100, n_test=100, n_unseen=100, seed=3)
+    cased = make_dates(n_train=3000, n_valid=100, n_test=100, n_unseen=100, seed=3, cases=0.4)
+    # the same dates, targets, locales and held-out splits: only the case of some training sources differs
+    assert cased.train.target == plain.train.target and cased.train.tag == plain.train.tag
+    assert (cased.valid, cased.test, cased.extra) == (plain.valid, plain.test, plain.extra)
+    pairs = list(zip(plain.train.source, cased.train.source, strict=True))
+    assert all(c in (p, p.upper(), p.lower(), p.title()) for p, c in pairs)
+    changed = [c for p, c in pairs if c != p]
+    assert 0.2 < len(changed) / len(pairs) < 0.4  # 0.4 drawn, less those already in the case drawn
+    assert {"upper", "lower", "title"} <= {k for c in changed for k, f in
+                                           (("upper", str.upper), ("lower", str.lower), ("title", str.title))
+                                           if c == f(c)}
+    assert make_dates(n_train=3000, n_valid=0, n_test=0, n_unseen=0, seed=3, cases=0.4).train == cased.train
+
+
 def test_bad_sizes() -> None:
     with pytest.raises(InputError, match="n_test"):
         make_dates(n_test=-1)
+    for bad in (-0.1, 1.5, True, "0.3"):
+        with pytest.raises(InputError, match="cases must be a share between 0 and 1"):
+            make_dates(n_train=1, cases=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("output", "problem"), [

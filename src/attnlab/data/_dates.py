@@ -178,18 +178,31 @@ def _draw(rng: random.Random, days: Sequence[dt.date], n: int) -> Pairs:
     return Pairs.of(rows)
 
 
+CASES = (str.upper, str.lower, str.title)  # how ``cases`` rewrites a training source
+
+
 def make_dates(*, n_train: int = 40_000, n_valid: int = 2_000, n_test: int = 2_000, n_unseen: int = 2_000,
-               seed: int = 0) -> PairSplits:
+               seed: int = 0, cases: float = 0.0) -> PairSplits:
     """Date pairs in :data:`DATE_LOCALES` -> Chinese, split by date; ``extra["unseen_years"]`` from 2050-2099.
 
+    ``cases``: the share of training sources rewritten in upper case, lower case or title case (one of the three
+    at random: ``MARCH 5, 2021``, ``march 5, 2021``), since people type dates so and CLDR writes none of them;
+    valid, test and unseen keep CLDR's case.  The pairs drawn do not depend on it.
     The same seed gives the same pairs; the split of a date never depends on the seed."""
     for name, n in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test), ("n_unseen", n_unseen)):
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise InputError(f"{name} must be a whole number >= 0, got {n!r}")
+    if isinstance(cases, bool) or not isinstance(cases, (int, float)) or not 0 <= cases <= 1:
+        raise InputError(f"cases must be a share between 0 and 1, got {cases!r}")
     rng = random.Random(seed)
     parts = _split_dates()
     train, valid, test = (_draw(rng, parts[s], n) for s, n in (("train", n_train), ("valid", n_valid),
                                                                 ("test", n_test)))
+    if cases:
+        recase = random.Random(f"cases {seed}")  # its own stream: the dates drawn stay those of cases=0
+        draws = [(recase.random() < cases, recase.choice(CASES)) for _ in train.source]
+        train = Pairs(tuple(how(text) if hit else text for text, (hit, how) in zip(train.source, draws, strict=True)),
+                      train.target, train.tag)
     unseen = _draw(rng, _dates(*UNSEEN_YEARS), n_unseen)
     stats = {f"{s} dates": len(parts[s]) for s in ("train", "valid", "test")}
     return PairSplits(train, valid, test, "dates", {"unseen_years": unseen}, stats)

@@ -169,16 +169,24 @@ def _stored_threshold(folder: Path) -> float | None:
                              f"attnlab.training.calibrate_translator on the model again") from None
 
 
-def choose_threshold(valid: Sequence[float], negatives: Sequence[float], *, max_warned: float = 0.01
-                     ) -> dict[str, float]:
+def choose_threshold(valid: Sequence[float], negatives: Sequence[float], *, max_warned: float = 0.01,
+                     checked: Sequence[bool] | None = None) -> dict[str, float]:
     """The highest confidence threshold that warns on at most ``max_warned`` of the ``valid`` confidences (a
     translation is warned when its confidence is strictly below the threshold): the ``k``-th smallest valid
-    confidence with ``k = floor(max_warned * n)``; with the rates it gives on both sets."""
+    confidence with ``k = floor(max_warned * n)``; with the rates it gives on both sets (by the threshold alone).
+
+    ``checked``: which valid translations other checks warn on anyway (a dates model's calendar checks); they use
+    up that share first, so that all warnings together stay within it, and the threshold is the ``k``-th smallest
+    confidence of the others with ``k = floor(max_warned * n) - sum(checked)``."""
     if not valid or not negatives:
         raise InputError(f"choosing a threshold needs valid and negative confidences, got {len(valid)} and "
                          f"{len(negatives)}")
-    ranked = sorted(valid)
-    threshold = ranked[int(max_warned * len(ranked))]
+    flags = [False] * len(valid) if checked is None else list(checked)
+    if len(flags) != len(valid):
+        raise InputError(f"checked needs one flag per valid confidence, got {len(flags)} for {len(valid)}")
+    ranked = sorted(c for c, f in zip(valid, flags, strict=True) if not f)
+    k = int(max_warned * len(valid)) - sum(flags)
+    threshold = ranked[k] if 0 <= k < len(ranked) else -math.inf if k < 0 else math.inf
     return {"threshold": threshold,
             "valid_warned": sum(c < threshold for c in valid) / len(valid),
             "negatives_warned": sum(c < threshold for c in negatives) / len(negatives)}
@@ -220,10 +228,11 @@ def calibrate_translator(model: str | os.PathLike[str], *, n_negatives: int = 3_
                          max_warned: float = 0.01, data: PairSplits | None = None) -> dict[str, Any]:
     """Choose the confidence threshold of a translator on held-out data and store it in its model folder's
     ``bundled.json`` under ``"confidence"``: the task's valid split (never trained on) is the side to leave
-    alone (at most ``max_warned`` of it warned), ``n_negatives`` generated inputs (:func:`_negatives`) the side
-    to warn on.  The record holds the threshold, both rates by the threshold alone, and for a dates model the
-    rates with the calendar and ambiguity checks too (what :meth:`Translator.translate` warns on).  ``data``: the
-    splits the model was trained on, when its run cannot make them again (they were passed in memory)."""
+    alone (at most ``max_warned`` of it warned, by the threshold and the checks together), ``n_negatives``
+    generated inputs (:func:`_negatives`) the side to warn on.  The record holds the threshold, both rates by
+    the threshold alone, and for a dates model the rates with the calendar and ambiguity checks too (what
+    :meth:`Translator.translate` warns on).  ``data``: the splits the model was trained on, when its run cannot
+    make them again (they were passed in memory)."""
     from ._translate_run import load_task
 
     folder = translator_folder(model)
@@ -234,8 +243,9 @@ def calibrate_translator(model: str | os.PathLike[str], *, n_negatives: int = 3_
     negatives = _negatives(str(runinfo["data"]), list(valid.source), n_negatives, seed)
     got_valid = _translate_all(translator, list(valid.source))
     got_neg = _translate_all(translator, [text for text, _ in negatives])
+    checked = [t is None or bool(translator.doubts(t.source, t.text, t.confidence)) for t in got_valid]  # no threshold
     chosen = choose_threshold([_confidence(t) for t in got_valid], [_confidence(t) for t in got_neg],
-                              max_warned=max_warned)
+                              max_warned=max_warned, checked=checked)
     translator.threshold = chosen["threshold"]
 
     def warned(got: list[Translation | None]) -> float:  # a refused input counts as warned
