@@ -21,6 +21,7 @@ from attnlab.data import (
     date_readings,
     held_out_negatives,
     make_dates,
+    parts_problem,
     year_problem,
 )
 from attnlab.data._dates import date_split, is_numeric
@@ -334,6 +335,28 @@ def test_years_outside_the_task_are_named_in_the_input_or_the_output() -> None:
     assert year_problem("hello", "2150年1月1日") is not None
     assert year_problem("July 4, 1976", "1976年7月4日") is None
     assert year_problem("1 January 2099", "2099年1月1日") is None
+
+
+@pytest.mark.parametrize(("text", "parts"), [
+    ("2021", 1), ("March 2021", 2), ("hello", 0), ("the fifth of March, 2021", 2), ("2021年", 1), ("Guten Tag", 0),
+    ("Sept. 5, 2021", None), ("MARCH 5, 2021", None), ("2021年3月5日", None), ("5 мар. 2021 г.", None),
+    ("Tues. Feb. 14, 2017", None), ("3/5/2021", None), ("2021. 3. 5.", None), ("14 juillet 1789", None),
+])
+def test_an_input_with_fewer_than_three_parts_of_a_date_is_named(text: str, parts: int | None) -> None:
+    problem = parts_problem(text)
+    if parts is None:
+        assert problem is None
+    else:
+        assert problem is not None and f"holds {parts} of the three parts" in problem and repr(text) in problem
+
+
+def test_every_source_of_the_task_has_three_parts_of_a_date() -> None:
+    task = make_dates(n_train=20_000, n_valid=2_000, n_test=2_000, n_unseen=2_000, seed=1, cases=0.3)
+    for pairs in (task.train, task.valid, task.test, task.extra["unseen_years"]):
+        assert [s for s in pairs.source if parts_problem(s) is not None] == []
+    for locale in DATE_LOCALES:  # every format, on a date whose month is the longest word: September
+        for _, pattern in date_formats(locale):
+            assert parts_problem(date_pair(dt.date(2021, 9, 30), locale, pattern)[0]) is None, (locale, pattern)
 
 
 def test_held_out_negatives_are_deterministic_of_every_kind_and_use_no_training_date() -> None:

@@ -30,6 +30,7 @@ from ._dates import (
     garble,
     held_out_negatives,
     make_dates,
+    parts_problem,
     year_problem,
 )
 from ._grammar import make_sentences
@@ -80,6 +81,7 @@ __all__ = [
     "load_table",
     "main_script",
     "make_dates",
+    "parts_problem",
     "make_sentences",
     "normalise",
     "read_pairs",

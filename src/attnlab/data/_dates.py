@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, Literal
@@ -42,6 +43,7 @@ __all__ = [
     "date_readings",
     "held_out_negatives",
     "make_dates",
+    "parts_problem",
     "year_problem",
 ]
 
@@ -244,6 +246,47 @@ def year_problem(text: str, output: str) -> str | None:
         return None
     return (f"the year {outside[0]} is outside the years {first}-{last} the dates task holds; the model's year "
             f"is a guess")
+
+
+@cache
+def _month_names() -> frozenset[str]:
+    """Every month name of :data:`DATE_LOCALES`, wide and abbreviated, format and stand-alone, folded
+    (:func:`_fold`), no dot."""
+    from babel import Locale
+
+    names: set[str] = set()
+    for locale in DATE_LOCALES:
+        months = Locale.parse(locale).months
+        for context in ("format", "stand-alone"):
+            for width in ("wide", "abbreviated"):
+                names.update(_fold(str(v)).rstrip(".") for v in months[context][width].values())
+    return frozenset(names)
+
+
+def _fold(word: str) -> str:
+    """``word`` case-folded without accents, Turkish dotless ı as i: ``KASIM``, ``Kasım`` and ``kasim`` are one."""
+    bare = unicodedata.normalize("NFKD", word.casefold().replace("ı", "i"))
+    return "".join(c for c in bare if not unicodedata.combining(c))
+
+
+def _is_month(word: str) -> bool:
+    """``word`` is a month name of the task's locales or, at 3 letters or more, the start of one (``Sept``,
+    ``febr``), in any case and with or without accents."""
+    names, word = _month_names(), _fold(word)
+    return word in names or (len(word) >= 3 and any(name.startswith(word) for name in names))
+
+
+def parts_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a whole date, or None: it holds fewer than three parts a date is written with, counting
+    each run of digits and each month name (or its start, ``Sept``) of the task's locales. Every date of the task
+    has three (``5 mars 2021``, ``2021年3月5日``, ``Friday, March 5, 2021``); ``2021``, ``March 2021``, ``hello`` and
+    ``the fifth of March, 2021`` do not, and whatever date the model writes for them is made up."""
+    low = clean_spaces(text).lower()
+    parts = len(re.findall(r"\d+", low)) + sum(_is_month(w) for w in re.findall(r"[^\W\d_]+", low))
+    if parts >= 3:
+        return None
+    return (f"{clean_spaces(text)!r} holds {parts} of the three parts a date is written with (a day, a month and a "
+            f"year, as numbers or month names), so the date written for it is made up")
 
 
 def _reading(year: int, month: int, day: int) -> dt.date | None:

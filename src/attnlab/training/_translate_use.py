@@ -115,9 +115,9 @@ class Translator:
 
     def doubts(self, text: str, output: str, confidence: float) -> tuple[str, ...]:
         """Why not to believe ``output`` as the translation of ``text`` (one line each; empty when none): a
-        confidence below :attr:`threshold`, and for a dates model an output that is not a real calendar date or a
-        numeric input with several readings or a year outside the task's."""
-        from ..data import ambiguity, calendar_problem, year_problem
+        confidence below :attr:`threshold`, and for a dates model an output that is not a real calendar date, a
+        numeric input with several readings, a year outside the task's, or an input that is no whole date."""
+        from ..data import ambiguity, calendar_problem, parts_problem, year_problem
 
         out = []
         if self.is_dates and (reason := ambiguity(text)) is not None:
@@ -126,6 +126,8 @@ class Translator:
             out.append(f"the translation of {text!r} is wrong: {reason}")
         if self.is_dates and (reason := year_problem(text, output)) is not None:
             out.append(f"{text!r} -> {output!r}: {reason}")
+        if self.is_dates and (reason := parts_problem(text)) is not None:
+            out.append(f"{reason} ({output!r})")
         if self.threshold is not None and confidence < self.threshold:
             out.append(f"low confidence for {text!r} -> {output!r}: {confidence:.3f} is below the "
                        f"threshold {self.threshold:.3f} of {self.name!r} (chosen on held-out data); the input is "
