@@ -7,6 +7,9 @@ test accuracy, and this script does not read it.
     PYTHONPATH=src python benchmarks/classify_routes.py ROUTE...        # e.g. base crops30 pd2
     PYTHONPATH=src python benchmarks/classify_routes.py --list
 
+The compose routes read phrases that benchmarks/classify_compose.py writes first into $ROUTES_DIR
+(compose-neg.jsonl: no flags; compose-contrast.jsonl: --contrast).
+
 A route is a name in ROUTES, trained into $ROUTES_DIR/NAME (default /tmp/zh-routes) unless its final.json is
 there already; one JSON row per route is appended to benchmarks/results/classify_routes.jsonl. (The rows there
 whose note says "before the contrast rule" were trained before training_crops left out the clauses followed by a
@@ -38,9 +41,13 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-seed2": {"crops": 0.3, "seed": 2},
     "crops60": {"crops": 0.6},
     "crops30-hownet": {"crops": 0.3, "extra": str(HOWNET)},  # plus HowNet's sentiment words, training only
-    "crops30-compose": {"crops": 0.3, "extra": "/tmp/exp/compose.jsonl"},  # prototype
-    "crops30-compose30": {"crops": 0.3, "extra": "/tmp/exp/compose0.3.jsonl"},  # prototype
-    "crops30-compose60": {"crops": 0.3, "extra": "/tmp/exp/compose0.6.jsonl"},  # prototype
+    # phrases composed from the training split's own sentiment words (benchmarks/classify_compose.py); the rows
+    # "crops30-compose", "-compose30" and "-compose60" of classify_routes.jsonl came from its first version (a word's
+    # polarity over all aspects, contrast always on; all, 30% and 60% of its 7,089 phrases)
+    "crops30-compose-neg": {"crops": 0.3, "extra": str(RUNS / "compose-neg.jsonl")},  # degree and negation
+    "crops30-compose-contrast": {"crops": 0.3, "extra": str(RUNS / "compose-contrast.jsonl")},  # and contrast
+    "crops30-compose-contrast-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-contrast.jsonl"), "seed": 1},
+    "crops30-compose-contrast-seed2": {"crops": 0.3, "extra": str(RUNS / "compose-contrast.jsonl"), "seed": 2},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
