@@ -58,6 +58,38 @@ def _theirs(model: Any, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, 
     return out.last_hidden_state, list(out.attentions)
 
 
+def test_truncation_never_switches_the_shared_tokenizer(pair: tuple[Any, ...]) -> None:
+    """``attnlab serve`` tokenizes from several threads: a call that truncates must not switch truncation on in the
+    tokenizer another call is using (that raced once in ~70 calls with 2,000-token texts on 8 threads)."""
+    _, ours, _, _ = pair
+    shared = ours._tok
+
+    class Watch:  # the shared tokenizer, recording what every call to it sees and does
+        def __init__(self) -> None:
+            self.seen: list[Any] = []
+
+        def encode(self, *args: Any) -> Any:
+            self.seen.append(shared.truncation)
+            return shared.encode(*args)
+
+        def enable_truncation(self, *args: Any, **kwargs: Any) -> None:
+            self.seen.append("switched on")
+            shared.enable_truncation(*args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(shared, name)
+
+    watch = Watch()
+    ours._tok = watch
+    try:
+        cut = ours("a " * 300, truncation=True, max_length=16)
+        whole = ours("a " * 300)
+    finally:
+        ours._tok = shared
+    assert cut["input_ids"].shape[1] == 16 and whole["input_ids"].shape[1] == 302
+    assert watch.seen == [None]  # only the untruncated call used it, and it was never switched
+
+
 @pytest.mark.parametrize("text", TEXTS)
 def test_tokens_equal_transformers(pair: tuple[Any, ...], text: str) -> None:
     _, ours, _, theirs = pair

@@ -235,6 +235,7 @@ class BertTokenizer:
         self._tok = Tokenizer.from_file(str(folder / TOKENIZER))
         self._tok.no_padding()
         self._tok.no_truncation()
+        self._cut: dict[int, Any] = {}  # max_length -> a truncating copy (_truncating)
         settings: dict[str, Any] = {}
         for name in ("tokenizer_config.json", "special_tokens_map.json"):  # the second wins, as in transformers
             path = folder / name
@@ -254,14 +255,22 @@ class BertTokenizer:
         ``truncation=True`` cuts the longest of the texts until the whole fits ``max_length``."""
         if return_tensors != "pt":
             raise ValueError(f"BertTokenizer returns PyTorch tensors (return_tensors='pt'), got {return_tensors!r}")
-        if truncation:
-            self._tok.enable_truncation(max_length or self.model_max_length, strategy="longest_first")
-        try:
-            enc = self._tok.encode(text, text_pair)
-        finally:
-            self._tok.no_truncation()
+        tok = self._truncating(max_length or self.model_max_length) if truncation else self._tok
+        enc = tok.encode(text, text_pair)
         return {name: torch.tensor([ids], dtype=torch.long) for name, ids in (
             ("input_ids", enc.ids), ("token_type_ids", enc.type_ids), ("attention_mask", enc.attention_mask))}
+
+    def _truncating(self, limit: int) -> Any:
+        """A copy of the tokenizer that truncates to ``limit`` tokens, made once per limit: the shared one is never
+        switched, so calls from several threads (``attnlab serve``'s) cannot see each other's setting."""
+        tok = self._cut.get(limit)
+        if tok is None:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_str(self._tok.to_str())
+            tok.enable_truncation(limit, strategy="longest_first")
+            self._cut[limit] = tok
+        return tok
 
     def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
         tokens = [self._tok.id_to_token(i) for i in ids]
