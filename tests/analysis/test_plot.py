@@ -31,3 +31,18 @@ def test_the_label_grid_title_fits_the_figure(layers: int, heads: int) -> None:
     title = ax.title.get_window_extent(renderer)
     assert ax.title.get_text().startswith("what each head does")
     assert page.x0 <= title.x0 and title.x1 <= page.x1 and title.y1 <= page.y1, (title, page)
+
+
+def test_a_signed_token_row_is_drawn_on_a_scale_centred_on_zero() -> None:
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from attnlab.analysis.figures import token_map_figure
+
+    row = np.array([[0.3, -0.1, 0.05]])
+    plain = token_map_figure(row, ["a", "b", "c"], "t", "v", y_tokens=["p"])
+    signed = token_map_figure(row, ["a", "b", "c"], "t", "v", y_tokens=["p"], signed=True)
+    assert plain.axes[0].images[0].get_clim() == (0.0, 0.3)  # a share: 0 at the bottom, a negative hidden there
+    image = signed.axes[0].images[0]
+    assert image.get_clim() == (-0.3, 0.3) and image.get_cmap().name == "RdBu_r"
+    plt.close("all")

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from attnlab.cli import main
 
@@ -32,7 +33,16 @@ def test_attribution_on_a_classifier(tmp_path, capsys) -> None:
         want = reader @ np.asarray(doc[f"{name}_rollout"]) @ mixing
         np.testing.assert_allclose(doc["prediction"][name], want)
         assert 0.9 < sum(doc["prediction"][name]) <= 1.0 + 1e-9  # a zero row of the mixing may drop a little
-    for name in ("norm.png", "value-zeroing.png", "alti.png", "grad-x-input.png"):
+    # ALTI-Logit (zh-sentiment is pre-norm): the signed share of the predicted logit, as the library computes it
+    from attnlab.analysis import alti_logit
+    from attnlab.training import load_trained
+
+    clf = load_trained("zh-sentiment")
+    ids = torch.tensor([clf.encode(["这本书很好"])[0][0]])
+    want = alti_logit(clf.model.eval(), ids).tokens
+    np.testing.assert_allclose(doc["alti_logit"], want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(doc["prediction"]["alti_logit"], want @ mixing, rtol=1e-9, atol=1e-12)
+    for name in ("norm.png", "value-zeroing.png", "alti.png", "grad-x-input.png", "alti-logit.png"):
         assert (out / name).stat().st_size > 0
     capsys.readouterr()
 
@@ -42,6 +52,7 @@ def test_attribution_on_minilm_and_not_from_a_trace(tmp_path, capsys) -> None:
     assert main(["analyze", "The cat sat.", "--attribution", "--out", str(out)]) == 0
     doc = json.loads((out / "analysis.json").read_text(encoding="utf-8"))["attribution"]
     assert "grad_x_input" not in doc and not (out / "grad-x-input.png").exists()  # an encoder has no class to explain
+    assert "alti_logit" not in doc and not (out / "alti-logit.png").exists()
     assert "prediction" not in doc  # nor a pooling to read its rows
     assert (out / "value-zeroing.png").exists() and (out / "alti.png").exists()
     np.testing.assert_allclose(np.asarray(doc["alti_rollout"]).sum(-1), 1.0)

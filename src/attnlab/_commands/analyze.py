@@ -211,15 +211,23 @@ def _attribution(text: str, model: str, tokens: list[str], figures: dict[str, An
     if att.grad_x_input is not None:
         figures["grad-x-input"] = draw.token_map_figure(att.grad_x_input[None], tokens,
                                                         f"gradient x input of p({att.label})", "x . dp/dx",
-                                                        y_tokens=[f"p({att.label})"])
+                                                        y_tokens=[f"p({att.label})"], signed=True)
         doc["grad_x_input"] = att.grad_x_input.tolist()
         doc["label"] = att.label
+    if att.alti_logit is not None:  # a pre-norm classifier: each position's signed share of the predicted logit
+        figures["alti-logit"] = draw.token_map_figure(att.alti_logit[None], tokens,
+                                                      f"ALTI-Logit: each token's share of the logit of {att.label} "
+                                                      "(Ferrando et al. 2023)", "logit contribution",
+                                                      y_tokens=[f"logit({att.label})"], signed=True)
+        doc["alti_logit"] = att.alti_logit.tolist()
     if att.reader is not None and att.embedding is not None:
         # what the classifier's pooling reads of the last layer's rows, and each method's share of the prediction
         # per input token: the reader, the rolled-out map, the embedding layer's mixing (zh-sentiment's bigrams)
         doc["reader"] = att.reader.tolist()
         doc["embedding_mixing"] = att.embedding.tolist()
         doc["prediction"] = {name: (att.reader @ matrix @ att.embedding).tolist() for name, matrix in maps.items()}
+        if att.alti_logit is not None:  # signed, in logit units: carried from positions to characters the same way
+            doc["prediction"]["alti_logit"] = (att.alti_logit @ att.embedding).tolist()
     return doc
 
 

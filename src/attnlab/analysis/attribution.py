@@ -618,7 +618,8 @@ class TextAttribution:
     of the predicted class's probability, ``reader`` ``(n,)`` what its pooling reads of the last layer's rows
     (:func:`pooling_reader`) and ``embedding`` ``(n, n)`` its embedding layer's token mixing
     (:func:`embedding_contributions`; the identity without n-gram embeddings) (those three None for an encoder
-    without a head)."""
+    without a head), and for a pre-norm classifier ``alti_logit`` ``(n,)``, each input position's signed share
+    of the predicted class's logit (:func:`alti_logit`'s ``tokens``; None otherwise)."""
 
     norm: np.ndarray
     value_zeroing: np.ndarray
@@ -627,17 +628,18 @@ class TextAttribution:
     label: str | None
     reader: np.ndarray | None = None
     embedding: np.ndarray | None = None
+    alti_logit: np.ndarray | None = None
 
 
 def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
-    """Norm-based attention, value zeroing, ALTI and (for a classifier) gradient x input of ``text`` on a bundled model,
-    a local Hugging Face folder or an ``attnlab train classify`` folder, tokenised as :func:`attnlab.trace_text`
-    does (the tokens of its trace line up with these matrices)."""
+    """Norm-based attention, value zeroing, ALTI and (for a classifier) gradient x input and ALTI-Logit of ``text``
+    on a bundled model, a local Hugging Face folder or an ``attnlab train classify`` folder, tokenised as
+    :func:`attnlab.trace_text` does (the tokens of its trace line up with these matrices)."""
     from .._bundled import locate
 
     found = locate(model, "huggingface", "classifier")
     score: Callable[[], Tensor] | None = None
-    label = reader = embedding = None
+    label = reader = embedding = logit = None
     if found.kind == "classifier":
         from ..training import load_trained
 
@@ -653,6 +655,8 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
         label = str(clf.labels[k])
         reader = pooling_reader(net, x)
         embedding = embedding_contributions(net, x)
+        if net.config.norm_first and net.config.n_layers:  # ALTI-Logit reads a pre-norm residual stream
+            logit = alti_logit(net, x, k).tokens
 
         def score() -> Tensor:
             return torch.softmax(net(x).double(), -1)[0, k]
@@ -668,4 +672,5 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
     total = norms.sum(-1, keepdims=True)
     return TextAttribution(np.divide(norms, total, out=np.zeros_like(norms), where=total > 0),
                            value_zeroing(net, forward), alti(net, forward),
-                           None if score is None else gradient_x_input(net, score), label, reader, embedding)
+                           None if score is None else gradient_x_input(net, score), label, reader, embedding,
+                           logit)

@@ -152,12 +152,18 @@ def flow_figure(report: Report) -> Figure:
 
 
 def token_map_figure(matrix: Any, tokens: Sequence[str], title: str, value: str,
-                     y_tokens: Sequence[str] | None = None) -> Figure:
-    """Any token-to-token map drawn as rollout is (attribution matrices; a ``(1, n)`` row for a per-token score)."""
+                     y_tokens: Sequence[str] | None = None, *, signed: bool = False) -> Figure:
+    """Any token-to-token map drawn as rollout is (attribution matrices; a ``(1, n)`` row for a per-token score).
+    ``signed``: the values may be negative (gradient x input, ALTI-Logit), drawn on a red-blue scale centred on 0."""
     from ..viz import heatmap
 
-    fig = heatmap(np.asarray(matrix), x_tokens=list(tokens), y_tokens=list(y_tokens or tokens),
-                  annotate=len(tokens) <= 20, title=title)
+    values = np.asarray(matrix)
+    scale: dict[str, Any] = {}
+    if signed:
+        top = float(np.abs(values).max()) or 1.0
+        scale = {"cmap": "RdBu_r", "vmin": -top, "vmax": top}
+    fig = heatmap(values, x_tokens=list(tokens), y_tokens=list(y_tokens or tokens),
+                  annotate=len(tokens) <= 20, title=title, **scale)
     return _relabel(fig, value)
 
 
