@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..capturing import trace_text
+from ..functional.head_metrics import END_TOKENS, START_TOKENS
 from ..viz.summary import layer_summaries, pattern_scores, summarize
 from ._finding import Finding
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 TEXT = "The cat sat on the mat because it was tired."
 REVIEW = "这本书写得很好，但是结尾太差了。"  # a mixed review for a Chinese sentiment classifier
-SPECIAL = ("[CLS]", "[SEP]")
+SPECIAL = START_TOKENS | END_TOKENS  # the head metrics' own: [CLS]/[SEP], <s>/</s>, ...
 
 
 def seeing(
