@@ -63,9 +63,14 @@ def test_two_runs_of_the_target_write_the_same_bytes(reviews: Path, child_env: d
     a, b = runs
     for name in ("model.safetensors", "tokenizer.json", "config.json", "final.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    for name in ("model.safetensors", "tokenizer.json", "config.json"):
         assert (Path(f"{a}-bundle") / name).read_bytes() == (a / name).read_bytes(), name
     assert without_timings(a / "metrics.jsonl") == without_timings(b / "metrics.jsonl")
-    for name in ("calibration.json", "reliability.png"):  # the target's last step, on the bundle
+    for name in ("calibration.json", "reliability.png", "final.json"):  # the target's last steps, on the bundle
         assert Path(f"{a}-bundle", name).read_bytes() == Path(f"{b}-bundle", name).read_bytes(), name
+    bundled = json.loads(Path(f"{a}-bundle", "final.json").read_text(encoding="utf-8"))
+    suite = bundled.pop("suites")["zh-sentiment"]  # the behaviour suite's pass rates, recorded by the target
+    assert suite["cases"] == sum(c["n"] for c in suite["capabilities"].values()) > 400
+    assert bundled == json.loads((a / "final.json").read_text(encoding="utf-8"))  # the run's, with them added
     assert len(without_timings(a / "metrics.jsonl")) > 10
     assert "crops: " in (a / "train.log").read_text(encoding="utf-8")  # the bundled recipe's crops, reproduced
