@@ -50,9 +50,25 @@ def test_extra_texts_join_training_alone_and_must_share_the_labels(reviews: Path
 
 
 def test_bad_route_options() -> None:
-    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"pretrain_data": "wikipedia"}, {"teachers": " , "}):
+    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"pretrain_data": "wikipedia"}, {"teachers": " , "},
+                {"rdrop": -1.0}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             TrainConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_rdrop_pulls_two_dropout_passes_together_and_is_nothing_without_dropout(reviews: Path, tmp_path: Path,
+                                                                                one_thread: None) -> None:
+    def weights(name: str, model: dict[str, object], **train: object) -> dict[str, torch.Tensor]:
+        train_classifier(reviews, tmp_path / name, model=model, config=TrainConfig(**TRAIN, **train),  # type: ignore[arg-type]
+                         max_length=24, log=lambda _: None, progress=False)
+        return load_file(str(tmp_path / name / "model.safetensors"))
+
+    still = {**MODEL, "dropout": 0.0, "embed_dropout": 0.0, "head_dropout": 0.0}
+    plain, twice = weights("plain", still), weights("twice", still, rdrop=1.0)
+    assert all(torch.equal(plain[k], twice[k]) for k in plain)  # the same pass twice: the same loss and gradient
+    noisy = {**MODEL, "dropout": 0.3}
+    a, b = weights("a", noisy), weights("b", noisy, rdrop=1.0)
+    assert any(not torch.equal(a[k], b[k]) for k in a)  # two different masks: the KL term moves the weights
 
 
 @pytest.mark.slow

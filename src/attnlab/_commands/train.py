@@ -78,6 +78,8 @@ TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
     "distill": (float, "the teachers' share of the loss, the label's is the rest (default 0.5)"),
     "crops": (float, "also train on this share of the clauses of multi-clause training texts, each with its "
               "text's label (short inputs seen in training; default 0 = off)"),
+    "rdrop": (float, "R-Drop: run each batch twice under other dropout and add this weight times the symmetric KL "
+              "of the two predictions (default 0 = off)"),
     "pretrain_lr": (float, "peak learning rate of the pre-training (default: --lr)"),
     "mask_rate": (float, "share of tokens the pre-training hides and predicts (default 0.15)"),
     "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, e.g. 50 (less "

@@ -90,6 +90,8 @@ class TrainConfig(RunConfig):
     distill: float = 0.5  # the teachers' share of the loss (the label's is the rest)
     crops: float = 0.0  # also train on this share of the clauses of multi-clause training texts (their text's
     # label), so that short inputs are in the training distribution; 0 = off
+    rdrop: float = 0.0  # R-Drop (Liang et al. 2021): each batch runs twice under different dropout, and this
+    # weight times the symmetric KL divergence of the two predictions joins the mean of their losses; 0 = off
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -100,6 +102,7 @@ class TrainConfig(RunConfig):
             raise ConfigError(f"mask_rate must lie in (0, 1), got {check.got(self.mask_rate)}; e.g. 0.15")
         check.one_of("pretrain_data", self.pretrain_data, self.PRETRAIN_DATA)
         check.probability("crops", self.crops)
+        non_negative("rdrop", self.rdrop)
         check.probability("distill", self.distill)
         if self.teachers and not teacher_folders(self.teachers):
             raise ConfigError(f"teachers names no folder, got {self.teachers!r}; give trained classifiers' folders, "
@@ -206,13 +209,26 @@ class ClassifyTask:
         ids = collate(seqs, self.w.device)  # (B, L)
         y = torch.tensor([self.labels[i] for i in items], device=self.w.device)  # (B,)
         logits = net(ids)  # (B, C)
+        loss = self._loss(logits, y, items)
+        if self.config.rdrop:  # R-Drop: a second pass under other dropout masks, pulled towards the first
+            again = net(ids)  # (B, C)
+            loss = (loss + self._loss(again, y, items)) / 2
+            p, q = F.log_softmax(logits.float(), -1), F.log_softmax(again.float(), -1)  # (B, C) each
+            kl = (F.kl_div(p, q, log_target=True, reduction="batchmean")
+                  + F.kl_div(q, p, log_target=True, reduction="batchmean")) / 2
+            loss = loss + self.config.rdrop * kl
+        correct = float((logits.detach().argmax(-1) == y).sum())
+        return StepLoss(loss, float(loss.detach()) * len(seqs), correct, float(len(seqs)))
+
+    def _loss(self, logits: torch.Tensor, y: torch.Tensor, items: list[int]) -> torch.Tensor:
+        """The cross-entropy of ``logits`` ``(B, C)`` against the labels ``y`` ``(B,)`` (and the teachers'
+        probabilities when distilling)."""
         loss = F.cross_entropy(logits.float(), y, label_smoothing=self.config.label_smoothing)
         if self.soft is not None:  # the teachers' mean probability as a second target
             soft = self.soft[items].to(self.w.device)  # (B, C)
             taught = -(soft * F.log_softmax(logits.float(), dim=-1)).sum(-1).mean()
             loss = (1 - self.config.distill) * loss + self.config.distill * taught
-        correct = float((logits.detach().argmax(-1) == y).sum())
-        return StepLoss(loss, float(loss.detach()) * len(seqs), correct, float(len(seqs)))
+        return loss
 
     def evaluate(self) -> tuple[float, float, int]:
         """``(loss, accuracy, n)`` on the validation split."""
