@@ -48,6 +48,8 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-compose-contrast": {"crops": 0.3, "extra": str(RUNS / "compose-contrast.jsonl")},  # and contrast
     "crops30-compose-contrast-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-contrast.jsonl"), "seed": 1},
     "crops30-compose-contrast-seed2": {"crops": 0.3, "extra": str(RUNS / "compose-contrast.jsonl"), "seed": 2},
+    "crops30-rdrop1": {"crops": 0.3, "rdrop": 1.0},  # R-Drop (Liang et al. 2021), weight 1
+    "crops30-rdrop1-seed1": {"crops": 0.3, "rdrop": 1.0, "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
