@@ -166,6 +166,10 @@ def test_refuses_what_it_cannot_read() -> None:
                                                 norm_first=False, dropout=0.0)).eval()
     with pytest.raises(InputError, match="pre-norm"):
         alti_logit(post, IDS)
+    # attribute_text asks the same question before drawing ALTI-Logit: refused exactly where it is not asked
+    from attnlab.analysis.attribution import _pre_norm
+
+    assert _pre_norm(post) is None and _pre_norm(tiny("mean")) is not None
     with pytest.raises(InputError, match="k=3"):
         alti_logit(tiny("mean"), IDS, 3)
     model = tiny("mean").train()

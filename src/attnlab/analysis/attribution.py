@@ -544,12 +544,19 @@ def logit_directions(model: nn.Module, ids: Tensor, k: int) -> tuple[Tensor, Ten
     return u, h, c
 
 
+def _pre_norm(clf: Any) -> nn.LayerNorm | None:
+    """The final LayerNorm of an attnlab classifier's encoder when it is pre-norm (what ALTI-Logit reads), else
+    None."""
+    norm = None if clf.encoder is None else clf.encoder.norm
+    return norm if isinstance(norm, nn.LayerNorm) else None
+
+
 def _final_norm(model: nn.Module) -> nn.LayerNorm:
     """The final LayerNorm of a pre-norm attnlab classifier's encoder; anything else is refused."""
     clf = _classifier(model, "ALTI-Logit reads its head",
                       "train one with `attnlab train classify` or load zh-sentiment")
-    norm = None if clf.encoder is None else clf.encoder.norm
-    if not isinstance(norm, nn.LayerNorm):
+    norm = _pre_norm(clf)
+    if norm is None:
         raise InputError("ALTI-Logit needs a pre-norm classifier (norm_first=True, n_layers >= 1), whose residual "
                          "stream adds up to what the head reads; got "
                          f"norm_first={clf.config.norm_first}, n_layers={clf.config.n_layers}; use ALTI instead")
@@ -655,7 +662,7 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
         label = str(clf.labels[k])
         reader = pooling_reader(net, x)
         embedding = embedding_contributions(net, x)
-        if net.config.norm_first and net.config.n_layers:  # ALTI-Logit reads a pre-norm residual stream
+        if _pre_norm(net) is not None:  # ALTI-Logit reads a pre-norm residual stream
             logit = alti_logit(net, x, k).tokens
 
         def score() -> Tensor:

@@ -249,9 +249,9 @@ def year_problem(text: str, output: str) -> str | None:
 
 
 @cache
-def _month_names() -> frozenset[str]:
-    """Every month name of :data:`DATE_LOCALES`, wide and abbreviated, format and stand-alone, folded
-    (:func:`_fold`), no dot."""
+def _month_words() -> frozenset[str]:
+    """Every month name of :data:`DATE_LOCALES` (wide and abbreviated, format and stand-alone, folded by
+    :func:`_fold`, no dot) and every start of one at 3 letters or more (``sept``, ``febr``)."""
     from babel import Locale
 
     names: set[str] = set()
@@ -260,7 +260,7 @@ def _month_names() -> frozenset[str]:
         for context in ("format", "stand-alone"):
             for width in ("wide", "abbreviated"):
                 names.update(_fold(str(v)).rstrip(".") for v in months[context][width].values())
-    return frozenset(names)
+    return frozenset(names | {name[:n] for name in names for n in range(3, len(name))})
 
 
 def _fold(word: str) -> str:
@@ -269,20 +269,13 @@ def _fold(word: str) -> str:
     return "".join(c for c in bare if not unicodedata.combining(c))
 
 
-def _is_month(word: str) -> bool:
-    """``word`` is a month name of the task's locales or, at 3 letters or more, the start of one (``Sept``,
-    ``febr``), in any case and with or without accents."""
-    names, word = _month_names(), _fold(word)
-    return word in names or (len(word) >= 3 and any(name.startswith(word) for name in names))
-
-
 def parts_problem(text: str) -> str | None:
     """Why ``text`` cannot be a whole date, or None: it holds fewer than three parts a date is written with, counting
-    each run of digits and each month name (or its start, ``Sept``) of the task's locales. Every date of the task
+    each run of digits and each month name (or its start, ``Sept``) of the task's locales, in any case and with or
+    without accents. Every date of the task
     has three (``5 mars 2021``, ``2021年3月5日``, ``Friday, March 5, 2021``); ``2021``, ``March 2021``, ``hello`` and
     ``the fifth of March, 2021`` do not, and whatever date the model writes for them is made up."""
-    low = clean_spaces(text).lower()
-    parts = len(re.findall(r"\d+", low)) + sum(_is_month(w) for w in re.findall(r"[^\W\d_]+", low))
+    parts = len(re.findall(r"\d+", text)) + sum(_fold(w) in _month_words() for w in re.findall(r"[^\W\d_]+", text))
     if parts >= 3:
         return None
     return (f"{clean_spaces(text)!r} holds {parts} of the three parts a date is written with (a day, a month and a "

@@ -245,13 +245,15 @@ def calibrate_translator(model: str | os.PathLike[str], *, n_negatives: int = 3_
     negatives = _negatives(str(runinfo["data"]), list(valid.source), n_negatives, seed)
     got_valid = _translate_all(translator, list(valid.source))
     got_neg = _translate_all(translator, [text for text, _ in negatives])
-    checked = [t is None or bool(translator.doubts(t.source, t.text, t.confidence)) for t in got_valid]  # no threshold
+    def doubted(t: Translation | None) -> bool:  # what the user is warned of (a refused input counts as warned)
+        return t is None or bool(translator.doubts(t.source, t.text, t.confidence))
+
     chosen = choose_threshold([_confidence(t) for t in got_valid], [_confidence(t) for t in got_neg],
-                              max_warned=max_warned, checked=checked)
+                              max_warned=max_warned, checked=[doubted(t) for t in got_valid])  # no threshold yet
     translator.threshold = chosen["threshold"]
 
-    def warned(got: list[Translation | None]) -> float:  # a refused input counts as warned
-        return sum(t is None or bool(translator.doubts(t.source, t.text, t.confidence)) for t in got) / len(got)
+    def warned(got: list[Translation | None]) -> float:
+        return sum(map(doubted, got)) / len(got)
 
     kinds = sorted({kind for _, kind in negatives})
     record: dict[str, Any] = {
