@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import errors
-from ._bundled import Located, locate
+from ._bundled import KINDS, MODELS, Located, locate
 from .errors import AttnLabError
 
 __version__ = "0.1.0"
@@ -30,6 +30,8 @@ _LAZY_NAMES = {
     "attention": "attnlab.functional",
     "capture": "attnlab.capturing",
     "trace_text": "attnlab.capturing",
+    "Model": "attnlab.capturing",
+    "Outcome": "attnlab.capturing",
     "AttentionRecord": "attnlab.trace",
     "AttentionTrace": "attnlab.trace",
     **{name: "attnlab.layers" for name in (
@@ -51,10 +53,11 @@ if TYPE_CHECKING:
         parallel,
         suites,
         trace,
+        trained,
         training,
         viz,
     )
-    from .capturing import capture, trace_text
+    from .capturing import Model, Outcome, capture, trace_text
     from .functional import attention
     from .layers import (
         BahdanauAttention,
@@ -87,6 +90,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "KINDS",
+    "MODELS",
     "AttentionRecord",
     "AttentionTrace",
     "AttnLabError",
@@ -95,7 +100,9 @@ __all__ = [
     "KVCache",
     "Located",
     "LuongAttention",
+    "Model",
     "MultiHeadAttention",
+    "Outcome",
     "TransformerConfig",
     "TransformerDecoder",
     "TransformerDecoderLayer",
@@ -118,6 +125,7 @@ __all__ = [
     "suites",
     "trace",
     "trace_text",
+    "trained",
     "training",
     "viz",
 ]

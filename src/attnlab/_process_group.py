@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["join_process_group"]
+__all__ = ["join_process_group", "speaks"]
 
 
 def join_process_group(backend: str = "gloo") -> tuple[int, int, bool]:
@@ -31,3 +31,10 @@ def join_process_group(backend: str = "gloo") -> tuple[int, int, bool]:
         dist.init_process_group(backend)
         return dist.get_rank(), dist.get_world_size(), True
     return 0, 1, False
+
+
+def speaks() -> bool:
+    """Whether this process prints what a job prints once (its results, the files it wrote): the one rule for every
+    command under ``torchrun`` is that rank 0 speaks and the other ranks stay quiet (warnings and errors excepted);
+    a process alone always speaks."""
+    return int(os.environ.get("RANK", "0")) == 0

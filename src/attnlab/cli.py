@@ -100,11 +100,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"attnlab {args.command}: error: {_one_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"attnlab {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return _signalled(args.command, KeyboardInterrupt())
     except Terminated:
-        print(f"attnlab {args.command}: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
+        return _signalled(args.command, Terminated())
+    except RuntimeError as exc:  # a signal that landed while Python ran a hook that wraps what it raises
+        cause = _signal_behind(exc)  # (class creation's __set_name__ does: a SIGTERM during an import)
+        if cause is None:
+            raise
+        return _signalled(args.command, cause)
+
+
+def _signal_behind(exc: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or Terminated that ``exc`` was raised from, if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (KeyboardInterrupt, Terminated)):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _signalled(command: str, exc: BaseException) -> int:
+    """One line and the shell's exit code for a command stopped by SIGINT (130) or SIGTERM (143)."""
+    if isinstance(exc, KeyboardInterrupt):
+        print(f"attnlab {command}: interrupted", file=sys.stderr)
+        return 130
+    print(f"attnlab {command}: terminated", file=sys.stderr)
+    return 128 + signal.SIGTERM
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def test_trace_text_matches_output_attentions(minilm: tuple[Any, Any, str]) -> N
     assert trace.tokens[:3] == ["[CLS]", "the", "cat"] and "##bly" in trace.tokens
     assert trace.tokens.count("[SEP]") == 2
     assert trace.meta == {"model": "all-MiniLM-L6-v2", "text": TEXT, "text_pair": "Il dormait.", "n_layers": 6,
-                          "n_heads": 12, "n_tokens": len(trace.tokens), "merge": None}
+                          "n_heads": 12, "n_tokens": len(trace.tokens), "merge": None, "warnings": []}
 
 
 def test_merge_words_on_the_real_model(minilm: tuple[Any, Any, str]) -> None:

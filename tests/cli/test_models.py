@@ -15,15 +15,14 @@ from attnlab._bundled import MODELS
 from attnlab.cli import main
 from attnlab.errors import ModelLoadError
 
-BUNDLED = ("minilm", "zh-sentiment", "dates-zh", "dates-zh/luong", "tutorial-en-zh", "zh-lm")
-KIND = {"minilm": "huggingface", "zh-sentiment": "classifier", "dates-zh": "translator",
-        "dates-zh/luong": "translator", "tutorial-en-zh": "translator", "zh-lm": "lm"}
+BUNDLED = tuple(MODELS)  # the one table of bundled models (attnlab.MODELS)
+KIND = {name: m.kind for name, m in MODELS.items()}
 # what a refusal says of each kind: what it is, and the command that reads it
 REFUSAL = {"huggingface": "is a Hugging Face model: use attnlab show or attnlab analyze",
            "classifier": "is a classifier: use attnlab predict", "translator": "is a translator: use attnlab translate",
            "lm": "is a language model: use attnlab generate or attnlab analyze"}
 # the kinds each command reads
-READS = {"show": {"huggingface", "classifier", "translator"}, "analyze": {"huggingface", "classifier", "lm"},
+READS = {"show": {"huggingface", "classifier", "translator", "lm"}, "analyze": {"huggingface", "classifier", "lm"},
          "predict": {"classifier"}, "evaluate": {"classifier"}, "translate": {"translator"}, "explain": {"classifier"},
          "generate": {"lm"}}
 SLOW = {("show", "minilm"), ("analyze", "minilm"), ("analyze", "zh-sentiment"), ("evaluate", "zh-sentiment"),
@@ -31,8 +30,10 @@ SLOW = {("show", "minilm"), ("analyze", "minilm"), ("analyze", "zh-sentiment"), 
 
 
 def test_the_bundled_names_are_the_documented_ones() -> None:
-    assert tuple(MODELS) == BUNDLED
-    assert {name: al.locate(name).kind for name in BUNDLED} == KIND
+    assert {"minilm", "zh-sentiment", "dates-zh", "dates-zh/luong", "tutorial-en-zh", "zh-lm"} <= set(BUNDLED)
+    assert {name: al.locate(name).kind for name in BUNDLED} == KIND  # what the files say is what the table says
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in readme for name in BUNDLED), [n for n in BUNDLED if f"`{n}`" not in readme]
     assert all(al.locate(name).bundled == name for name in BUNDLED)
 
 
@@ -148,3 +149,38 @@ def test_nothing_there_names_what_was_given_and_the_bundled_names(tmp_path: Path
         al.locate(write(tmp_path / "notes.txt"))
     with pytest.raises(ModelLoadError, match="a bundled name or a folder path, got int"):
         al.locate(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_the_recipe_for_a_new_bundled_model(reviews: Path, tmp_path: Path, one_thread: None,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """CONTRIBUTING.md, "A new bundled model", step by step: a folder `attnlab train` wrote, beside the bundled ones,
+    and one entry in MODELS; then every place that reads the table has it."""
+    import shutil
+
+    import attnlab._bundled as bundled
+    from attnlab.serve import Lab, catalogue
+
+    run = tmp_path / "run"
+    assert main(["train", "classify", "--data", str(reviews), "--out", str(run), "--d-model", "12", "--n-heads",
+                 "3", "--n-layers", "1", "--d-ff", "20", "--min-frequency", "1", "--max-steps", "4",
+                 "--no-progress"]) == 0
+    here = tmp_path / "_bundled"  # stands for src/attnlab/_bundled/ (the installed package stays as it is)
+    shutil.copytree(bundled.HERE, here, ignore=shutil.ignore_patterns("*.safetensors", "*.png"))
+    shutil.copytree(run, here / "toy-reviews", ignore=shutil.ignore_patterns("checkpoints"))  # step 1
+    monkeypatch.setattr(bundled, "HERE", here)
+    monkeypatch.setitem(MODELS, "toy-reviews", bundled.Bundled("classifier", "make train-toy", ("en",), "great film",
+                                                               ("zh-sentiment",)))  # step 2: one entry
+    capsys.readouterr()
+    found = al.locate("toy-reviews")
+    assert found.bundled == "toy-reviews" and found.kind == "classifier"
+    assert al.Model.load("toy-reviews").run("great film").output["label"] in ("pos", "neg")
+    assert main(["predict", "--model", "toy-reviews", "great film"]) == 0
+    assert capsys.readouterr().out.endswith("\tgreat film\n")
+    offered = {m["name"]: m for m in Lab(catalogue()).models()}
+    assert offered["toy-reviews"] == {"name": "toy-reviews", "kind": "classifier", "languages": ["en"],
+                                      "example": "great film"}
+    from attnlab.suites import bundled_suites
+
+    assert bundled_suites()["toy-reviews"] == "zh-sentiment"

@@ -306,9 +306,9 @@ def test_python_m_attnlab_suites_records_or_says_why_not(tmp_path: Path, capsys:
 
 
 def test_the_bundled_classifiers_unknown_character_warning_reaches_the_suite() -> None:
+    from attnlab import Model
     from attnlab.suites import observer
-    from attnlab.training import load_trained
 
-    unknown, known = observer(load_trained("zh-sentiment"))(["☃☃☃☃☃", "这本书写得很好"])
+    unknown, known = observer(Model.load("zh-sentiment"))(["☃☃☃☃☃", "这本书写得很好"])
     assert "5 of the 5 characters of '☃☃☃☃☃' are unknown" in unknown.warning and unknown.output is not None
     assert known.warning == ""

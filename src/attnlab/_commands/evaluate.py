@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from ..training import evaluate_model
 
     r = evaluate_model(args.model, args.data, split=args.split)
-    cut = f"; {r['truncated']} texts truncated to the model's max_length" if r["truncated"] else ""
+    cut = (f"; {r['windowed']} texts longer than the model's window read whole, in overlapping windows"
+           if r["windowed"] else "")
     print(f"accuracy {r['accuracy']:.4f} ± {r['stderr']:.4f} (standard error) on {r['n']} texts of {r['data']} "
           f"({r['split']} split); mean loss {r['loss']:.4f}{cut}")
     return 0

@@ -52,18 +52,18 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capturing import trace_generation
-    from ..trained import check_sampling, load_language_model
+    from ..capturing import Model
+    from ..trained import check_sampling
     from ..viz import save_html
 
     check_sampling(args.max_tokens, args.temperature, args.top_k)
     key = repr((args.prompt, args.model, args.max_tokens, args.temperature, args.top_k, args.seed))
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(args.prompt, key)
     out, base = check_out(out_arg)
-    lm = load_language_model(args.model)
+    model = Model.load(args.model, "lm")
     with warnings.catch_warnings():  # the check alone: the generation below warns about unknown characters, once
         warnings.simplefilter("ignore")
-        lm.encode_prompt(args.prompt)  # refuses a prompt of unknown characters before anything is written or printed
+        model.loaded.encode_prompt(args.prompt)  # refuses a prompt of unknown characters before anything is written
 
     def stream(text: str) -> None:
         sys.stdout.write(text)
@@ -71,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
 
     with staging(out, base) as stage:
         stream(args.prompt)
-        generated, trace = trace_generation(lm, args.prompt, max_tokens=args.max_tokens,
-                                            temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-                                            on_text=stream)
+        outcome = model.run(args.prompt, max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k,
+                            seed=args.seed, on_text=stream)
+        generated, trace = outcome.result, outcome.traced
         print()
         trace.save(stage / TRACE_FILE, dtype="float32")
         save_html(trace, stage / VIEWER_FILE)

@@ -14,7 +14,9 @@ TOP = 5  # --explain shows this many characters of each kind
 EXAMPLES = """\
 Each line: the label, its probability (calibrated on the model's valid split when the model folder holds a
 calibration.json, as the bundled zh-sentiment does) and the text, separated by tabs.  A text with more than 10% of
-its characters unknown to the model gets a one-line warning on stderr (its prediction says little).
+its characters unknown to the model gets a one-line warning on stderr (its prediction says little).  A text longer
+than the model's window (127 characters for zh-sentiment) is read whole, in overlapping windows pooled as one text;
+nothing is cut.
 
 --explain adds two lines per text: the characters whose blanking out (each replaced by one the model never saw)
 lowers the predicted label's probability the most, with that drop, and the characters the pooled classifier attends
@@ -71,15 +73,19 @@ def pooled_attention(trace: Any, pooling: str) -> list[tuple[str, float]]:
     return [(tok, float(w)) for tok, w in zip(rec.key_tokens, shares, strict=True)]
 
 
-def _explain(clf: Any, model: str, text: str) -> list[str]:
-    from ..capturing import trace_text
+def _explain(model: Any, text: str) -> list[str]:
+    """The two --explain lines of ``text``: leave-one-out drops, and the pooled attention of the run that made the
+    prediction (one run: the trace is that run's)."""
     from ..data import CLS
 
-    label, _, drops = clf.blank_out(text)
+    clf = model.loaded
+    outcome = model.run(text)
+    label = outcome.output["label"]
+    _, _, drops = clf.blank_out(text)
     top = sorted(drops, key=lambda d: -d[1])[:TOP]
     pieces = [text[a:b] for a, b in clf.tokenizer.encode(text).offsets]  # each token's characters ("" for [CLS])
     attended = [(pieces[i] if i < len(pieces) and pieces[i] else t, w)  # an [UNK] shown as the character it hides
-                for i, (t, w) in enumerate(pooled_attention(trace_text(text, model=model), clf.model.config.pooling))
+                for i, (t, w) in enumerate(pooled_attention(outcome.trace, clf.model.config.pooling))
                 if t != CLS]
     shown = sorted(attended, key=lambda a: -a[1])[:TOP]
     return [f"  matters most (drop in P({label}) when blanked out): "
@@ -90,12 +96,13 @@ def _explain(clf: Any, model: str, text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..trained import load_trained
+    from ..capturing import Model
 
     texts = read_texts(args.text)
-    clf = load_trained(args.model)
-    for text, (label, prob) in zip(texts, clf.predict(texts), strict=True):
-        print(f"{label}\t{prob:.4f}\t{text}")
+    model = Model.load(args.model, "classifier")
+    for outcome in model.run_many(texts):
+        o = outcome.output
+        print(f"{o['label']}\t{o['probability']:.4f}\t{outcome.text}")
         if args.explain:
-            print("\n".join(_explain(clf, args.model, text)))
+            print("\n".join(_explain(model, outcome.text)))
     return 0

@@ -135,19 +135,19 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
-    translated = None
-    found = locate(args.model or "minilm") if trace is None else None
-    if found is not None and found.kind == "translator":  # its cross-attention while it translates TEXT
-        translated = _translate(args)
-    elif trace is None:  # check what the model's config.json can tell before the slow load
-        _check_against_config(args.model or "minilm", args.kind, layer, head)
-        _check_span_against_limit(args, span)
-    prediction = _prediction(args) if found is not None and found.kind == "classifier" else None
+    if trace is None:
+        kind = locate(args.model or "minilm").kind
+        if kind in ("huggingface", "classifier"):  # check what the model's config.json can tell before the slow load
+            _check_against_config(args.model or "minilm", args.kind, layer, head)
+        if kind == "huggingface":
+            _check_span_against_limit(args, span)
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
     out, base = check_out(out_arg)
 
     with staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
-        trace = trace if trace is not None else translated if translated is not None else _capture(args)
+        outcome = _run(args) if trace is None else None
+        trace = outcome.traced if outcome is not None else trace
+        assert trace is not None
         kind = args.kind
         if kind is not None and kind not in trace.kinds:
             raise InputError(f"--kind {kind}: this trace has no {kind} attention, only {', '.join(trace.kinds)}; "
@@ -170,23 +170,29 @@ def run(args: argparse.Namespace) -> int:
             written.append(VIEWER_FILE)
         publish(stage, out, written, OWNED)
 
-    if prediction is not None:
-        print(prediction)
+    if outcome is not None and outcome.kind != "huggingface":
+        print(_told(outcome))
     print(summary)
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
 
 
-def _capture(args: argparse.Namespace) -> Any:
-    from ..capturing import trace_text
+def _run(args: argparse.Namespace) -> Any:
+    """The :class:`attnlab.Outcome` of the model on TEXT: the output the user is told and the trace of that run."""
+    from ..capturing import Model
 
-    options: dict[str, Any] = {"text_pair": args.pair, "merge": args.merge, "truncate": args.truncate}
-    if args.model is not None:
-        options["model"] = args.model
-    if args.max_length is not None:
-        options["max_length"] = args.max_length
+    model = Model.load(args.model or "minilm")
+    options: dict[str, Any] = {}
+    if model.kind == "huggingface":
+        options = {"text_pair": args.pair, "merge": args.merge, "max_length": args.max_length,
+                   "truncate": args.truncate}
+    else:
+        given = [o for o, v in (("--pair", args.pair), ("--merge", args.merge), ("--max-length", args.max_length),
+                                ("--truncate", args.truncate)) if v]
+        if given:
+            raise InputError(f"{', '.join(given)} apply to encoders, not to the {model.kind} {args.model!r}")
     try:
-        return trace_text(args.text, **options)
+        return model.run(args.text, **options)
     except TooLongError as exc:
         raise InputError(
             f"the input is {exc.n_tokens} tokens long (special tokens included) but at most {exc.limit} are taken; "
@@ -194,28 +200,16 @@ def _capture(args: argparse.Namespace) -> Any:
         ) from None
 
 
-def _prediction(args: argparse.Namespace) -> str:
-    """The line a classifier's show prints first: its label for TEXT and the calibrated probability, rounded."""
-    from ..trained import load_trained
-
-    [(label, prob)] = load_trained(args.model).predict([args.text])
-    return f"prediction: {label} {prob:.2f} (calibrated probability)"
-
-
-def _translate(args: argparse.Namespace) -> Any:
-    """The captured cross-attention of a translator translating TEXT (see `attnlab translate`)."""
-    from ..capturing import trace_translation
-    from ..trained import load_translator
-
-    given = [o for o, v in (("--pair", args.pair), ("--merge", args.merge), ("--max-length", args.max_length),
-                            ("--truncate", args.truncate)) if v]
-    if given:
-        raise InputError(f"{', '.join(given)} apply to encoders, not to the translator {args.model!r}")
-    if not args.text.strip():
-        raise InputError(f"the text to translate is empty (got {args.text!r}); give some text")
-    translation, trace = trace_translation(load_translator(args.model), args.text)
-    print(f"translation: {translation.text}")
-    return trace
+def _told(outcome: Any) -> str:
+    """The line show prints first for a trained model: what it says of TEXT, as predict, translate and generate say it
+    (the classifier's calibrated probability rounded to 2 places)."""
+    o = outcome.output
+    if outcome.kind == "classifier":
+        read = f"; read in {o['windows']} overlapping windows" if o["windows"] > 1 else ""
+        return f"prediction: {o['label']} {o['probability']:.2f} (calibrated probability{read})"
+    if outcome.kind == "translator":
+        return f"translation: {o['translation']}"
+    return f"continuation: {o['continuation']}"
 
 
 def _run_name(args: argparse.Namespace, trace: Any) -> str:

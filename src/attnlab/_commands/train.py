@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._process_group import speaks
 from ..errors import ConfigError, InputError
 
 T = TypeVar("T")
@@ -218,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
                      max_length=max_length, text_column=args.text_column or file.get("text_column", "text"),
                      label_column=args.label_column or file.get("label_column", "label"), resume=args.resume,
                      device=args.device, progress=not args.no_progress)
-    print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, curves.png, checkpoints/")
+    if speaks():
+        print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, curves.png, checkpoints/")
     return 0
 
 
@@ -310,7 +311,7 @@ def run_translate(args: argparse.Namespace) -> int:
         args.data or file.get("data", "dates"), args.out, arch=args.arch or file.get("arch", "bahdanau"),
         model=model, config=config, max_length=args.max_length or int(file.get("max_length", 64)),
         data_options=data_options, resume=args.resume, device=args.device, progress=not args.no_progress)
-    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 alone speaks
+    if speaks():
         print(f"test exact match {final['test_exact_match']:.4f} ± {final['test_stderr']:.4f}; wrote the run to "
               f"{args.out}/: model.safetensors, config.json, final.json, metrics.jsonl, curves.png, checkpoints/")
     return 0
@@ -397,7 +398,7 @@ def run_lm(args: argparse.Namespace) -> int:
     config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, "fused", "sequence_parallel"]))
     train_lm(args.data or file.get("data", "peoples-daily"), args.out, model=model, config=config,
              resume=args.resume, device=args.device, progress=not args.no_progress)
-    if int(os.environ.get("RANK", "0")) == 0:
+    if speaks():
         print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, lm_curve.png, heads.png, "
               f"checkpoints/")
     return 0

@@ -70,8 +70,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import viz
-    from ..capturing import trace_translation
-    from ..trained import load_translator
+    from ..capturing import Model
 
     if args.beam < 1:
         raise InputError(f"--beam must be at least 1, got {args.beam}; 1 is greedy, 4 a usual beam")
@@ -80,19 +79,17 @@ def run(args: argparse.Namespace) -> int:
         if args.out is not None or args.no_viewer:
             raise InputError(f"--out and --no-viewer draw one text's figures, but {len(texts)} text(s) were given "
                              f"as a list; give one TEXT for its figures")
-        translator = load_translator(args.model)
-        for start in range(0, len(texts), BATCH):
-            for t in translator.translate(texts[start:start + BATCH], beam=args.beam):
-                print(f"{t.text}\t{t.confidence:.4f}")
+        for outcome in Model.load(args.model, "translator").run_many(texts, beam=args.beam):
+            print(f"{outcome.output['translation']}\t{outcome.output['confidence']:.4f}")
         return 0
     (text,) = texts
     key = repr((text, args.model, args.beam))
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(text, key)
     out, base = check_out(out_arg)
-    translator = load_translator(args.model)
+    model = Model.load(args.model, "translator")
     with staging(out, base) as stage:
-        translation, trace = trace_translation(translator, text, args.beam)
-        trace.meta.update(confidence=translation.confidence, warnings=list(translation.warnings))
+        outcome = model.run(text, beam=args.beam)
+        translation, trace = outcome.result, outcome.traced
         fig = viz.alignment(translation.alignment, translation.source_tokens, translation.target_tokens,
                             title=f"{text}  →  {translation.text}")
         viz.save(fig, stage / ALIGNMENT_FILE)
@@ -103,13 +100,11 @@ def run(args: argparse.Namespace) -> int:
             written += [TRACE_FILE, VIEWER_FILE]
         publish(stage, out, written)
     print(translation.text)
-    shown = "" if translator.threshold is None else f" (warns below {translator.threshold:.4f})"
+    threshold = model.loaded.threshold
+    shown = "" if threshold is None else f" (warns below {threshold:.4f})"
     print(f"confidence {translation.confidence:.4f}{shown}")
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
-
-
-BATCH = 256  # texts translated at once
 
 
 def _texts(given: list[str], file: str | None) -> list[str]:

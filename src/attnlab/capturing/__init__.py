@@ -1,7 +1,9 @@
 """Capture the attention of any PyTorch model into an :class:`AttentionTrace`.
 
 ``attnlab.capture`` (the function) is this package's :func:`capture`; the package itself is ``attnlab.capturing``.
-The names that load models (``trace_text``, ``trace_translation``, ``load_model``, ``load_encoder``,
+:class:`Model` loads any model once and runs it on a text (``Model.load(name).run(text)``: the output the user is
+told, its warnings and the trace), the one way every surface runs a model.  The names that load models (``Model``,
+``trace_text``, ``trace_translation``, ``load_model``, ``load_encoder``,
 ``model_config``) are imported on first use, so ``import attnlab`` does not import the models and data packages
 they need.
 """
@@ -20,11 +22,13 @@ from .tokens import attach_tokens, merge_words
 
 if TYPE_CHECKING:
     from ._classifier import attach_classifier_tokens
+    from ._run import RUNNERS, Model, Outcome
     from ._trace_text import UnknownTokensWarning, trace_text
     from ._translation import trace_translation
     from .pretrained import load_encoder, load_model, model_config
 
-_LAZY = {"attach_classifier_tokens": "._classifier", "UnknownTokensWarning": "._trace_text",
+_LAZY = {"attach_classifier_tokens": "._classifier", "Model": "._run", "Outcome": "._run", "RUNNERS": "._run",
+         "UnknownTokensWarning": "._trace_text",
          "trace_text": "._trace_text", "trace_translation": "._translation", "load_model": ".pretrained",
          "load_encoder": ".pretrained", "model_config": ".pretrained"}
 
@@ -41,9 +45,12 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "KINDS",
+    "RUNNERS",
     "AttentionRecord",
     "AttentionTrace",
     "HeadGates",
+    "Model",
+    "Outcome",
     "StatsRecord",
     "StatsTrace",
     "UnknownTokensWarning",

@@ -17,14 +17,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._bundled import locate
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
 from ._core import capture
-from .pretrained import BUNDLED, load_encoder
+from .pretrained import BUNDLED
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
-__all__ = ["UnknownTokensWarning", "trace_text"]
+__all__ = ["UnknownTokensWarning", "trace_loaded", "trace_text"]
 
 
 def _check_text(label: str, text: object) -> str:
@@ -66,18 +65,21 @@ def trace_text(
 
     Args:
         text: the input text (for an encoder-decoder model, the encoder's input).
-        model: ``"minilm"`` (bundled all-MiniLM-L6-v2), ``"zh-sentiment"`` (the bundled Chinese sentiment
-            classifier, one token per character), the path of a local Hugging Face model folder,
-            a Hugging Face model already loaded (then pass its ``tokenizer`` too), or the ``--out`` folder of
-            ``attnlab train`` (its classifier; ``meta`` then also has ``label`` and ``probability``); a loaded
-            model runs in eval mode, on its own device, and is put back in the mode it was in.
+        model: any model :class:`attnlab.Model` loads: ``"minilm"`` (bundled all-MiniLM-L6-v2), a local Hugging Face
+            model folder, a bundled or trained classifier (``"zh-sentiment"``: ``meta`` then has its ``label`` and
+            calibrated ``probability``, as ``attnlab predict`` prints them), translator (``"dates-zh"``: its
+            attention while it translates) or language model (``"zh-lm"``: while it writes the default continuation);
+            or a Hugging Face model already loaded (then pass its ``tokenizer`` too), which runs in eval mode on
+            its own device and is put back in the mode it was in.  ``meta["warnings"]`` holds what the user is warned
+            of; :meth:`attnlab.Model.run` gives the output and the trace together.
         tokenizer: the tokenizer of a loaded ``model`` (a folder brings its own).
         text_pair: a second sentence (BERT's sentence pairs, with ``token_type_ids``); for an
             encoder-decoder model, the decoder's text (default: ``text``).
         merge: ``"words"`` merges sub-word pieces into words (sum over a word's key pieces, mean over
             its query pieces; rows still sum to one).
         max_length: the most tokens to take, special tokens included (default: the model's maximum).
-        truncate: cut a longer input to ``max_length`` tokens with a warning instead of raising.
+        truncate: cut a longer input to ``max_length`` tokens with a warning instead of raising (encoders; a
+            classifier reads a long text whole, in overlapping windows).
 
     Returns:
         An :class:`AttentionTrace` with ``meta`` ``model``, ``text``, ``text_pair``, ``n_layers``, ``n_heads``,
@@ -91,21 +93,40 @@ def trace_text(
     if not isinstance(model, (str, os.PathLike, nn.Module)):
         raise InputError(f"model must be {BUNDLED!r}, a folder path or a loaded Hugging Face model (with tokenizer=), "
                          f"got {type(model).__name__}")
-    found = None if isinstance(model, nn.Module) else locate(model, "huggingface", "classifier")
-    if found is not None and found.kind == "classifier":  # `attnlab train classify` wrote it
-        from ._classifier import trace_classifier  # (it imports attnlab.data: not needed for other models)
+    if isinstance(model, nn.Module):
+        hf_model, tokenizer, name = _model_and_tokenizer(model, tokenizer)
+        return trace_loaded(text, hf_model, tokenizer, name, text_pair=text_pair, merge=merge, max_length=max_length,
+                            truncate=truncate)
+    if tokenizer is not None:
+        raise InputError(
+            "tokenizer= goes with a loaded model (model=<a transformers model object>); a model folder or "
+            "'minilm' brings its own tokenizer: leave tokenizer= out"
+        )
+    from ._run import Model
 
-        if text_pair is not None or merge is not None:
-            raise InputError("text_pair and merge do not apply to an attnlab classifier; leave them out")
-        trace = trace_classifier(text, found.path, max_length=max_length, truncate=truncate)
-        if found.bundled is not None:
-            trace.meta["model"] = found.bundled
-        return trace
+    loaded = Model.load(model)
+    options: dict[str, Any] = {}
+    if loaded.kind == "huggingface":
+        options = {"text_pair": text_pair, "merge": merge, "max_length": max_length, "truncate": truncate}
+    else:
+        given = [k for k, v in (("text_pair", text_pair), ("merge", merge), ("max_length", max_length),
+                                ("truncate", truncate)) if v not in (None, False)]
+        if given:
+            raise InputError(f"{', '.join(given)} apply to Hugging Face encoders, not to the {loaded.kind} "
+                             f"{str(model)!r}; leave them out")
+    trace = loaded.run(text, **options).trace
+    assert trace is not None
+    return trace
+
+
+def trace_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_pair: str | None = None,
+                 merge: str | None = None, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
+    """:func:`trace_text` on a loaded Hugging Face model (or attnlab's own BERT encoder) and its tokenizer."""
+    _check_text("text", text)
     if text_pair is not None:
         _check_text("text_pair", text_pair)
     if merge not in (None, "words"):
         raise InputError(f"merge must be None or 'words', got {merge!r}")
-    hf_model, tokenizer, name = _model_and_tokenizer(model, tokenizer)
     limit = _limit(hf_model, tokenizer, max_length)
     enc_dec = bool(getattr(hf_model.config, "is_encoder_decoder", False))
     first = (text,) if enc_dec else (text, text_pair)
@@ -115,7 +136,7 @@ def trace_text(
         if not truncate:
             raise TooLongError(
                 f"the input is {n} tokens long (special tokens included) but at most {limit} are taken; shorten "
-                f"the text, or pass truncate=True to keep the first {limit} tokens",
+                f"the text, or pass truncate=True (attnlab show --truncate) to keep the first {limit} tokens",
                 n,
                 limit,
             )
@@ -148,14 +169,7 @@ def trace_text(
 
 
 def _model_and_tokenizer(model: Any, tokenizer: Any) -> tuple[Any, Any, str]:
-    """``(hf_model, tokenizer, name)`` for a loaded model with its tokenizer, or a name or folder (loaded)."""
-    if not isinstance(model, nn.Module):
-        if tokenizer is not None:
-            raise InputError(
-                "tokenizer= goes with a loaded model (model=<a transformers model object>); a model folder or "
-                "'minilm' brings its own tokenizer: leave tokenizer= out"
-            )
-        return load_encoder(model)
+    """``(hf_model, tokenizer, name)`` for a loaded model with its tokenizer."""
     if not hasattr(model, "config"):
         raise InputError(
             f"model= is a {type(model).__name__}, not a Hugging Face transformers model (it has no .config); "

@@ -25,7 +25,7 @@ class Translating(Protocol):
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]: ...
 
-    def translate(self, texts: Sequence[str], *, beam: int = 1) -> Sequence[Any]: ...
+    def translate(self, texts: Sequence[str], *, beam: int = 1, warn: bool = True) -> Sequence[Any]: ...
 
 
 def trace_translation(translator: Translating, text: str, beam: int = 1) -> tuple[Any, AttentionTrace]:
@@ -34,14 +34,15 @@ def trace_translation(translator: Translating, text: str, beam: int = 1) -> tupl
     Greedy decoding (``beam=1``) is captured as it runs (one record per layer and decoding step, assembled by the
     trace); a beam search's chosen hypothesis is replayed teacher-forced under capture, which gives the same weights
     that hypothesis had.  The trace's source tokens are the translation's (``[EOS]`` last), its target tokens
-    ``[BOS]`` and the generated tokens."""
+    ``[BOS]`` and the generated tokens.  The translation's doubts are in ``translation.warnings``, not issued as
+    warnings here (:meth:`attnlab.Model.run` issues them once)."""
     model = translator.model
     if beam == 1:
         with capture(model) as trace:
-            (translation,) = translator.translate([text], beam=1)
+            (translation,) = translator.translate([text], beam=1, warn=False)
         return translation, trace.with_tokens(translation.source_tokens,
                                               ["[BOS]", *translation.target_tokens, "[EOS]"])
-    (translation,) = translator.translate([text], beam=beam)
+    (translation,) = translator.translate([text], beam=beam, warn=False)
     cfg: Any = model.config
     cpu, pad = torch.device("cpu"), int(cfg.pad_id)
     # [BOS] and every generated token: the inputs of every step, the last one's output EOS (none when the search

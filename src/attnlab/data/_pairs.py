@@ -9,15 +9,15 @@ broken down by it.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ._corpus import decode_lines, hash_bucket
 
 __all__ = ["PairSplits", "Pairs", "load_pairs", "read_pairs", "split_pairs"]
@@ -138,18 +138,35 @@ def split_pairs(pairs: Pairs, source: str, *, valid: float = 0.1, test: float = 
     return PairSplits(Pairs.of(parts["train"]), Pairs.of(parts["valid"]), Pairs.of(parts["test"]), source, {}, stats)
 
 
-def load_pairs(spec: str, *, seed: int = 0) -> PairSplits:
-    """A translation task: ``"dates"`` (:func:`make_dates`), ``"sentences"`` (the tutorials' toy grammar) or
-    the path of a tab-separated file (:func:`read_pairs`, split by :func:`split_pairs`; the seed changes nothing
-    for a file)."""
-    if spec == "dates":
+TASKS = ("dates", "sentences")  # the generated translation tasks (make_dates, make_sentences), by name
+
+
+def _task(name: str) -> Callable[..., PairSplits]:
+    """The maker of the generated task ``name`` (imported when asked for: the dates need Babel's data)."""
+    if name == "dates":
         from ._dates import make_dates
 
-        return make_dates(seed=seed)
-    if spec == "sentences":
-        grammar = importlib.import_module("._grammar", __package__)  # another module's; imported when asked for
-        result: PairSplits = grammar.make_sentences(seed=seed)
-        return result
+        return make_dates
+    from ._grammar import make_sentences
+
+    return make_sentences
+
+
+def load_pairs(spec: str, *, seed: int = 0, **options: Any) -> PairSplits:
+    """A translation task: ``"dates"`` (:func:`make_dates`), ``"sentences"`` (the tutorials' toy grammar,
+    :func:`make_sentences`), with ``options`` their keyword arguments (e.g. ``n_train``), or the path of a
+    tab-separated file (:func:`read_pairs`, split by :func:`split_pairs`; the seed changes nothing for a file, and
+    it takes no options)."""
+    if spec in TASKS:
+        maker = _task(spec)
+        try:
+            return maker(**{"seed": seed, **options})
+        except TypeError as exc:
+            raise ConfigError(f"data_options {sorted(options)} do not fit {spec!r} ({exc}); see "
+                              f"attnlab.data.make_{spec}") from None
+    if options:
+        raise ConfigError(f"data_options {sorted(options)} apply to {' and '.join(map(repr, TASKS))}, not to a "
+                          f"pairs file ({spec!r}); leave them out")
     if not Path(spec).is_file():
         raise InputError(f"{spec!r} is neither 'dates', 'sentences' nor a file; give one of the two tasks or a "
                          f"tab-separated file of 'source<TAB>target' lines")

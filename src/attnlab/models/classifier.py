@@ -225,6 +225,12 @@ class AttentionClassifier(nn.Module):
         real token gets the head's bias as logits (zeros go in), never NaN.
         """
         x, real = self.encode(ids, key_padding_mask)
+        return self.classify_states(x, real)  # (B, C)
+
+    def classify_states(self, x: Tensor, real: Tensor) -> Tensor:
+        """The logits ``(B, C)`` of encoder states ``x`` ``(B, L, M)`` with the real-token mask ``real`` ``(B, L)``:
+        the pooling and the head.  ``L`` may exceed ``max_length``: a long text's windows, encoded one by one and
+        stitched, are pooled here as one text (``attnlab.trained.Classifier``)."""
         return self.head(self.head_drop(self._pool(x, real)))  # (B, C)
 
     def encode(self, ids: Tensor, key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:

@@ -18,12 +18,12 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ._lab import KIND_NAMES, Lab, ModelEntry, UnknownModelError, catalogue, difference
+from ._lab import Lab, ModelEntry, UnknownModelError, catalogue, difference
 
 if TYPE_CHECKING:
     from ._app import Limits, create_app
 
-__all__ = ["KIND_NAMES", "Lab", "Limits", "ModelEntry", "UnknownModelError", "bind", "catalogue", "create_app",
+__all__ = ["Lab", "Limits", "ModelEntry", "UnknownModelError", "bind", "catalogue", "create_app",
            "difference", "is_loopback", "serve"]
 
 

@@ -1,7 +1,6 @@
-"""The lab's models and what one run returns: the same library calls as the CLI (``trace_text`` for an encoder,
-a trained classifier's calibrated ``predict``, a translator's ``trace_translation``, a language model's
-``trace_generation`` as ``attnlab generate`` calls it, greedy), the head labels and metrics of
-:mod:`attnlab.analysis`, and the viewer's payload (:func:`attnlab.viz.html.payload`).
+"""The lab's models and what one run returns: :meth:`attnlab.Model.run`, the one way every surface runs a model (so a
+text gets the answer here that ``predict``, ``translate``, ``generate`` and ``show`` give), the head labels and
+metrics of :mod:`attnlab.analysis`, and the viewer's payload (:func:`attnlab.viz.html.payload`).
 
 Models are named, never given as paths by a client: the catalogue holds the bundled models and the folders named when
 the server started, and loads each on first use into a bounded least-recently-used cache.
@@ -18,30 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._bundled import MINILM, MODELS, bundled_folder, locate
+from .._bundled import KINDS, MODELS, ModelKind, bundled_folder, locate
 from ..errors import InputError, ModelLoadError
 
-__all__ = ["KIND_NAMES", "Lab", "ModelEntry", "UnknownModelError"]
+__all__ = ["Lab", "ModelEntry", "UnknownModelError"]
 
-# how the API names each kind of model (locate's "huggingface" is an encoder such as MiniLM)
-KIND_NAMES = {"huggingface": "encoder", "classifier": "classifier", "translator": "translator", "lm": "lm"}
-# the bundled models the lab offers (dates-zh/luong is a study variant, left to the CLI) and their languages
-BUNDLED_LANGUAGES: dict[str, list[str]] = {
-    MINILM: ["en"],
-    "zh-sentiment": ["zh"],
-    "dates-zh": ["en", "fr", "de", "es", "zh"],
-    "tutorial-en-zh": ["en", "zh"],
-    "zh-lm": ["zh"],
-}
-# the text the page puts in the box for each bundled model (in its language and task); a folder has none
-EXAMPLES: dict[str, str] = {
-    MINILM: "The cat sat on the mat because it was tired.",
-    "zh-sentiment": "这本书写得很好",
-    "dates-zh": "Friday, March 5, 2021",
-    "tutorial-en-zh": "The cat sat on the mat.",
-    "zh-lm": "中国",
-}
-CONTINUATION = 20  # characters a language model writes after the text (greedy: the likeliest each time)
 ROUND = 5  # decimals of the numbers a run returns (weights in the viewer payload have their own 8-bit codes)
 
 
@@ -54,13 +34,13 @@ class ModelEntry:
     """One model of the catalogue: the ``name`` clients use, its kind, languages, and what to load (never sent)."""
 
     name: str
-    kind: str  # locate's kind: "huggingface", "classifier", "translator" or "lm"
+    kind: ModelKind  # locate's kind: "huggingface", "classifier", "translator" or "lm"
     languages: tuple[str, ...]
     source: str  # the bundled name or the folder, as given on the command line
 
     def describe(self) -> dict[str, Any]:
-        example = EXAMPLES.get(self.source) if self.source == self.name else None  # bundled models only
-        return {"name": self.name, "kind": KIND_NAMES[self.kind], "languages": list(self.languages),
+        example = MODELS[self.source].example if self.source == self.name else None  # bundled models only
+        return {"name": self.name, "kind": KINDS[self.kind].api, "languages": list(self.languages),
                 "example": example}
 
 
@@ -70,14 +50,13 @@ def catalogue(folders: Sequence[str | os.PathLike[str]] = (), *, bundled: bool =
     that is not a model raises :class:`attnlab.errors.ModelLoadError` naming it."""
     entries = []
     if bundled:
-        for name, languages in BUNDLED_LANGUAGES.items():
-            if bundled_folder(name) is not None:
-                entries.append(ModelEntry(name, MODELS[name][0], tuple(languages), name))
+        for name, bundled_model in MODELS.items():
+            if bundled_model.lab and bundled_folder(name) is not None:
+                entries.append(ModelEntry(name, bundled_model.kind, bundled_model.languages, name))
     for folder in folders:
         found = locate(folder)
         if found.bundled is not None:
-            entries.append(ModelEntry(found.bundled, found.kind, tuple(BUNDLED_LANGUAGES.get(found.bundled, ())),
-                                      found.bundled))
+            entries.append(ModelEntry(found.bundled, found.kind, MODELS[found.bundled].languages, found.bundled))
             continue
         base = Path(os.path.abspath(folder)).name or "model"
         name, n = base, 1
@@ -136,13 +115,14 @@ class Lab:
 
         entry = self.entry(model)
         loaded = self.loaded(entry)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            runs = [_RUNS[entry.kind](loaded, entry, t) for t in (text, compare) if t is not None]
+        with warnings.catch_warnings():  # each run's warnings are in its outcome
+            warnings.simplefilter("ignore")
+            runs = [_run(loaded, entry, t) for t in (text, compare) if t is not None]
         for r in runs:
             r.trace.meta["heads"] = head_notes(r.trace)
         doubts = {d for r in runs for d in (r.output or {}).get("doubts", ())}  # in the output already
-        return entry, runs, [m for m in dict.fromkeys(_one_line(w.message) for w in caught) if m not in doubts]
+        said = dict.fromkeys(w for r in runs for w in r.warnings)
+        return entry, runs, [m for m in said if m not in doubts]
 
     def traces(self, model: str, text: str, compare: str | None = None) -> list[Any]:
         """The traces of a run (one, or two with ``compare``), with head notes: what the downloads hold."""
@@ -159,7 +139,7 @@ class Lab:
         first = runs[0]
         result: dict[str, Any] = {
             "model": entry.name,
-            "kind": KIND_NAMES[entry.kind],
+            "kind": KINDS[entry.kind].api,
             "text": text,
             "tokens": first.tokens,
             "output": first.output,
@@ -183,97 +163,46 @@ class _Run:
     trace: Any  # AttentionTrace
     tokens: list[str]
     output: dict[str, Any] | None
+    warnings: tuple[str, ...] = ()
 
 
 def _load(entry: ModelEntry) -> Any:
-    if entry.kind == "huggingface":
-        from ..capturing import load_encoder
+    from ..capturing import Model
 
-        return load_encoder(entry.source)
-    if entry.kind == "classifier":
-        from ..trained import load_trained
-
-        return load_trained(entry.source)
-    if entry.kind == "lm":
-        from ..trained import load_language_model
-
-        return load_language_model(entry.source)
-    from ..trained import load_translator
-
-    return load_translator(entry.source)
+    return Model.load(entry.source)
 
 
-def _run_encoder(loaded: Any, entry: ModelEntry, text: str) -> _Run:
-    from ..capturing import trace_text
-
-    hf_model, tokenizer, name = loaded
-    trace = trace_text(text, hf_model, tokenizer=tokenizer)
-    trace.meta["model"] = entry.name
-    return _Run(trace, _main_tokens(trace), None)
-
-
-def _run_classifier(clf: Any, entry: ModelEntry, text: str) -> _Run:
-    """The calibrated prediction, captured; a text over the model's length is refused, not cut."""
-    import torch
-
-    from ..capturing import attach_classifier_tokens, capture
-    from ..data import encode
+def _run(model: Any, entry: ModelEntry, text: str) -> _Run:
+    """One run of ``model`` (an :class:`attnlab.Model`) on ``text`` and the part of its output the page shows."""
     from ..errors import TooLongError
+    from ..trained import SHOWN_SAMPLING
 
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"the text to classify is empty (got {text!r}); give some text")
-    ids = encode(clf.tokenizer, [text], 10**9).ids[0]
-    limit = int(clf.model.config.max_length)
-    if len(ids) > limit:
-        raise TooLongError(f"the input is {len(ids)} tokens long ([CLS] included) but {entry.name} takes at most "
-                           f"{limit}; shorten the text", len(ids), limit)
-    with torch.no_grad(), capture(clf.model) as trace:
-        [(label, probability)] = clf.predict([text])
-    trace = attach_classifier_tokens(trace, clf.tokenizer, ids)
-    trace.meta.update(model=entry.name, text=text, label=label, probability=probability)
-    output = {"label": label, "probability": round(probability, ROUND), "temperature": clf.temperature,
-              "calibrated": clf.temperature != 1.0}
-    return _Run(trace, _main_tokens(trace), output)
-
-
-def _run_translator(translator: Any, entry: ModelEntry, text: str) -> _Run:
-    """The greedy translation with its confidence, doubts and alignment, its decoding steps captured."""
-    from ..capturing import trace_translation
-
-    translation, trace = trace_translation(translator, text)
-    trace.meta.update(model=entry.name, text=text, translation=translation.text)
-    output = {
-        "translation": translation.text,
-        "confidence": round(float(translation.confidence), ROUND),
-        "doubts": list(translation.warnings),
-        "source_tokens": list(translation.source_tokens),
-        "target_tokens": list(translation.target_tokens),
-        "alignment": [[round(float(x), ROUND) for x in row] for row in translation.alignment.tolist()],  # (T, S)
-    }
-    return _Run(trace, list(translation.source_tokens), output)
-
-
-def _run_lm(lm: Any, entry: ModelEntry, text: str) -> _Run:
-    """The greedy continuation of ``text`` (:data:`CONTINUATION` characters, ``attnlab generate --top-k 1``) with
-    the attention of the text and its continuation; a text that would push the window past the model's context is
-    refused, not cut."""
-    from ..capturing import trace_generation
-    from ..errors import TooLongError
-
-    limit = lm.context - CONTINUATION
-    if len(text) > limit:
-        raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} (its "
-                           f"context of {lm.context} less the {CONTINUATION} it writes); shorten the text",
-                           len(text), limit)
-    generated, trace = trace_generation(lm, text, max_tokens=CONTINUATION, top_k=1)
-    trace.meta["model"] = entry.name
-    chars = lm.characters()
-    output = {"continuation": "".join(chars[i] for i in generated.ids),
-              "log_probability": round(sum(generated.model_log_probs) / len(generated.model_log_probs), ROUND)}
-    return _Run(trace, [chars[i] for i in generated.prompt_ids], output)
-
-
-_RUNS = {"huggingface": _run_encoder, "classifier": _run_classifier, "translator": _run_translator, "lm": _run_lm}
+    if model.kind == "lm":
+        writes = int(SHOWN_SAMPLING["max_tokens"])  # the characters it writes after the text
+        limit = model.loaded.context - writes
+        if len(text) > limit:  # the window would slide: the page shows one window of attention
+            raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} "
+                               f"(its context of {model.loaded.context} less the {writes} it writes); shorten "
+                               f"the text, or continue a longer one with attnlab generate (it slides the window)",
+                               len(text), limit)
+    outcome = model.run(text)  # a language model: its shown run (attnlab.trained.SHOWN_SAMPLING)
+    outcome.trace.meta["model"] = entry.name
+    o = outcome.output
+    if model.kind == "classifier":
+        output: dict[str, Any] | None = {
+            "label": o["label"], "probability": o["probability"], "temperature": o["temperature"],
+            "calibrated": o["calibrated"], "windows": o["windows"]}
+    elif model.kind == "translator":
+        output = {"translation": o["translation"], "confidence": o["confidence"],
+                  "doubts": list(outcome.warnings), "source_tokens": o["source_tokens"],
+                  "target_tokens": o["target_tokens"],
+                  "alignment": [[round(float(x), ROUND) for x in row] for row in o["alignment"]]}  # (T, S)
+    elif model.kind == "lm":
+        output = {"continuation": o["continuation"], "log_probability": o["log_probability"]}
+    else:
+        output = None
+    tokens = _main_tokens(outcome.trace) if model.kind in ("huggingface", "classifier") else outcome.tokens
+    return _Run(outcome.trace, tokens, output, outcome.warnings)
 
 
 def _main_tokens(trace: Any) -> list[str]:

@@ -26,7 +26,18 @@ from ._run import (
     run_suite,
     summary,
 )
-from ._suite import BUNDLED_SUITES, EXPECT_KEYS, KINDS, TEST_TYPES, Case, Suite, parse_suite, read_suite, suite_path
+from ._suite import (
+    BUNDLED_SUITES,
+    EXPECT_KEYS,
+    KINDS,
+    TEST_TYPES,
+    Case,
+    Suite,
+    bundled_suites,
+    parse_suite,
+    read_suite,
+    suite_path,
+)
 
 __all__ = [
     "BUNDLED_SUITES",
@@ -39,6 +50,7 @@ __all__ = [
     "Suite",
     "SuiteResult",
     "batched",
+    "bundled_suites",
     "check_case",
     "evaluate_suite",
     "format_report",

@@ -16,7 +16,7 @@ from typing import Any
 from .._bundled import locate
 from .._io import atomic_write_text
 from ..errors import InputError, SuiteError
-from ._suite import BUNDLED_SUITES, Case, Suite, read_suite
+from ._suite import Case, Suite, bundled_suites, read_suite
 
 __all__ = [
     "CaseResult",
@@ -178,21 +178,41 @@ def batched(predict: Callable[[list[str]], list[Observation]], size: int = 64) -
 
 
 def observer(model: Any) -> Observe:
-    """The :data:`Observe` of a loaded :class:`~attnlab.training.Classifier` or
-    :class:`~attnlab.training.Translator` (greedy decoding)."""
-    from ..trained import Classifier
+    """The :data:`Observe` of a loaded :class:`attnlab.Model` (a classifier or a translator, greedy): what
+    :meth:`~attnlab.Model.run_many` returns, the output and the first warning of each text, as every surface tells
+    it; a refused text (an :class:`InputError`) is observed as refused."""
 
-    if isinstance(model, Classifier):
-        labels = model.labels
+    def probs(outcome: Any) -> dict[str, float]:
+        return dict(outcome.output.get("probabilities", {}))
 
-        def probs(label: str, p: float) -> dict[str, float]:
-            # two labels: the other one's probability is the rest; more: only the predicted one's is known
-            return {label: p, **({lb: 1.0 - p for lb in labels if lb != label} if len(labels) == 2 else {})}
+    def said(outcome: Any) -> str:
+        return outcome.warnings[0] if outcome.warnings else ""
 
-        return batched(lambda texts: [Observation(t, label, probs(label, p), "")
-                                      for t, (label, p) in zip(texts, model.predict(texts), strict=True)])
-    return batched(lambda texts: [Observation(t, tr.text, {}, "")
-                                  for t, tr in zip(texts, model.translate(texts), strict=True)])
+    def answer(outcome: Any) -> str:
+        return str(outcome.output["label"] if model.kind == "classifier" else outcome.output["translation"])
+
+    def predict(texts: list[str]) -> list[Observation]:
+        with warnings.catch_warnings():  # each warning is in its outcome; the report shows it with its case
+            warnings.simplefilter("ignore")
+            return [Observation(o.text, answer(o), probs(o), said(o)) for o in model.run_many(texts)]
+
+    def observe(texts: Sequence[str]) -> list[Observation]:
+        out: list[Observation] = []
+        for start in range(0, len(texts), 64):
+            chunk = list(texts[start:start + 64])
+            try:
+                out += predict(chunk)
+                continue
+            except InputError:
+                pass
+            for text in chunk:  # one of them is refused: find which, each on its own
+                try:
+                    out += predict([text])
+                except InputError as exc:
+                    out.append(Observation(text, None, {}, str(exc)))
+        return out
+
+    return observe
 
 
 def model_kind(model: str | os.PathLike[str]) -> str:
@@ -201,15 +221,17 @@ def model_kind(model: str | os.PathLike[str]) -> str:
 
 
 def _load(model: str | os.PathLike[str], suite: Suite) -> Any:
-    from ..trained import load_trained, load_translator
+    from ..capturing import Model
 
-    kind = model_kind(model)
+    found = locate(model)
+    kind = found.kind
     if kind != suite.kind:
         raise SuiteError(f"the suite {suite.name!r} ({suite.source}) is for a {suite.kind}, but {str(model)!r} is "
-                         f"a {kind}; pick a {kind} suite (bundled: {', '.join(BUNDLED_SUITES)}) or another model")
+                         f"a {kind}; pick a {kind} suite (bundled: {', '.join(bundled_suites())}) or another model")
+    loaded = Model.load(model, found.kind)
     if suite.kind == "translator":
-        return load_translator(model)
-    clf = load_trained(model)
+        return loaded
+    clf = loaded.loaded
     missing = sorted(suite.labels - set(clf.labels))
     if missing:
         raise SuiteError(f"the suite {suite.name!r} expects the labels {missing}, which the classifier "
@@ -218,7 +240,7 @@ def _load(model: str | os.PathLike[str], suite: Suite) -> Any:
     if len(clf.labels) != 2 and any(c.type == "DIR" for c in suite.cases):
         raise SuiteError(f"the suite {suite.name!r} has directional (DIR) cases, which need a classifier with two "
                          f"labels; {str(model)!r} has {len(clf.labels)}: drop the DIR cases")
-    return clf
+    return loaded
 
 
 def evaluate_suite(model: str | os.PathLike[str], suite: str | os.PathLike[str] | Suite) -> SuiteResult:
@@ -249,10 +271,10 @@ def record_pass_rates(folder: str | os.PathLike[str], suite: str | os.PathLike[s
     ``python -m attnlab.suites FOLDER [SUITE]`` does the same from a shell."""
     folder = Path(folder)
     final_file = folder / "final.json"
-    name = suite if suite is not None else BUNDLED_SUITES.get(folder.name)
+    name = suite if suite is not None else bundled_suites().get(folder.name)
     if name is None:
-        raise SuiteError(f"no bundled suite is named like {folder.name!r}; pass the suite ({', '.join(BUNDLED_SUITES)} "
-                         f"or a .jsonl file)")
+        raise SuiteError(f"no bundled suite is named like {folder.name!r}; pass the suite "
+                         f"({', '.join(bundled_suites())} or a .jsonl file)")
     if not final_file.is_file():
         raise SuiteError(f"{str(final_file)!r} does not exist; record pass rates into the folder of a finished run")
     final = json.loads(final_file.read_text(encoding="utf-8"))

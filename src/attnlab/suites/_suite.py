@@ -24,17 +24,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._bundled import MODELS
 from ..errors import SuiteError
 
-__all__ = ["BUNDLED_SUITES", "EXPECT_KEYS", "KINDS", "TEST_TYPES", "Case", "Suite", "parse_suite", "read_suite",
-           "suite_path"]
+__all__ = [
+    "BUNDLED_SUITES",
+    "EXPECT_KEYS",
+    "KINDS",
+    "TEST_TYPES",
+    "Case",
+    "Suite",
+    "bundled_suites",
+    "parse_suite",
+    "read_suite",
+    "suite_path",
+]
 
 HERE = Path(__file__).resolve().parent / "data"
 KINDS = ("classifier", "translator")
 TEST_TYPES = ("MFT", "INV", "DIR")  # minimum functionality, invariance, directional (Ribeiro et al., 2020)
-# the suite each bundled model is run on, by the model's name
-BUNDLED_SUITES: dict[str, str] = {"zh-sentiment": "zh-sentiment", "dates-zh": "dates-zh",
-                                  "tutorial-en-zh": "tutorial-en-zh"}
+
+
+def bundled_suites() -> dict[str, str]:
+    """The suite each bundled model is chosen on, by the model's name and by its folder's name, read from the one
+    table of bundled models (``attnlab.MODELS``)."""
+    return {key: m.suites[0] for name, m in MODELS.items() if m.suites
+            for key in dict.fromkeys((name, name.rsplit("/", 1)[-1]))}
+
+
+BUNDLED_SUITES: dict[str, str] = bundled_suites()  # as the package was installed
 
 # (kind, type) -> (the keys of "expect" that one of must be given, optional keys)
 EXPECT_KEYS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {

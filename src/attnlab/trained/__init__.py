@@ -14,6 +14,7 @@ from ._classifier import (
     RELIABILITY_FILE,
     UNKNOWN_WARN_SHARE,
     Classifier,
+    Windows,
     confidence_of,
     expected_calibration_error,
     fit_temperature,
@@ -21,8 +22,9 @@ from ._classifier import (
     model_file,
     reliability_bins,
     sha256,
+    windows,
 )
-from ._lm import Generated, LanguageModel, check_sampling, load_language_model
+from ._lm import SHOWN_SAMPLING, Generated, LanguageModel, check_sampling, load_language_model
 from ._translator import CONFIDENCE_KEY, Translation, Translator, load_translator, translator_folder
 
 __all__ = [
@@ -30,12 +32,14 @@ __all__ = [
     "CONFIDENCE_KEY",
     "ECE_BINS",
     "RELIABILITY_FILE",
+    "SHOWN_SAMPLING",
     "UNKNOWN_WARN_SHARE",
     "Classifier",
     "Generated",
     "LanguageModel",
     "Translation",
     "Translator",
+    "Windows",
     "check_sampling",
     "confidence_of",
     "expected_calibration_error",
@@ -47,4 +51,5 @@ __all__ = [
     "reliability_bins",
     "sha256",
     "translator_folder",
+    "windows",
 ]

@@ -37,6 +37,7 @@ __all__ = [
     "RELIABILITY_FILE",
     "UNKNOWN_WARN_SHARE",
     "Classifier",
+    "Windows",
     "confidence_of",
     "expected_calibration_error",
     "fit_temperature",
@@ -44,6 +45,7 @@ __all__ = [
     "model_file",
     "reliability_bins",
     "sha256",
+    "windows",
 ]
 
 CALIBRATION_FILE = "calibration.json"  # beside the model file: {"temperature": T, ...}
@@ -116,16 +118,56 @@ class Classifier:
     name: str = ""  # the model as the user named it (messages)
 
     def encode(self, texts: Sequence[str]) -> tuple[list[list[int]], int]:
-        enc = encode(self.tokenizer, texts, self.model.config.max_length)
-        return enc.ids, enc.truncated
+        """Each text's ids, whole (``[CLS]`` first), and how many are longer than one window (``max_length``): those
+        are read in overlapping windows (:func:`windows`), never cut."""
+        ids = encode(self.tokenizer, texts, 10**9).ids
+        return ids, sum(len(row) > self.model.config.max_length for row in ids)
 
     @torch.no_grad()
     def logits(self, texts: Sequence[str], batch_size: int = 64) -> Tensor:
-        """``(N, C)`` float32 logits of ``texts``, before the temperature."""
+        """``(N, C)`` float32 logits of ``texts``, before the temperature; a text longer than the model's window
+        is read whole (:meth:`read`)."""
         ids, _ = self.encode(texts)
-        parts = [self.model(collate(ids[s: s + batch_size], torch.device("cpu"))).float()
-                 for s in range(0, len(ids), batch_size)]
-        return torch.cat(parts) if parts else torch.zeros(0, len(self.labels))
+        return self.logits_of_ids(ids, batch_size)
+
+    @torch.no_grad()
+    def logits_of_ids(self, ids: Sequence[list[int]], batch_size: int = 64) -> Tensor:
+        """:meth:`logits` of encoded texts: those that fit one window in batches, each longer one by :meth:`read`."""
+        self.model.eval()
+        limit = self.model.config.max_length
+        out = torch.zeros(len(ids), len(self.labels))
+        short = [i for i, row in enumerate(ids) if len(row) <= limit]
+        for s in range(0, len(short), batch_size):
+            part = short[s: s + batch_size]
+            out[part] = self.model(collate([ids[i] for i in part], torch.device("cpu"))).float()
+        for i, row in enumerate(ids):
+            if len(row) > limit:
+                out[i] = self.read(row)[0][0]
+        return out
+
+    @torch.no_grad()
+    def read(self, ids: Sequence[int]) -> tuple[Tensor, Windows]:
+        """``(logits (1, C), windows)`` of one encoded text of any length.
+
+        A text that fits the model's window (``max_length`` tokens, ``[CLS]`` included) is one forward pass.  A
+        longer one is cut into windows of ``max_length`` tokens (``[CLS]`` and ``max_length - 1`` of the text, each
+        overlapping the next by half; :func:`windows`), encoded as one batch; each token keeps the state of the
+        window it sits most central in, ``[CLS]`` the first window's, and the stitched states are pooled as one
+        text by the model's own pooling (mean and max over every token, or the attention pooling's query over
+        them all).  A ``cls``-pooled model, whose pooling reads one position, averages its windows' logits instead.
+        Every character counts; a short text gives exactly the one-pass logits."""
+        self.model.eval()
+        plan = windows(len(ids), self.model.config.max_length)
+        if len(plan.starts) == 1:
+            return self.model(torch.tensor([list(ids)])).float(), plan
+        batch = torch.tensor([[ids[0], *ids[1 + s: 1 + s + plan.width]] for s in plan.starts])  # (W, L)
+        if self.model.config.pooling == "cls":
+            return self.model(batch).float().mean(0, keepdim=True), plan
+        x, _ = self.model.encode(batch)  # (W, L, M)
+        rows = torch.tensor([0, *plan.owner])  # (N,) the window each position's state comes from
+        cols = torch.tensor([0, *(1 + j - plan.starts[w] for j, w in enumerate(plan.owner))])  # (N,)
+        stitched = x[rows, cols][None]  # (1, N, M)
+        return self.model.classify_states(stitched, torch.ones(1, len(ids), dtype=torch.bool)).float(), plan
 
     def _probabilities(self, texts: Sequence[str]) -> Tensor:  # (N, C), calibrated
         return torch.softmax(self.logits(texts) / self.temperature, dim=-1)
@@ -195,6 +237,33 @@ class Classifier:
             if self.tokenizer.encode(chr(code)).tokens[-1:] == [UNK]:
                 return chr(code)
         raise ModelLoadError("the tokenizer knows every private-use character; it has no [UNK] to blank out with")
+
+
+@dataclass(frozen=True)
+class Windows:
+    """How a text of ``n`` tokens (``[CLS]`` first) is read: windows of ``[CLS]`` and ``width`` text tokens starting
+    at ``starts`` (positions among the text tokens, ``[CLS]`` not counted), and for each text token the window whose
+    state it keeps (``owner``: the one it sits most central in, the earlier on a tie)."""
+
+    n: int
+    width: int
+    starts: tuple[int, ...]
+    owner: tuple[int, ...]
+
+
+def windows(n: int, max_length: int) -> Windows:
+    """The :class:`Windows` of a text of ``n`` tokens (``[CLS]`` included) for a model that takes ``max_length``:
+    one window when it fits; else windows of ``max_length - 1`` text tokens, each starting half a window after the
+    previous one, the last ending at the text's end."""
+    width, body = max_length - 1, n - 1
+    if n <= max_length:
+        return Windows(n, body, (0,), (0,) * body)
+    stride = max(1, width // 2)
+    starts = list(range(0, body - width, stride))
+    starts.append(body - width)  # the last window ends with the text
+    centre = [s + (width - 1) / 2 for s in starts]
+    owner = tuple(min(range(len(starts)), key=lambda w: (abs(j - centre[w]), w)) for j in range(body))
+    return Windows(n, width, tuple(starts), owner)
 
 
 def _check_texts(texts: Sequence[str]) -> None:

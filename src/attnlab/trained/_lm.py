@@ -22,7 +22,11 @@ from ..data import CharVocab
 from ..errors import InputError
 from ..models.lm import CausalLM, load_lm
 
-__all__ = ["Generated", "LanguageModel", "check_sampling", "load_language_model"]
+__all__ = ["SHOWN_SAMPLING", "Generated", "LanguageModel", "check_sampling", "load_language_model"]
+
+# The one default run of a language model on a text where no sampling is asked for: what `attnlab show`, the lab, the
+# Python API (attnlab.Model.run, trace_text) show first.  `attnlab generate` has options of its own.
+SHOWN_SAMPLING: dict[str, int | float] = {"max_tokens": 20, "top_k": 1}
 
 
 @dataclass

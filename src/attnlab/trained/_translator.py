@@ -66,7 +66,7 @@ class Translator:
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Source ids (EOS appended); an empty text is an InputError, a too long one a TooLongError naming both
-        lengths, and characters the model never saw are mapped to [UNK] with a warning."""
+        lengths, and characters the model never saw are mapped to [UNK] (:meth:`doubts` says so)."""
         for text in texts:
             if not isinstance(text, str) or not text.strip():
                 raise InputError(f"the text to translate is empty (got {text!r}); give some text")
@@ -74,12 +74,6 @@ class Translator:
             if n > self.max_length:
                 raise TooLongError(f"the input is {n} tokens long (with [EOS]) but the model {self.name!r} takes at "
                                    f"most {self.max_length}; shorten the text", n_tokens=n, limit=self.max_length)
-            unknown = list(dict.fromkeys(self.tokenizer.unknown_source(text)))
-            if unknown:
-                shown = "".join(unknown[:20]) if all(len(u) == 1 for u in unknown) else " ".join(unknown[:20])
-                warnings.warn(f"{len(unknown)} character(s) or token(s) the model {self.name!r} never saw in "
-                              f"training ({shown!r}) are read as [UNK]; the translation may be wrong", UserWarning,
-                              stacklevel=2)
         return [list(ids) for ids in self.tokenizer.encode_source(list(texts), self.max_length)]
 
     @property
@@ -112,10 +106,16 @@ class Translator:
     def doubts(self, text: str, output: str, confidence: float) -> tuple[str, ...]:
         """Why not to believe ``output`` as the translation of ``text`` (one line each; empty when none): a
         confidence below :attr:`threshold`, and for a dates model an output that is not a real calendar date, a
-        numeric input with several readings, a year outside the task's, or an input that is no whole date."""
+        numeric input with several readings, a year outside the task's, or an input that is no whole date; and first,
+        characters of ``text`` the model never saw (read as [UNK])."""
         from ..data import ambiguity, calendar_problem, parts_problem, year_problem
 
         out = []
+        unknown = list(dict.fromkeys(self.tokenizer.unknown_source(text)))
+        if unknown:
+            shown = "".join(unknown[:20]) if all(len(u) == 1 for u in unknown) else " ".join(unknown[:20])
+            out.append(f"{len(unknown)} character(s) or token(s) of {text!r} the model {self.name!r} never saw in "
+                       f"training ({shown!r}) are read as [UNK]; the translation may be wrong")
         if self.is_dates and (reason := ambiguity(text)) is not None:
             out.append(f"{reason}; the model wrote {output!r}: write the month as a word to choose")
         if self.is_dates and (reason := calendar_problem(output)) is not None:

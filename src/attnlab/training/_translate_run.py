@@ -85,26 +85,11 @@ class TranslateConfig(RunConfig):
 def load_task(data: str | os.PathLike[str] | PairSplits, options: dict[str, Any] | None = None) -> PairSplits:
     """The splits of ``data``: "dates" / "sentences" (generated; ``options`` are make_dates's / make_sentences's
     keyword arguments, e.g. ``n_train``), a TSV file of pairs, or a :class:`PairSplits` itself."""
-    import importlib
-
     from ..data import load_pairs
 
     if isinstance(data, PairSplits):
         return data
-    options = dict(options or {})
-    spec = str(data)
-    if spec in ("dates", "sentences"):
-        maker: Callable[..., PairSplits] = getattr(importlib.import_module("attnlab.data"),
-                                                  "make_dates" if spec == "dates" else "make_sentences")
-        try:
-            return maker(**options)
-        except TypeError as exc:
-            raise ConfigError(f"data_options {sorted(options)} do not fit {spec!r} ({exc}); see "
-                              f"attnlab.data.make_{spec}") from None
-    if options:
-        raise ConfigError(f"data_options {sorted(options)} apply to 'dates' and 'sentences', not to a pairs file "
-                          f"({spec!r}); leave them out")
-    return load_pairs(spec)
+    return load_pairs(str(data), **dict(options or {}))
 
 
 def _model_fields(arch: str) -> dict[str, Any]:
