@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_corpus(args: argparse.Namespace) -> int:
     """``--corpus``: per-head means over every real query token of the corpus; rank 0 writes and prints."""
     from ..analysis import corpus_metrics
-    from ..capturing import load_model
+    from ..capturing import load_encoder
 
     given = [o for o, v in (("TEXT", args.text), ("--trace", args.trace), ("--treebank", args.treebank),
                             ("--parse", args.parse), ("--flow-target", args.flow_target),
@@ -167,7 +167,7 @@ def _run_corpus(args: argparse.Namespace) -> int:
         raise InputError(f"no corpus file at {str(args.corpus)!r}; give a text file with one text per line")
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / f"corpus-{args.corpus.stem}"
     out, base = check_out(out_arg)
-    model, tokenizer, name = load_model(args.model or "minilm")
+    model, tokenizer, name = load_encoder(args.model or "minilm")
     result = corpus_metrics(model, tokenizer, args.corpus, batch_size=args.batch_size, max_length=args.max_length)
     if int(os.environ.get("RANK", "0")) != 0:
         return 0
@@ -382,7 +382,7 @@ def _lm_trace(lm: Any, text: str) -> Any:
 def _causal_scores(args: argparse.Namespace) -> Any:
     """The previous-token / duplicate-token / induction detectors, on the same model."""
     from ..analysis import detect_causal_heads
-    from ..capturing import load_model
+    from ..capturing import load_encoder
 
     if _is_lm(args):
         from ..training import load_language_model
@@ -390,7 +390,7 @@ def _causal_scores(args: argparse.Namespace) -> Any:
         lm = load_language_model(args.model)  # random characters, [UNK] (id 0) left out
         return detect_causal_heads(lm.model, len(lm.vocab), length=min(20, lm.context // 2), low=1)
 
-    model, tokenizer, _ = load_model(args.model or "minilm")
+    model, tokenizer, _ = load_encoder(args.model or "minilm")
     starts = [i for i in (tokenizer.bos_token_id, tokenizer.cls_token_id) if i is not None]
     # random ids above the first 1000, where BERT-style vocabularies keep their special and unused tokens
     return detect_causal_heads(model, tokenizer.vocab_size, bos=starts[0] if starts else None,

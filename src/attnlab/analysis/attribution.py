@@ -98,8 +98,9 @@ class LayerParts:
 
 
 def layer_parts(model: nn.Module) -> list[LayerParts]:
-    """The self-attention layers of ``model`` in order: attnlab transformer blocks (their ``self_attn``) or
-    Hugging Face BERT-family layers (``attention.self.value``, ``attention.output.dense``)."""
+    """The self-attention layers of ``model`` in order: attnlab transformer blocks (their ``self_attn``), the layers
+    of attnlab's own BERT encoder (:class:`attnlab.models.bert.BertEncoder`) or Hugging Face BERT-family layers
+    (``attention.self.value``, ``attention.output.dense``)."""
     from ..layers import MultiHeadAttention
 
     parts = []
@@ -110,6 +111,11 @@ def layer_parts(model: nn.Module) -> list[LayerParts]:
             post = None if block.config.norm_first else block.norm1  # pre-norm: x + SA(LN(x)) enters norm2
             parts.append(LayerParts(module, attn, attn.v_proj, attn.out_proj, attn.n_heads,
                                     block.norm2 if post is None else post, post))
+        elif _is_own_bert_layer(module):  # attnlab's models.bert: MultiHeadAttention at HF's path, post-norm
+            own: Any = module.attention  # BertAttention: .self (MultiHeadAttention) and .LayerNorm
+            mha = own.get_submodule("self")
+            parts.append(LayerParts(module, mha, mha.v_proj, mha.out_proj, mha.n_heads, own.LayerNorm,
+                                    own.LayerNorm))
         elif _is_bert_layer(module):
             attention: Any = module.attention  # BertAttention: .self (BertSelfAttention) and .output (dense)
             heads = int(getattr(attention.self, "num_attention_heads", 0) or attention.self.config.num_attention_heads)
@@ -121,6 +127,16 @@ def layer_parts(model: nn.Module) -> list[LayerParts]:
                          f"reads attnlab transformer blocks or BERT-family Hugging Face layers "
                          f"(attention.self.value, attention.output.dense)")
     return parts
+
+
+def _is_own_bert_layer(module: nn.Module) -> bool:
+    """A layer of :class:`attnlab.models.bert.BertEncoder`: ``attention.self`` is attnlab's MultiHeadAttention and
+    ``attention.LayerNorm`` the post-norm over ``x + attention``."""
+    from ..layers import MultiHeadAttention
+
+    attention = getattr(module, "attention", None)
+    return (isinstance(getattr(attention, "self", None), MultiHeadAttention)
+            and isinstance(getattr(attention, "LayerNorm", None), nn.LayerNorm))
 
 
 def _is_bert_layer(module: nn.Module) -> bool:
@@ -668,9 +684,9 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
         def score() -> Tensor:
             return torch.softmax(net(x).double(), -1)[0, k]
     else:
-        from ..capturing import load_model
+        from ..capturing import load_encoder
 
-        net, tokenizer, _ = load_model(model)
+        net, tokenizer, _ = load_encoder(model)  # attnlab's BertEncoder for a plain BERT folder (MiniLM)
         inputs = tokenizer(text, return_tensors="pt", truncation=False)
 
         def forward(k: int) -> Any:
