@@ -36,7 +36,7 @@ from .chinese import CharCounts, SegmentedSentence, chinese_counts, chinese_scor
 from .corpus import METRICS as CORPUS_METRICS
 from .corpus import CorpusMetrics, corpus_metrics, head_sums
 from .importance import HeadImportance, PruningCurve, head_gates, head_importance, pruning_curve, pruning_figure
-from .induction import CAUSAL_PATTERNS, causal_scores, detect_causal_heads, repeated_tokens
+from .induction import CAUSAL_PATTERNS, causal_scores, detect_causal_heads, repeated_tokens, text_detector_scores
 from .labels import HeadLabels, label_heads
 from .metrics import METRICS, HeadSums, band_mass, head_metrics, js_distances, js_sums, mds, per_query_metrics
 from .report import Report, analyze_trace, head_notes
@@ -119,6 +119,7 @@ __all__ = [
     "run_layers",
     "spearman",
     "spearman_agreement",
+    "text_detector_scores",
     "value_outputs",
     "value_zeroing",
     "value_zeroing_scores",

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..viz.static import figure
-from .metrics import METRICS
-from .report import TABLE_METRICS, Report
+from .report import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -67,22 +66,22 @@ def label_grid(report: Report) -> Figure:
 
 
 def metric_heatmaps(report: Report) -> Figure:
-    """One layers x heads heatmap per metric, each cell annotated with its value."""
-    names = [n for n in TABLE_METRICS if n in report.metrics]
+    """One layers x heads heatmap per column of the table (:meth:`Report.columns`), each cell annotated with its
+    value."""
+    columns = report.columns()  # the table's columns: none that is 0 by construction
     n_l, n_h = report.shape
     cols = 2
-    rows = (len(names) + cols - 1) // cols
+    rows = (len(columns) + cols - 1) // cols
     fig = figure(cols * (0.5 * n_h + 1.8), rows * (0.42 * n_l + 1.0))
-    for i, name in enumerate(names):
+    for i, (name, m) in enumerate(columns.items()):
         ax = fig.add_subplot(rows, cols, i + 1)
-        m = report.metrics[name]
-        vmax = max(float(np.nanmax(m)), 1e-9) if name == "distance" else 1.0
+        vmax = max(float(np.nanmax(m)), 1e-9) if name == "distance" and np.isfinite(m).any() else 1.0
         image = ax.imshow(m, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
         for (layer, h), v in np.ndenumerate(m):
             if np.isfinite(v):
                 ax.text(h, layer, _short(v, name == "distance"),
                         ha="center", va="center", fontsize=5.5, color="white" if v < 0.55 * vmax else "black")
-        ax.set_title(METRICS[name].title, fontsize=9)
+        ax.set_title(report.title(name), fontsize=9)
         ax.set_xticks(range(n_h))
         ax.set_yticks(range(n_l))
         ax.tick_params(labelsize=6, length=0)
