@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..viz.static import figure
+from .attribution import METHOD_TITLES, AttributionSummary
 from .report import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["KIND_COLOURS", "flow_figure", "label_grid", "mds_figure", "metric_heatmaps", "rollout_figure",
-           "token_map_figure"]
+__all__ = ["KIND_COLOURS", "attribution_figures", "flow_figure", "label_grid", "mds_figure", "metric_heatmaps",
+           "rollout_figure", "token_map_figure"]
 
 # Paul Tol's "bright" palette (colour-blind safe), one colour per kind of label
 KIND_COLOURS = {"positional": "#4477AA", "causal": "#AA3377", "sink": "#EE6677", "syntactic": "#228833",
@@ -173,3 +174,22 @@ def _relabel(fig: Figure, value: str) -> Figure:
     ax.set_ylabel("output position")
     bar.set_ylabel(value)
     return fig
+
+
+def attribution_figures(summary: AttributionSummary) -> dict[str, Figure]:
+    """``analyze --attribution``'s figures by file stem: each rolled-out method as a token map (``norm``,
+    ``value-zeroing``, ``alti``), and for a classifier gradient x input and (pre-norm) ALTI-Logit as one signed row."""
+    att, tokens = summary.attribution, summary.tokens
+    figures = {name.replace("_", "-"): token_map_figure(matrix, tokens, METHOD_TITLES[name],
+                                                        "share of the output drawn from the input")
+               for name, matrix in summary.maps.items()}
+    if att.grad_x_input is not None:
+        figures["grad-x-input"] = token_map_figure(att.grad_x_input[None], tokens,
+                                                   f"gradient x input of p({att.label})", "x . dp/dx",
+                                                   y_tokens=[f"p({att.label})"], signed=True)
+    if att.alti_logit is not None:  # a pre-norm classifier: each position's signed share of the predicted logit
+        figures["alti-logit"] = token_map_figure(att.alti_logit[None], tokens,
+                                                 f"ALTI-Logit: each token's share of the logit of {att.label} "
+                                                 "(Ferrando et al. 2023)", "logit contribution",
+                                                 y_tokens=[f"logit({att.label})"], signed=True)
+    return figures

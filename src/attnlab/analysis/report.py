@@ -110,8 +110,8 @@ class Report:
         if self.causal is not None:
             best = []
             for name, v in self.causal.items():
-                layer, h = np.unravel_index(int(np.argmax(v)), v.shape)
-                best.append(f"{name} L{layer} H{h} {float(v[layer, h]):.2f}")
+                top_layer, top_head = np.unravel_index(int(np.argmax(v)), v.shape)
+                best.append(f"{name} L{top_layer} H{top_head} {float(v[top_layer, top_head]):.2f}")
             lines.append("")
             lines.append("on random tokens said twice (detect_causal_heads), the best head per pattern: "
                          + ", ".join(best))

@@ -39,8 +39,9 @@ Letters: L layers, H heads, n tokens, M d_model, Dv per-head value size, B batch
 
 One module per job: ``_layers`` finds the attention layers and records what each computed on one input (and the
 LayerNorm linearisation the methods share), ``_norm`` the norms, ``_value_zeroing``, ``_alti``, ``_gradient``,
-``_classifier`` (an attnlab classifier's embedding mixing and pooling reader), ``_logit`` (ALTI-Logit) and ``_text``
-(all of them on one text, for ``attnlab analyze --attribution``); the public names are all here.
+``_classifier`` (an attnlab classifier's embedding mixing and pooling reader), ``_logit`` (ALTI-Logit), ``_text``
+(all of them on one text) and ``_summary`` (what ``attnlab analyze --attribution`` reports of them: the rolled-out
+maps, the JSON, the prediction and its per-token table); the public names are all here.
 
 
 Letters: L layers, H heads, n tokens, M d_model, Dv per-head value size, B batch.
@@ -52,10 +53,13 @@ from ._gradient import gradient_x_input
 from ._layers import LayerParts, LayerRun, layer_parts, run_layers
 from ._logit import LogitAttribution, alti_logit, logit_directions
 from ._norm import NormAttention, attention_vectors, norm_attention, norm_contributions, value_outputs
+from ._summary import METHOD_TITLES, AttributionSummary, summarize_attribution
 from ._text import TextAttribution, attribute_text
 from ._value_zeroing import value_zeroing, value_zeroing_scores
 
 __all__ = [
+    "METHOD_TITLES",
+    "AttributionSummary",
     "LayerParts",
     "LayerRun",
     "LogitAttribution",
@@ -76,6 +80,7 @@ __all__ = [
     "norm_contributions",
     "pooling_reader",
     "run_layers",
+    "summarize_attribution",
     "value_outputs",
     "value_zeroing",
     "value_zeroing_scores",

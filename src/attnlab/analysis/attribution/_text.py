@@ -5,6 +5,7 @@ Letters: L layers, H heads, n tokens, M d_model, Dv per-head value size, B batch
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,10 @@ class TextAttribution:
     (:func:`pooling_reader`) and ``embedding`` ``(n, n)`` its embedding layer's token mixing
     (:func:`embedding_contributions`; the identity without n-gram embeddings) (those three None for an encoder
     without a head), and for a pre-norm classifier ``alti_logit`` ``(n,)``, each input position's signed share
-    of the predicted class's logit (:func:`alti_logit`'s ``tokens``; None otherwise)."""
+    of the predicted class's logit (:func:`alti_logit`'s ``tokens``; None otherwise).  ``prediction`` is what
+    ``attnlab predict`` tells of the text, ``(label, calibrated probability)`` (None for an encoder); the attributions
+    explain the class ``label`` on the tokens the model reads at once (a text longer than the model's length warns
+    that its first window is read)."""
 
     norm: np.ndarray
     value_zeroing: np.ndarray
@@ -41,6 +45,7 @@ class TextAttribution:
     reader: np.ndarray | None = None
     embedding: np.ndarray | None = None
     alti_logit: np.ndarray | None = None
+    prediction: tuple[str, float] | None = None
 
 
 def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
@@ -52,12 +57,18 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
     found = locate(model, "huggingface", "classifier")
     score: Callable[[], Tensor] | None = None
     label = reader = embedding = logit = None
+    prediction: tuple[str, float] | None = None
     if found.kind == "classifier":
         from ...trained import load_trained
 
         clf = load_trained(found.path)
         net = clf.model.eval()
-        x = torch.tensor([clf.encode([text])[0][0]])  # (1, n)
+        encoded, cut = clf.encode([text])
+        x = torch.tensor([encoded[0]])  # (1, n)
+        if cut:
+            warnings.warn(f"the attribution reads the first {x.shape[1]} tokens of the text, as many as the model "
+                          f"reads at once; the prediction reads all of it", stacklevel=2)
+        prediction = clf.predict([text])[0]
 
         def forward(k: int) -> Any:
             return net(x.repeat(k, 1))
@@ -85,4 +96,4 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
     return TextAttribution(np.divide(norms, total, out=np.zeros_like(norms), where=total > 0),
                            value_zeroing(net, forward), alti(net, forward),
                            None if score is None else gradient_x_input(net, score), label, reader, embedding,
-                           logit)
+                           logit, prediction)
