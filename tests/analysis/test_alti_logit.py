@@ -167,7 +167,7 @@ def test_refuses_what_it_cannot_read() -> None:
     with pytest.raises(InputError, match="pre-norm"):
         alti_logit(post, IDS)
     # attribute_text asks the same question before drawing ALTI-Logit: refused exactly where it is not asked
-    from attnlab.analysis.attribution import _pre_norm
+    from attnlab.analysis.attribution._logit import pre_norm as _pre_norm
 
     assert _pre_norm(post) is None and _pre_norm(tiny("mean")) is not None
     with pytest.raises(InputError, match="k=3"):

@@ -54,7 +54,19 @@ def tiny_bert() -> tuple[nn.Module, Any]:
     return model, lambda k: model(input_ids=ids.repeat(k, 1), attention_mask=torch.ones(k, N, dtype=torch.long))
 
 
-MODELS = {"attnlab": tiny_attnlab, "bert": tiny_bert}
+def tiny_own_bert() -> tuple[nn.Module, Any]:
+    """attnlab's own BERT encoder (models.bert), as analyze runs the bundled MiniLM."""
+    from attnlab.models.bert import BertConfig, BertEncoder
+
+    torch.manual_seed(2)
+    cfg = BertConfig(vocab_size=13, hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=10,
+                     max_position_embeddings=16, type_vocab_size=2, layer_norm_eps=1e-12)
+    model = BertEncoder(cfg).double().eval()
+    ids = torch.tensor([[2, 5, 7, 1, 11, 4, 3]])
+    return model, lambda k: model(input_ids=ids.repeat(k, 1), attention_mask=torch.ones(k, N, dtype=torch.long))
+
+
+MODELS = {"attnlab": tiny_attnlab, "bert": tiny_bert, "own-bert": tiny_own_bert}
 
 
 def block_inputs(model: nn.Module, forward: Any) -> list[Tensor]:
@@ -86,6 +98,8 @@ def query_key(model: nn.Module, layer: int) -> tuple[nn.Linear, nn.Linear]:
     block = layer_parts(model)[layer].block
     if hasattr(block, "self_attn"):
         return block.self_attn.q_proj, block.self_attn.k_proj
+    if hasattr(block.attention.self, "q_proj"):  # attnlab's own BERT: MultiHeadAttention at attention.self
+        return block.attention.self.q_proj, block.attention.self.k_proj
     return block.attention.self.query, block.attention.self.key
 
 
@@ -225,6 +239,8 @@ def rest_of_block(block: nn.Module, y: Tensor) -> Tensor:
         if block.config.norm_first:
             return y + block.ff(block.norm2(y))
         return block.norm2(y + block.ff(y))
+    if isinstance(block.output, nn.Linear):  # attnlab's own BERT layer: LN(h + W2 gelu(W1 h))
+        return block.LayerNorm(y + block.output(nn.functional.gelu(block.intermediate(y))))
     return block.output(block.intermediate(y[None]), y[None])[0]  # BertOutput: LN(dense(act(dense(y))) + y)
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -140,3 +141,20 @@ def test_a_model_without_attention(tmp_path: Path, capsys: Any) -> None:
     ours = [e for e in err if e.startswith("attnlab analyze")]
     assert len(ours) == 1 and "recorded no attention" in ours[0] and not (tmp_path / "o").exists()
 
+
+
+@pytest.mark.slow
+def test_a_language_model_shows_its_own_columns(tmp_path: Path, capsys: Any) -> None:
+    """zh-lm on its default text (a sentence said twice): dup-tok and induct in place of cls, sep and next, which
+    are 0 by construction on a character LM; the detectors on random tokens are printed, not only stored."""
+    assert main(["analyze", "--model", "zh-lm", "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    header = printed[0].split()
+    assert header[:3] == ["L", "H", "label"] and header[-2:] == ["dup-tok", "induct"]
+    assert not {"cls", "sep", "next"} & set(header)
+    assert any(line.startswith("on random tokens said twice") for line in printed)
+    report = json.loads((tmp_path / "o" / "analysis.json").read_text(encoding="utf-8"))
+    induction = np.asarray(report["detectors_on_text"]["induction"], dtype=float)
+    assert induction.shape == (4, 4) and np.isfinite(induction).all()  # the text repeats: measurable
+    first = printed[1].split()  # L0 H0: its induct cell is the JSON's, to the printed two decimals
+    assert float(first[-1]) == pytest.approx(induction[0, 0], abs=0.005)

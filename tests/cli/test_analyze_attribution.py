@@ -44,7 +44,20 @@ def test_attribution_on_a_classifier(tmp_path, capsys) -> None:
     np.testing.assert_allclose(doc["prediction"]["alti_logit"], want @ mixing, rtol=1e-9, atol=1e-12)
     for name in ("norm.png", "value-zeroing.png", "alti.png", "grad-x-input.png", "alti-logit.png"):
         assert (out / name).stat().st_size > 0
-    capsys.readouterr()
+    # it prints what `attnlab predict` says of the text, then one line per token with each method's part in it
+    printed = capsys.readouterr().out.splitlines()
+    label, probability = clf.predict(["这本书很好"])[0]
+    assert doc["predicted"] == {"label": label, "probability": pytest.approx(probability, abs=1e-12)}
+    assert f"prediction: {label} {probability:.4f} (calibrated, as attnlab predict says)" in printed
+    header = next(i for i, line in enumerate(printed) if line.split()[:1] == ["token"])
+    assert printed[header].split() == ["token", "norm", "v-zero", "ALTI", "ALTI-logit", "grad", "x", "in"]
+    rows = [line.split() for line in printed[header + 1: header + 1 + n]]
+    tokens = json.loads((out / "analysis.json").read_text(encoding="utf-8"))["tokens"]
+    assert [r[0] for r in rows] == tokens
+    columns = [doc["prediction"]["norm"], doc["prediction"]["value_zeroing"], doc["prediction"]["alti"],
+               doc["prediction"]["alti_logit"], doc["grad_x_input"]]
+    for i, row in enumerate(rows):
+        assert [float(x) for x in row[1:]] == [pytest.approx(c[i], abs=5e-5) for c in columns]
 
 
 def test_attribution_on_minilm_and_not_from_a_trace(tmp_path, capsys) -> None:
@@ -53,7 +66,8 @@ def test_attribution_on_minilm_and_not_from_a_trace(tmp_path, capsys) -> None:
     doc = json.loads((out / "analysis.json").read_text(encoding="utf-8"))["attribution"]
     assert "grad_x_input" not in doc and not (out / "grad-x-input.png").exists()  # an encoder has no class to explain
     assert "alti_logit" not in doc and not (out / "alti-logit.png").exists()
-    assert "prediction" not in doc  # nor a pooling to read its rows
+    assert "prediction" not in doc and "predicted" not in doc  # nor a pooling to read its rows, nor a prediction
+    assert "an encoder without a head has no prediction to attribute" in capsys.readouterr().out
     assert (out / "value-zeroing.png").exists() and (out / "alti.png").exists()
     np.testing.assert_allclose(np.asarray(doc["alti_rollout"]).sum(-1), 1.0)
     capsys.readouterr()

@@ -9,6 +9,7 @@ back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
 from .attribution import (
+    AttributionSummary,
     LayerRun,
     LogitAttribution,
     NormAttention,
@@ -28,6 +29,7 @@ from .attribution import (
     norm_contributions,
     pooling_reader,
     run_layers,
+    summarize_attribution,
     value_outputs,
     value_zeroing,
     value_zeroing_scores,
@@ -36,7 +38,7 @@ from .chinese import CharCounts, SegmentedSentence, chinese_counts, chinese_scor
 from .corpus import METRICS as CORPUS_METRICS
 from .corpus import CorpusMetrics, corpus_metrics, head_sums
 from .importance import HeadImportance, PruningCurve, head_gates, head_importance, pruning_curve, pruning_figure
-from .induction import CAUSAL_PATTERNS, causal_scores, detect_causal_heads, repeated_tokens
+from .induction import CAUSAL_PATTERNS, causal_scores, detect_causal_heads, repeated_tokens, text_detector_scores
 from .labels import HeadLabels, label_heads
 from .metrics import METRICS, HeadSums, band_mass, head_metrics, js_distances, js_sums, mds, per_query_metrics
 from .report import Report, analyze_trace, head_notes
@@ -50,13 +52,16 @@ from .rollout import (
     spearman,
     spearman_agreement,
 )
+from .running import LM_TEXT, causal_head_scores, is_language_model, sentence_tracer, trace_for_analysis
 from .syntax import DependencyCounts, Sentence, dependency_counts, parse_text, read_conllu, relation_scores, word_pieces
 
 __all__ = [
     "CAUSAL_PATTERNS",
     "CORPUS_METRICS",
+    "LM_TEXT",
     "METRICS",
     "SOLVERS",
+    "AttributionSummary",
     "CharCounts",
     "CorpusMetrics",
     "DependencyCounts",
@@ -80,6 +85,7 @@ __all__ = [
     "attribute_text",
     "band_mass",
     "blank_out_importance",
+    "causal_head_scores",
     "causal_scores",
     "chinese_counts",
     "chinese_scores",
@@ -97,6 +103,7 @@ __all__ = [
     "head_metrics",
     "head_notes",
     "head_sums",
+    "is_language_model",
     "js_distances",
     "js_sums",
     "label_heads",
@@ -117,8 +124,12 @@ __all__ = [
     "residual_attention",
     "rollout",
     "run_layers",
+    "sentence_tracer",
     "spearman",
     "spearman_agreement",
+    "summarize_attribution",
+    "text_detector_scores",
+    "trace_for_analysis",
     "value_outputs",
     "value_zeroing",
     "value_zeroing_scores",

@@ -39,6 +39,7 @@ from .syntax import DependencyCounts, Sentence, dependency_counts, relation_scor
 
 __all__ = [
     "CharCounts",
+    "SegmentedLabels",
     "SegmentedSentence",
     "char_tokens",
     "chinese_counts",
@@ -46,6 +47,7 @@ __all__ = [
     "default_segmented",
     "pos_pattern_sentences",
     "read_segmented",
+    "segmented_labels",
 ]
 
 NOUNS = ("n", "nr", "ns", "nt", "nz", "vn", "an", "Ng")
@@ -251,3 +253,53 @@ def chinese_scores(counts: CharCounts, min_count: int = 1) -> list[dict[str, Any
                      "layer": int(layer), "head": int(head), "direction": "query->key",
                      "baseline": hits / counts.queries, "baseline_offset": offset})
     return rows + relation_scores(counts.arcs, min_count)
+
+
+@dataclass(frozen=True)
+class SegmentedLabels:
+    """What ``analyze --segmented`` found: the counts over the sentences, the best head per label (``rows``, as
+    :func:`chinese_scores` gives them) and how many sentences warned (characters the model does not know, or cut)."""
+
+    counts: CharCounts
+    rows: list[dict[str, Any]]
+    warned: int
+
+    def to_json(self, model: str, corpus: str) -> dict[str, Any]:
+        """``chinese.json``."""
+        return {"model": model, "corpus": corpus, "sentences": self.counts.sentences, "skipped": self.counts.skipped,
+                "labels": self.rows}
+
+    def table(self, model: str, corpus: str) -> str:
+        """One line per label: its best head and direction, accuracy and the best fixed offset's."""
+        lines = [f"{model} on {self.counts.sentences} sentences of {corpus} ({self.counts.skipped} left out: tokens "
+                 f"not one per character); best head per label against the best fixed offset",
+                 f"{'label':<10} {'count':>6}  {'head':>8} {'direction':<10} {'accuracy':>8}  {'baseline':>8} "
+                 f"{'offset':>6}"]
+        for r in self.rows:
+            head = f"L{r['layer']} H{r['head']}"
+            lines.append(f"{r['relation']:<10} {r['count']:>6}  {head:>8} {r['direction']:<10} "
+                         f"{r['accuracy']:>8.3f}  {r['baseline']:>8.3f} {r['baseline_offset']:>6}")
+        return "\n".join(lines)
+
+
+def segmented_labels(sentences: Sequence[SegmentedSentence], trace_of: Any, model: str) -> SegmentedLabels:
+    """Run ``trace_of(text)`` (a trace with one token per character) on every sentence and label the heads over
+    all of them; one summary warning for the sentences whose run warned, and an InputError when no sentence's
+    tokens were one per character (``model`` is not a Chinese character model)."""
+    import warnings
+
+    counts = CharCounts()
+    warned = 0
+    for s in sentences:
+        with warnings.catch_warnings(record=True) as caught:  # one summary line below, not one per sentence
+            warnings.simplefilter("always")
+            trace = trace_of(s.text)
+        warned += bool(caught)
+        counts = counts.merge(chinese_counts(trace.weights, s, trace.tokens or []))
+    if warned:
+        warnings.warn(f"{warned} of the {len(sentences)} sentences gave {model!r} characters it does not know (shown "
+                      f"as [UNK]) or were cut to its length; its labels say little about those", stacklevel=2)
+    if counts.sentences == 0:
+        raise InputError(f"none of the {len(sentences)} sentences matched the model's tokens one character per token "
+                         f"({model!r} is not a Chinese character model?); give a Chinese model such as zh-sentiment")
+    return SegmentedLabels(counts, chinese_scores(counts), warned)

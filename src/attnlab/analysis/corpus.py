@@ -53,6 +53,22 @@ class CorpusMetrics:
         """metric -> (modules, heads): the average over the query tokens where the metric is defined."""
         return self.sums.means()
 
+    def to_json(self, model: str, corpus: str) -> dict[str, Any]:
+        """``corpus.json``: the model and corpus names, the counts, and every metric's per-head means."""
+        return {"model": model, "corpus": corpus, "texts": self.texts, "processes": self.processes,
+                "modules": list(self.names), "query_tokens": self.rows.tolist(),
+                "means": {m: v.tolist() for m, v in self.means().items()}}
+
+    def table(self, model: str) -> str:
+        """What ``analyze --corpus`` prints: a line of counts, then each layer's mean over its heads per metric."""
+        means = self.means()
+        lines = [f"{model} over {self.texts} texts ({int(self.rows.sum())} query tokens, {self.processes} "
+                 f"process{'es' if self.processes > 1 else ''}): per-layer mean over heads",
+                 "layer  " + "  ".join(f"{m:>14}" for m in means)]
+        for i in range(len(self.names)):
+            lines.append(f"{i:>5}  " + "  ".join(f"{float(v[i].mean()):14.4f}" for v in means.values()))
+        return "\n".join(lines)
+
 
 def head_sums(weights: Tensor, real: Tensor, tokens: Sequence[Sequence[str]], causal: bool = False) -> HeadSums:
     """The sums of every metric over the real query rows of one module's batch, per head: ``(1, H)`` totals and

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..viz.static import figure
-from .metrics import METRICS
-from .report import TABLE_METRICS, Report
+from .attribution import METHOD_TITLES, AttributionSummary
+from .report import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["KIND_COLOURS", "flow_figure", "label_grid", "mds_figure", "metric_heatmaps", "rollout_figure",
-           "token_map_figure"]
+__all__ = ["KIND_COLOURS", "attribution_figures", "flow_figure", "label_grid", "mds_figure", "metric_heatmaps",
+           "rollout_figure", "token_map_figure"]
 
 # Paul Tol's "bright" palette (colour-blind safe), one colour per kind of label
 KIND_COLOURS = {"positional": "#4477AA", "causal": "#AA3377", "sink": "#EE6677", "syntactic": "#228833",
@@ -67,22 +67,22 @@ def label_grid(report: Report) -> Figure:
 
 
 def metric_heatmaps(report: Report) -> Figure:
-    """One layers x heads heatmap per metric, each cell annotated with its value."""
-    names = [n for n in TABLE_METRICS if n in report.metrics]
+    """One layers x heads heatmap per column of the table (:meth:`Report.columns`), each cell annotated with its
+    value."""
+    columns = report.columns()  # the table's columns: none that is 0 by construction
     n_l, n_h = report.shape
     cols = 2
-    rows = (len(names) + cols - 1) // cols
+    rows = (len(columns) + cols - 1) // cols
     fig = figure(cols * (0.5 * n_h + 1.8), rows * (0.42 * n_l + 1.0))
-    for i, name in enumerate(names):
+    for i, (name, m) in enumerate(columns.items()):
         ax = fig.add_subplot(rows, cols, i + 1)
-        m = report.metrics[name]
-        vmax = max(float(np.nanmax(m)), 1e-9) if name == "distance" else 1.0
+        vmax = max(float(np.nanmax(m)), 1e-9) if name == "distance" and np.isfinite(m).any() else 1.0
         image = ax.imshow(m, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
         for (layer, h), v in np.ndenumerate(m):
             if np.isfinite(v):
                 ax.text(h, layer, _short(v, name == "distance"),
                         ha="center", va="center", fontsize=5.5, color="white" if v < 0.55 * vmax else "black")
-        ax.set_title(METRICS[name].title, fontsize=9)
+        ax.set_title(report.title(name), fontsize=9)
         ax.set_xticks(range(n_h))
         ax.set_yticks(range(n_l))
         ax.tick_params(labelsize=6, length=0)
@@ -174,3 +174,22 @@ def _relabel(fig: Figure, value: str) -> Figure:
     ax.set_ylabel("output position")
     bar.set_ylabel(value)
     return fig
+
+
+def attribution_figures(summary: AttributionSummary) -> dict[str, Figure]:
+    """``analyze --attribution``'s figures by file stem: each rolled-out method as a token map (``norm``,
+    ``value-zeroing``, ``alti``), and for a classifier gradient x input and (pre-norm) ALTI-Logit as one signed row."""
+    att, tokens = summary.attribution, summary.tokens
+    figures = {name.replace("_", "-"): token_map_figure(matrix, tokens, METHOD_TITLES[name],
+                                                        "share of the output drawn from the input")
+               for name, matrix in summary.maps.items()}
+    if att.grad_x_input is not None:
+        figures["grad-x-input"] = token_map_figure(att.grad_x_input[None], tokens,
+                                                   f"gradient x input of p({att.label})", "x . dp/dx",
+                                                   y_tokens=[f"p({att.label})"], signed=True)
+    if att.alti_logit is not None:  # a pre-norm classifier: each position's signed share of the predicted logit
+        figures["alti-logit"] = token_map_figure(att.alti_logit[None], tokens,
+                                                 f"ALTI-Logit: each token's share of the logit of {att.label} "
+                                                 "(Ferrando et al. 2023)", "logit contribution",
+                                                 y_tokens=[f"logit({att.label})"], signed=True)
+    return figures

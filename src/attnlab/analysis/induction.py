@@ -23,7 +23,7 @@ the first query's row in the denominator and accidental repeats of a random toke
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from ..functional.detectors import DETECTOR_PATTERNS, detection_patterns, detect
 from .metrics import as_weights
 
 __all__ = ["CAUSAL_PATTERNS", "causal_scores", "detect_causal_heads", "detection_patterns", "detector_scores",
-           "head_detector", "repeated_tokens"]
+           "head_detector", "repeated_tokens", "text_detector_scores"]
 
 CAUSAL_PATTERNS = DETECTOR_PATTERNS  # the same three names, one definition
 
@@ -98,3 +98,20 @@ def head_detector(model: nn.Module, tokens: Tensor,
     kind = "causal" if "causal" in trace.kinds else trace.main_kind
     weights = np.stack([trace.stack(kind, b).double().numpy() for b in range(tokens.shape[0])])  # (N, L, H, Q, Q)
     return detector_scores(weights, tokens.numpy())
+
+
+def text_detector_scores(w: Any, tokens: Sequence[str]) -> dict[str, np.ndarray]:
+    """``{pattern: (L, H)}``: TransformerLens' detector (:func:`detector_scores`) on one captured text, weights
+    ``(L, H, Q, Q)`` of a causal stack and its ``Q`` tokens (equal strings are the same token).  What a head does on
+    *this* text: on a string said twice, an induction head reads the token after the earlier copy of each token.
+    A pattern the text cannot show (no token occurs twice: no duplicate-token or induction key; one token: no
+    previous one) is NaN for every head, not 0."""
+    a = as_weights(w)
+    if a.shape[2] != a.shape[3] or len(tokens) != a.shape[3]:
+        raise ShapeError(f"the detectors need self-attention over the text's {len(tokens)} tokens, got weights "
+                         f"{a.shape[2]} x {a.shape[3]}")
+    index: dict[str, int] = {}
+    ids = np.array([index.setdefault(t, len(index)) for t in tokens])  # (Q,): one id per distinct token
+    scores = detector_scores(a[None], ids[None])
+    patterns = detection_patterns(ids)
+    return {name: v if patterns[name].any() else np.full_like(v, np.nan) for name, v in scores.items()}

@@ -73,11 +73,15 @@ def label_heads(
     *,
     dependencies: DependencyCounts | None = None,
     causal_scores: dict[str, np.ndarray] | None = None,
+    text_scores: dict[str, np.ndarray] | None = None,
 ) -> HeadLabels:
     """Label every head from its mean metrics (``{name: (L, H)}`` from :func:`head_metrics` or
     :class:`HeadSums`; ``band`` among them for the band label), dependency counts (from
     :func:`attnlab.analysis.syntax.dependency_counts`) and causal detector scores
-    (``{"previous token" | "duplicate token" | "induction": (L, H)}``)."""
+    (``{"previous token" | "duplicate token" | "induction": (L, H)}``) on random repeated tokens
+    (``causal_scores``, :func:`attnlab.analysis.detect_causal_heads`) or on the text itself (``text_scores``,
+    :func:`attnlab.analysis.text_detector_scores`; NaN where the text cannot show the pattern); the evidence says
+    which (``"on"``)."""
     n_l, n_h = metrics["entropy"].shape
     evidence: list[list[list[dict[str, Any]]]] = [[[] for _ in range(n_h)] for _ in range(n_l)]
 
@@ -107,10 +111,11 @@ def label_heads(
                 add(layer, head, "broad", "broad", entropy_ratio=ratio, threshold=BROAD)
     if dependencies is not None:
         _syntactic(dependencies, add)
-    if causal_scores is not None:
-        for label, scores in causal_scores.items():
-            for layer, head in zip(*np.nonzero(scores > DETECT), strict=True):
-                add(int(layer), int(head), f"{label} head", "causal", score=scores[layer, head], threshold=DETECT)
+    for on, given in (("random repeated tokens", causal_scores), ("this text", text_scores)):
+        for label, scores in (given or {}).items():
+            for layer, head in zip(*np.nonzero(np.nan_to_num(scores, nan=0.0) > DETECT), strict=True):
+                add(int(layer), int(head), f"{label} head", "causal", score=scores[layer, head], threshold=DETECT,
+                    on=on)
     order = ("positional", "causal", "sink", "syntactic", "broad")
     primary = []
     for layer in range(n_l):

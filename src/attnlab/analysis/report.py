@@ -13,15 +13,20 @@ import numpy as np
 
 from ..errors import InputError
 from ..trace import AttentionTrace, Kind
+from .induction import text_detector_scores
 from .labels import HeadLabels, label_heads
-from .metrics import TOKEN_METRICS, head_metrics, js_distances, mds
+from .metrics import METRICS, TOKEN_METRICS, head_metrics, js_distances, mds
 from .rollout import flow, flow_error_bound, rollout
 from .syntax import Sentence, dependency_counts, relation_scores, word_pieces
 
-__all__ = ["FLOW_ALL_UP_TO", "TABLE_METRICS", "Report", "analyze_trace"]
+__all__ = ["CAUSAL_COLUMNS", "FLOW_ALL_UP_TO", "TABLE_METRICS", "Report", "analyze_trace"]
 
 FLOW_ALL_UP_TO = 64  # all-pairs flow up to this many tokens (seconds); beyond it, flow into the first and last token
 TABLE_METRICS = ("entropy_ratio", "cls", "sep", "punct", "self", "previous", "next", "distance")
+# a causal stack's own columns: TransformerLens' detector on the text itself (``previous`` is already a metric)
+CAUSAL_COLUMNS = ("duplicate token", "induction")
+_SHORT = {"entropy_ratio": "H/Hmax", "distance": "dist", "duplicate token": "dup-tok", "induction": "induct"}
+_TITLES = {"duplicate token": "duplicate-token score on this text", "induction": "induction score on this text"}
 
 
 @dataclass
@@ -38,8 +43,9 @@ class Report:
     flow: np.ndarray | None  # (len(flow_targets), n)
     flow_targets: list[int]
     syntax: list[dict[str, Any]] | None = None
-    causal: dict[str, np.ndarray] | None = None
+    causal: dict[str, np.ndarray] | None = None  # the detectors on random repeated tokens (a model's property)
     notes: list[str] = field(default_factory=list)
+    detectors: dict[str, np.ndarray] | None = None  # causal: the detectors on this text (text_detector_scores)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -64,23 +70,51 @@ class Report:
                                                      "error_bound": flow_error_bound(*self._flow_size())},
             "syntax": self.syntax,
             "causal": None if self.causal is None else {k: _nested(v) for k, v in self.causal.items()},
+            "detectors_on_text": None if self.detectors is None else {k: _nested(v) for k, v in self.detectors.items()},
             "notes": self.notes,
         }
 
     def _flow_size(self) -> tuple[int, int]:
         return self.shape[0], len(self.tokens)
 
+    def columns(self) -> dict[str, np.ndarray]:
+        """The per-head numbers the table and the metric figure show, ``{name: (L, H)}``, in order: the metrics of
+        :data:`TABLE_METRICS` less those that are 0 by construction here (a start or end token the text does not
+        hold; the next token, which a causal query never sees), then for a causal stack the detectors of
+        :data:`CAUSAL_COLUMNS` on this text."""
+        blind = {"next"} if self.kind == "causal" else set()
+        for name in TABLE_METRICS:
+            keep = METRICS[name].keep
+            if name in ("cls", "sep") and keep is not None and not any(keep(t) for t in self.tokens):
+                blind.add(name)
+        out = {name: self.metrics[name] for name in TABLE_METRICS if name in self.metrics and name not in blind}
+        if self.detectors is not None:
+            out |= {name: self.detectors[name] for name in CAUSAL_COLUMNS}
+        return out
+
+    @staticmethod
+    def title(name: str) -> str:
+        """A column's title in the figures."""
+        return _TITLES[name] if name in _TITLES else METRICS[name].title
+
     def table(self) -> str:
-        """One line per head: its label and its key metrics."""
-        cols = [c for c in TABLE_METRICS if c in self.metrics]
-        short = {"entropy_ratio": "H/Hmax", "distance": "dist"}
-        head = f"{'L':>2} {'H':>2}  {'label':<22}" + "".join(f"{short.get(c, c):>9}" for c in cols)
+        """One line per head: its label and its key metrics (:meth:`columns`)."""
+        columns = self.columns()
+        head = f"{'L':>2} {'H':>2}  {'label':<22}" + "".join(f"{_SHORT.get(c, c):>9}" for c in columns)
         lines = [head]
         n_l, n_h = self.shape
         for layer in range(n_l):
             for h in range(n_h):
-                vals = "".join(_cell(self.metrics[c][layer, h]) for c in cols)
+                vals = "".join(_cell(v[layer, h]) for v in columns.values())
                 lines.append(f"{layer:>2} {h:>2}  {self.labels.primary[layer][h][:22]:<22}{vals}")
+        if self.causal is not None:
+            best = []
+            for name, v in self.causal.items():
+                top_layer, top_head = np.unravel_index(int(np.argmax(v)), v.shape)
+                best.append(f"{name} L{top_layer} H{top_head} {float(v[top_layer, top_head]):.2f}")
+            lines.append("")
+            lines.append("on random tokens said twice (detect_causal_heads), the best head per pattern: "
+                         + ", ".join(best))
         if self.syntax:
             lines.append("")
             lines.append(f"{'relation':<12}{'arcs':>6}{'best head':>11}{'accuracy':>10}{'baseline':>10}  direction")
@@ -124,7 +158,9 @@ def analyze_trace(
 
     Token metrics ([CLS], [SEP], punctuation) need the trace's tokens; ``sentences`` (a parse of the
     trace's text) adds the syntactic scores; ``causal_scores`` (from
-    :func:`attnlab.analysis.detect_causal_heads`) the causal labels.  Flow goes into ``flow_targets``
+    :func:`attnlab.analysis.detect_causal_heads`, on random tokens) the causal labels; a causal stack is also
+    scored by TransformerLens' detector on its own text (:func:`attnlab.analysis.text_detector_scores`), which
+    labels a head too (an induction head on a string said twice).  Flow goes into ``flow_targets``
     (default: every token up to :data:`FLOW_ALL_UP_TO` tokens, else the first and the last)."""
     if not trace.records:
         raise InputError("the trace is empty: nothing was captured, so there is nothing to analyse")
@@ -143,7 +179,10 @@ def analyze_trace(
         pieces = word_pieces(sentences, tokens)
         deps = dependency_counts(w, sentences, pieces)
         syntax = relation_scores(deps)
-    labels = label_heads(metrics, dependencies=deps, causal_scores=causal_scores)
+    detectors = None
+    if kind == "causal" and w.shape[-2] == w.shape[-1]:
+        detectors = text_detector_scores(w, tokens)
+    labels = label_heads(metrics, dependencies=deps, causal_scores=causal_scores, text_scores=detectors)
     js = js_distances(w)
     n = w.shape[-1]
     square = w.shape[-2] == n
@@ -152,9 +191,12 @@ def analyze_trace(
     notes = []
     if not square:
         notes.append("rollout and flow skipped: they need self-attention (as many queries as keys)")
+    if detectors is not None and np.isnan(detectors["induction"]).all():
+        notes.append("dup-tok and induct are not measurable on this text (no token occurs twice); give a text that "
+                     "repeats itself, such as a sentence said twice")
     return Report(
         kind=kind, tokens=list(tokens), metrics=metrics, labels=labels, js=js, embedding=mds(js),
         rollout=rollout(w)[-1] if square else np.zeros((0, 0)),
         flow=flow(w, targets=targets) if square else None, flow_targets=targets if square else [],
-        syntax=syntax, causal=causal_scores, notes=notes,
+        syntax=syntax, causal=causal_scores, notes=notes, detectors=detectors,
     )

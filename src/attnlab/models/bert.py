@@ -224,7 +224,8 @@ _SPECIAL = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cl
 
 class BertTokenizer:
     """A folder's ``tokenizer.json`` through the ``tokenizers`` library, with the part of transformers' tokenizer
-    interface that :func:`attnlab.capturing.trace_text` uses (calling it, ``convert_ids_to_tokens``,
+    interface that :func:`attnlab.capturing.trace_text`, :func:`attnlab.analysis.corpus_metrics` and
+    :func:`attnlab.analysis.attribute_text` use (calling it on a text or a padded batch, ``convert_ids_to_tokens``,
     ``get_vocab``, the special tokens and ``model_max_length``).  The padding and truncation a
     ``tokenizer.json`` may carry are switched off, as transformers does."""
 
@@ -248,17 +249,44 @@ class BertTokenizer:
         self.all_special_ids: list[int] = [self.convert_tokens_to_id(t) for t in self.all_special_tokens]
         self.unk_token: str | None = _content(settings.get("unk_token"))
         self.unk_token_id: int | None = None if self.unk_token is None else self.convert_tokens_to_id(self.unk_token)
+        self.pad_token: str | None = _content(settings.get("pad_token"))
+        self.pad_token_id: int | None = None if self.pad_token is None else self.convert_tokens_to_id(self.pad_token)
+        # the start tokens the causal detectors put first (transformers' names; BERT has a [CLS] and no BOS)
+        self.cls_token_id: int | None = self._special_id(settings, "cls_token")
+        self.bos_token_id: int | None = self._special_id(settings, "bos_token")
+        self.vocab_size: int = int(self._tok.get_vocab_size(with_added_tokens=False))
 
-    def __call__(self, text: str, text_pair: str | None = None, *, return_tensors: str = "pt",
-                 truncation: bool = False, max_length: int | None = None, verbose: bool = True) -> dict[str, Tensor]:
+    def __call__(self, text: str | list[str], text_pair: str | None = None, *, return_tensors: str = "pt",
+                 truncation: bool = False, max_length: int | None = None, padding: bool = False,
+                 verbose: bool = True) -> dict[str, Tensor]:
         """``input_ids``, ``token_type_ids`` and ``attention_mask``, each ``(1, L)``, special tokens added;
-        ``truncation=True`` cuts the longest of the texts until the whole fits ``max_length``."""
+        ``truncation=True`` cuts the longest of the texts until the whole fits ``max_length``.  A list of ``B``
+        texts gives ``(B, L)`` tensors; with ``padding=True`` (which a list of texts of different lengths needs)
+        each is padded on the right to the batch's longest with the pad token, ``attention_mask`` 0 there, as
+        transformers' ``padding=True`` does."""
         if return_tensors != "pt":
             raise ValueError(f"BertTokenizer returns PyTorch tensors (return_tensors='pt'), got {return_tensors!r}")
         tok = self._truncating(max_length or self.model_max_length) if truncation else self._tok
-        enc = tok.encode(text, text_pair)
-        return {name: torch.tensor([ids], dtype=torch.long) for name, ids in (
-            ("input_ids", enc.ids), ("token_type_ids", enc.type_ids), ("attention_mask", enc.attention_mask))}
+        if isinstance(text, str):
+            encs = [tok.encode(text, text_pair)]
+        else:
+            if text_pair is not None:
+                raise InputError("BertTokenizer takes text_pair with one text, not with a list of texts; call it "
+                                 "once per pair")
+            encs = tok.encode_batch(list(text))
+        lengths = {len(e.ids) for e in encs}
+        if len(lengths) > 1 and not padding:
+            raise InputError(f"the {len(encs)} texts are {min(lengths)} to {max(lengths)} tokens long and a batch "
+                             f"needs one length; pass padding=True")
+        width = max(lengths)
+        pad = self.pad_token_id if self.pad_token_id is not None else 0
+        fill = {"input_ids": pad, "token_type_ids": 0, "attention_mask": 0}
+        rows: dict[str, list[list[int]]] = {name: [] for name in fill}
+        for e in encs:
+            for name, ids in (("input_ids", e.ids), ("token_type_ids", e.type_ids),
+                              ("attention_mask", e.attention_mask)):
+                rows[name].append(list(ids) + [fill[name]] * (width - len(ids)))  # right padding
+        return {name: torch.tensor(r, dtype=torch.long) for name, r in rows.items()}  # (B, L) each
 
     def _truncating(self, limit: int) -> Any:
         """A copy of the tokenizer that truncates to ``limit`` tokens, made once per limit: the shared one is never
@@ -279,6 +307,10 @@ class BertTokenizer:
             raise InputError(f"token id {bad} is not in the vocabulary ({self._tok.get_vocab_size()} ids); pass ids "
                              f"from 0 to {self._tok.get_vocab_size() - 1}")
         return [t for t in tokens if t is not None]
+
+    def _special_id(self, settings: dict[str, Any], name: str) -> int | None:
+        token = _content(settings.get(name))
+        return None if token is None else self.convert_tokens_to_id(token)
 
     def convert_tokens_to_id(self, token: str) -> int:
         found = self._tok.token_to_id(token)
