@@ -342,19 +342,14 @@ def attribution_patching(model: nn.Module, clean: Tensor, corrupt: Tensor, metri
     a = _inputs(model, clean, corrupt)
     names = [f"blocks.{i}.attn.hook_z" for i in range(a.n_layers)]
     _, clean_cache = run_with_cache(model, clean, names, **kwargs)
-    leaves: dict[str, Tensor] = {}
 
-    def leaf(name: str) -> Edit:
-        def edit(x: Tensor) -> Tensor:
-            leaves[name] = x.detach().clone().requires_grad_(True)
-            return leaves[name]
+    def tracked(x: Tensor) -> Tensor:  # the graph's own tensor (a copy would cut the paths through later heads)
+        return x if x.requires_grad else x.requires_grad_(True)
 
-        return edit
-
-    out, _ = run_with_hooks(model, corrupt, {n: leaf(n) for n in names}, grad=True, **kwargs)
-    grads = torch.autograd.grad(metric(out), [leaves[n] for n in names])
-    estimate = np.stack([((clean_cache[n] - leaves[n].detach()) * g).sum((0, 1, 3)).double().numpy() / clean.shape[0]
-                         for n, g in zip(names, grads, strict=True)])  # (N, H), per input row
+    out, kept = run_with_hooks(model, corrupt, dict.fromkeys(names, tracked), keep=names, grad=True, **kwargs)
+    grads = torch.autograd.grad(metric(out), [kept[n] for n in names])
+    estimate = np.stack([((clean_cache[n] - kept[n].detach()) * g).sum((0, 1, 3)).double().numpy()
+                         for n, g in zip(names, grads, strict=True)])  # (N, H)
     exact = patch_heads(model, clean, corrupt, metric, "z", **kwargs)
     change = exact.values - exact.corrupted
     rho = float(spearmanr(estimate.ravel(), change.ravel()).statistic)
