@@ -119,6 +119,7 @@ __all__ = [
     "suites",
     "trace",
     "trace_text",
+    "trained",
     "training",
     "viz",
 ]

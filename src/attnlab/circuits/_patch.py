@@ -226,11 +226,11 @@ def path_patch(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric,
     a = _inputs(model, clean, corrupt)
     if into not in ("q", "k", "v"):
         raise InputError(f"into must be 'q', 'k' or 'v' (the receiver's input the path reaches), got {into!r}")
-    for what, head in ([("receiver", receiver)] if receiver is not None else []) + [
+    for what, given in ([("receiver", receiver)] if receiver is not None else []) + [
             ("sender", s) for s in (senders or [])]:
-        assert head is not None
-        if not (0 <= head[0] < a.n_layers and 0 <= head[1] < a.n_heads):
-            raise InputError(f"{what} head {head[0]}.{head[1]} does not exist; the model has layers 0-"
+        assert given is not None
+        if not (0 <= given[0] < a.n_layers and 0 <= given[1] < a.n_heads):
+            raise InputError(f"{what} head {given[0]}.{given[1]} does not exist; the model has layers 0-"
                              f"{a.n_layers - 1} and heads 0-{a.n_heads - 1}")
     top = a.n_layers if receiver is None else receiver[0]
     if senders is not None:
