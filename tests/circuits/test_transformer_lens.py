@@ -69,6 +69,7 @@ def _pair(mlp: bool, norm: bool) -> tuple[CausalLM, object]:
 
 def _close(name: str, ours: np.ndarray, theirs: np.ndarray, tol: float) -> None:
     worst = float(np.abs(np.asarray(ours) - np.asarray(theirs)).max())
+    print(f"{name}: largest difference {worst:.3g} (tolerance {tol:g})")  # pytest -s shows the measured agreement
     assert worst < tol, f"{name}: largest difference {worst:.3g}"
 
 
@@ -85,7 +86,7 @@ def test_logits_cache_logit_lens_and_composition(mlp: bool, norm: bool) -> None:
     _close("logits", logits, tl_logits, 1e-12)
     for i in range(N):
         for name in ("hook_resid_pre", "hook_resid_post", "attn.hook_pattern", "attn.hook_z", "attn.hook_q",
-                     "attn.hook_v", "hook_attn_out"):
+                     "attn.hook_k", "attn.hook_v", "hook_attn_out"):
             _close(name, cache[f"blocks.{i}.{name}"], tl_cache[f"blocks.{i}.{name}"], 1e-12)
     lens = tl_cache.logit_lens(positions=None, return_type="logits").values  # (N + 1, B, T, V)
     _close("logit lens", C.logit_lens(model, ids).logits, lens, 1e-6)
