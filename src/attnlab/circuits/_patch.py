@@ -286,7 +286,7 @@ def ablate(model: nn.Module, inputs: Tensor, metric: Metric, heads: Sequence[tup
     """The metric with each head of ``heads`` (``(layer, head)``) replaced in its output ``z``: by zeros, by its
     mean over ``reference`` (a batch of other inputs of the same length; per position), or by its output on a
     row of ``reference`` drawn with ``seed`` for each input row (resample)."""
-    a = anatomy(model)
+    anatomy(model)  # refuses a model without hook points before anything runs
     if how not in ("zero", "mean", "resample"):
         raise InputError(f"how must be 'zero', 'mean' or 'resample', got {how!r}")
     if how != "zero" and (reference is None or reference.shape[1] != inputs.shape[1]):
@@ -317,7 +317,6 @@ def ablate(model: nn.Module, inputs: Tensor, metric: Metric, heads: Sequence[tup
 
     before, _ = run_with_hooks(model, inputs, **kwargs)
     after, _ = run_with_hooks(model, inputs, {f"blocks.{i}.attn.hook_z": replace(i) for i in layers}, **kwargs)
-    del a
     return Ablation(tuple((int(i), int(h)) for i, h in heads), how, _score(metric, before), _score(metric, after))
 
 
