@@ -287,6 +287,8 @@ def test_bad_input() -> None:
         C.patch_resid(model, clean, corrupt[:, :5], metric)
     with pytest.raises(InputError, match=r"sender 1\.0 is not below receiver 1\.1"):
         C.path_patch(model, clean, corrupt, metric, receiver=(1, 1), senders=[(1, 0)])
+    with pytest.raises(InputError, match=r"no head is below receiver 0\.1"):
+        C.path_patch(model, clean, corrupt, metric, receiver=(0, 1))
     with pytest.raises(InputError, match="does not exist"):
         C.path_patch(model, clean, corrupt, metric, receiver=(2, 0))
     with pytest.raises(InputError, match="unknown hook points"):

@@ -233,6 +233,9 @@ def path_patch(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric,
             raise InputError(f"{what} head {given[0]}.{given[1]} does not exist; the model has layers 0-"
                              f"{a.n_layers - 1} and heads 0-{a.n_heads - 1}")
     top = a.n_layers if receiver is None else receiver[0]
+    if top == 0:
+        raise InputError(f"a path runs from an earlier layer to a later one: no head is below receiver "
+                         f"{receiver[0]}.{receiver[1]}; pick a receiver in layer 1 or above")  # type: ignore[index]
     if senders is not None:
         for s in senders:
             if s[0] >= top:

@@ -175,9 +175,6 @@ def patch_texts(tm: TextModel, clean: str, corrupt: str, *, target: str | None =
     elif what == "pattern":
         result = patch_heads(tm.model, ids, bad, metric, "pattern")
     else:
-        if receiver is not None and receiver[0] == 0:
-            raise InputError(f"a path runs from an earlier layer to a later one: no head is below receiver "
-                             f"{receiver[0]}.{receiver[1]}; pick a receiver in layer 1 or above")
         result = path_patch(tm.model, ids, bad, metric, receiver=receiver, into=into,
                             senders=None if sender is None else [sender])
         extra["receiver"] = "logits" if receiver is None else f"{receiver[0]}.{receiver[1]} {into}"
