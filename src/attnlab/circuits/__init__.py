@@ -40,7 +40,17 @@ from ._patch import (
     restored,
     target_prob,
 )
-from ._text import WHATS, TextModel, TextPatching, circuit_json, load_text_model, parse_head, patch_texts
+from ._text import (
+    WHATS,
+    TextModel,
+    TextPatching,
+    ablate_text,
+    circuit_json,
+    load_text_model,
+    parse_head,
+    patch_texts,
+    text_model,
+)
 
 __all__ = [
     "WHATS",
@@ -59,6 +69,7 @@ __all__ = [
     "TextModel",
     "TextPatching",
     "ablate",
+    "ablate_text",
     "anatomy",
     "attribution_patching",
     "circuit_json",
@@ -79,4 +90,5 @@ __all__ = [
     "run_with_cache",
     "run_with_hooks",
     "target_prob",
+    "text_model",
 ]

@@ -16,9 +16,11 @@ from torch import Tensor, nn
 
 from ..errors import InputError
 from ._lens import Composition
+from ._model import anatomy, run_with_hooks
 from ._patch import Patching, PathPatching, attribution_patching, logit_diff, patch_heads, patch_resid, path_patch
 
-__all__ = ["WHATS", "TextModel", "TextPatching", "circuit_json", "load_text_model", "parse_head", "patch_texts"]
+__all__ = ["WHATS", "TextModel", "TextPatching", "ablate_text", "circuit_json", "load_text_model", "parse_head",
+           "patch_texts", "text_model"]
 
 WHATS = ("resid", "heads", "pattern", "path")
 
@@ -59,6 +61,44 @@ class TextModel:
         known = (f"one character it knows ({len(self.outputs) - 1} in its vocabulary)" if self.kind == "lm"
                  else f"one of its labels {list(self.outputs)}")
         raise InputError(f"{what} {token!r} is not an output of {self.name}; give {known}")
+
+
+def text_model(loaded: Any, name: str) -> TextModel:
+    """The :class:`TextModel` of an already loaded :class:`attnlab.trained.LanguageModel` or
+    :class:`attnlab.trained.Classifier` (what the lab holds); other kinds are an :class:`InputError`."""
+    from ..trained import Classifier, LanguageModel
+
+    if isinstance(loaded, LanguageModel):
+        return TextModel(name, "lm", loaded.model, loaded.vocab, tuple(loaded.vocab.chars))
+    if isinstance(loaded, Classifier):
+        return TextModel(name, "classifier", loaded.model, loaded.tokenizer, tuple(loaded.labels))
+    raise InputError(f"{name} has no hook points to ablate a head through; ablation runs on a language model or a "
+                     f"classifier")
+
+
+def ablate_text(tm: TextModel, text: str, layer: int, head: int, *, top: int = 5) -> dict[str, Any]:
+    """The model's output on ``text`` before and after zero-ablating head ``layer.head`` (its output ``z`` at every
+    position): the ``top`` likeliest next characters of a language model or every label of a classifier, with
+    their probabilities before and after, and the total variation distance between the two distributions."""
+    ids, tokens = tm.encode(text, "given")
+    a = anatomy(tm.model)
+    if not (0 <= layer < a.n_layers and 0 <= head < a.n_heads):
+        raise InputError(f"head {layer}.{head} does not exist; {tm.name} has layers 0-{a.n_layers - 1} and heads "
+                         f"0-{a.n_heads - 1}")
+
+    def zero(x: Tensor) -> Tensor:
+        y = x.clone()
+        y[:, :, head] = 0
+        return y
+
+    before, _ = run_with_hooks(tm.model, ids)
+    after, _ = run_with_hooks(tm.model, ids, {f"blocks.{layer}.attn.hook_z": zero})
+    p, q = ((o[0, -1] if tm.kind == "lm" else o[0]).double().softmax(-1) for o in (before, after))  # (V,) or (C,)
+    shown = p.argsort(descending=True)[:top] if tm.kind == "lm" else torch.arange(len(p))
+    rows = [{"token": tm.outputs[int(i)], "before": round(float(p[i]), 4), "after": round(float(q[i]), 4)}
+            for i in shown]
+    return {"model": tm.name, "layer": layer, "head": head, "tokens": tokens, "outputs": rows,
+            "total_variation": round(float((p - q).abs().sum() / 2), 4)}
 
 
 def load_text_model(model: str) -> TextModel:
