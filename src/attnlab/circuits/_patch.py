@@ -222,7 +222,8 @@ def path_patch(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric,
     other head's output frozen at its corrupted value (feed-forward sublayers recompute), so the sender's change
     reaches later layers only directly through the residual stream; the receiver's q/k/v from that run is kept;
     (2) the corrupted input runs with only the receiver's q/k/v replaced by it.  To the logits, the metric of run
-    (1) is the answer.  A sender must sit in a layer below the receiver's (else :class:`InputError`)."""
+    (1) is the answer.  A sender must sit in a layer below the receiver's (else :class:`InputError`).  Swap
+    ``clean`` and ``corrupt`` for the noising direction (the clean run with the sender's corrupted output)."""
     a = _inputs(model, clean, corrupt)
     if into not in ("q", "k", "v"):
         raise InputError(f"into must be 'q', 'k' or 'v' (the receiver's input the path reaches), got {into!r}")
