@@ -24,8 +24,8 @@ __version__ = "0.1.0"
 # Every subpackage is reachable as ``attnlab.NAME`` after ``import attnlab`` (and as ``import attnlab.NAME``), and
 # every public name below loads its module on first use: ``import attnlab`` imports neither torch nor any heavy
 # library, so ``attnlab --version`` answers at once and each command pays only for what it runs.
-SUBPACKAGES = ("analysis", "capturing", "data", "explain", "functional", "layers", "masks", "models", "parallel",
-               "suites", "trace", "trained", "training", "viz")
+SUBPACKAGES = ("analysis", "capturing", "circuits", "data", "explain", "functional", "layers", "masks", "models",
+               "parallel", "suites", "trace", "trained", "training", "viz")
 _LAZY_NAMES = {
     "attention": "attnlab.functional",
     "capture": "attnlab.capturing",
@@ -113,6 +113,7 @@ __all__ = [
     "attention",
     "capture",
     "capturing",
+    "circuits",
     "data",
     "errors",
     "explain",

@@ -49,12 +49,16 @@ class LMConfig:
     dropout: float = 0.0  # on attention weights and residual branches, in training only
     kernel: str = "dense"  # any causal attention kernel of attnlab.functional.KERNELS
     kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    mlp: bool = True  # False: the blocks have no feed-forward sublayer (an attention-only model)
+    norm: bool = True  # False: no LayerNorm anywhere, the final one included
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context", "d_model", "n_heads", "n_layers"):
             check.positive_int(name, getattr(self, name))
         check.non_negative_int("d_ff", self.d_ff)
         check.probability("dropout", self.dropout)
+        check.boolean("mlp", self.mlp, "whether the blocks have a feed-forward sublayer")
+        check.boolean("norm", self.norm, "whether the model has LayerNorms")
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}; e.g. "
                               f"d_model={self.n_heads * max(1, round(self.d_model / self.n_heads))}")
@@ -67,28 +71,43 @@ class LMConfig:
                                  rotary=True)
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON values; ``mlp`` and ``norm`` only when off, so a model with both (every model saved
+        before they existed) writes the same bytes as before."""
         d = asdict(self)
         d["kernel_options"] = dict(self.kernel_options)
+        for name in ("mlp", "norm"):
+            if d[name]:
+                del d[name]
         return d
 
 
-class CausalBlock(nn.Module):
-    """One decoder block without cross-attention: ``x + SA(LN(x))`` (causal, rotary), then ``x + FFN(LN(x))``."""
+def _norm(d_model: int, eps: float, on: bool) -> nn.Module:
+    """A LayerNorm, or the identity (no parameters) when norms are off."""
+    return nn.LayerNorm(d_model, eps=eps) if on else nn.Identity()
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+
+class CausalBlock(nn.Module):
+    """One decoder block without cross-attention: ``x + SA(LN(x))`` (causal, rotary), then ``x + FFN(LN(x))``.
+
+    ``mlp=False``: no feed-forward sublayer (no ``ff``, no ``norm2``); ``norm=False``: ``norm1`` (and ``norm2``) are
+    the identity, ``x + SA(x)``."""
+
+    def __init__(self, cfg: TransformerConfig, mlp: bool = True, norm: bool = True) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention.from_config(cfg.attention())
-        self.ff = FeedForward.from_config(cfg.feed_forward())
-        self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.eps)
-        self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.eps)
+        self.ff: FeedForward | None = FeedForward.from_config(cfg.feed_forward()) if mlp else None
+        self.norm1 = _norm(cfg.d_model, cfg.eps, norm)
+        self.norm2 = _norm(cfg.d_model, cfg.eps, norm) if mlp else None
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:  # (B, L, M) -> (B, L, M)
         def attend(h: Tensor) -> Tensor:
             return self.self_attn(h, causal=True, cache=cache)[0]
 
-        x = residual(x, self.norm1, attend, self.dropout, True)
-        return residual(x, self.norm2, self.ff, self.dropout, True)
+        x = residual(x, self.norm1, attend, self.dropout, True)  # type: ignore[arg-type]
+        if self.ff is None:
+            return x
+        return residual(x, self.norm2, self.ff, self.dropout, True)  # type: ignore[arg-type]
 
 
 class CausalLM(nn.Module):
@@ -104,8 +123,9 @@ class CausalLM(nn.Module):
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         nn.init.normal_(self.embed.weight, std=0.02)
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(CausalBlock(config.layer()) for _ in range(config.n_layers))
-        self.norm = nn.LayerNorm(config.d_model)
+        self.blocks = nn.ModuleList(CausalBlock(config.layer(), config.mlp, config.norm)
+                                    for _ in range(config.n_layers))
+        self.norm = _norm(config.d_model, 1e-5, config.norm)  # nn.LayerNorm's default eps, as before
 
     def new_cache(self) -> list[KVCache]:
         """Empty key/value caches, one per block."""

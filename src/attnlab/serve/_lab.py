@@ -158,6 +158,23 @@ class Lab:
         return result
 
 
+    def ablate(self, model: str, text: str, layer: int, head: int) -> dict[str, Any]:
+        """The output of ``text`` before and after zero-ablating head ``layer.head`` (its output at every position;
+        :func:`attnlab.circuits.ablate_text`): a language model's likeliest next characters, a classifier's labels,
+        with their probabilities and the total variation between the two distributions; plus the server time."""
+        from ..circuits import ablate_text, text_model
+
+        start = time.perf_counter()
+        entry = self.entry(model)
+        if entry.kind not in ("lm", "classifier"):
+            kind = KIND_NAMES[entry.kind]
+            raise InputError(f"{entry.name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}; ablating a head needs a "
+                             f"language model or a classifier (attnlab.circuits has hook points on their heads)")
+        result = ablate_text(text_model(self.loaded(entry), entry.name), text, layer, head)
+        result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
+        return result
+
+
 @dataclass
 class _Run:
     trace: Any  # AttentionTrace
