@@ -65,15 +65,16 @@ def trace_for_analysis(text: str, model: str, max_length: int | None = None) -> 
             raise InputError(f"the input is {len(text)} characters long but the model takes at most {limit}; shorten "
                              f"the text")
         return trace_language_model(lm, text)
-    from ..capturing import trace_text
+    from ..capturing import Model
 
-    options: dict[str, Any] = {"model": model}
+    loaded = Model.load(model)
+    options: dict[str, Any] = {}
     if max_length is not None:
         options["max_length"] = max_length
     no_attention = InputError(f"the model {model!r} ran but recorded no attention: it has no attention layers attnlab "
                               f"can capture, so there are no heads to analyse")
     try:
-        trace = trace_text(text, **options)
+        trace = loaded.run(text, **options).traced  # the run every surface makes (a classifier reads it whole)
     except TooLongError as exc:
         raise InputError(f"the input is {exc.n_tokens} tokens long but the model takes at most {exc.limit}; "
                          f"shorten the text") from None
@@ -94,9 +95,11 @@ def sentence_tracer(model: str) -> tuple[int, Callable[[str], AttentionTrace]]:
 
         lm = load_language_model(model)
         return lm.context, lambda text: trace_language_model(lm, text)
-    from ..capturing import trace_text
+    from ..capturing import Model
 
-    return 120, lambda text: trace_text(text, model=model, truncate=True)
+    loaded = Model.load(model)
+    options = {"truncate": True} if loaded.kind == "huggingface" else {}  # a classifier reads a long text whole
+    return 120, lambda text: loaded.run(text, **options).traced
 
 
 def causal_head_scores(model: str) -> dict[str, np.ndarray]:

@@ -34,6 +34,7 @@ class TextModel:
     model: nn.Module
     encoder: Any  # the lm's CharVocab or the classifier's tokenizer
     outputs: tuple[str, ...]  # the lm's characters by id, or the classifier's labels
+    temperature: float = 1.0  # a classifier's calibration: its probabilities are softmax(logits / T), as told
 
     def encode(self, text: str, what: str) -> tuple[Tensor, list[str]]:
         """``(ids (1, T), tokens)`` of ``text``; an empty text or one of only unknown characters is refused."""
@@ -71,7 +72,8 @@ def text_model(loaded: Any, name: str) -> TextModel:
     if isinstance(loaded, LanguageModel):
         return TextModel(name, "lm", loaded.model, loaded.vocab, tuple(loaded.vocab.chars))
     if isinstance(loaded, Classifier):
-        return TextModel(name, "classifier", loaded.model, loaded.tokenizer, tuple(loaded.labels))
+        return TextModel(name, "classifier", loaded.model, loaded.tokenizer, tuple(loaded.labels),
+                         loaded.temperature)
     raise InputError(f"{name} has no hook points to ablate a head through; ablation runs on a language model or a "
                      f"classifier")
 
@@ -93,7 +95,8 @@ def ablate_text(tm: TextModel, text: str, layer: int, head: int, *, top: int = 5
 
     before, _ = run_with_hooks(tm.model, ids)
     after, _ = run_with_hooks(tm.model, ids, {f"blocks.{layer}.attn.hook_z": zero})
-    p, q = ((o[0, -1] if tm.kind == "lm" else o[0]).double().softmax(-1) for o in (before, after))  # (V,) or (C,)
+    p, q = ((o[0, -1] if tm.kind == "lm" else o[0] / tm.temperature).double().softmax(-1)
+            for o in (before, after))  # (V,) or (C,): a classifier's calibrated probabilities, as every surface tells
     shown = p.argsort(descending=True)[:top] if tm.kind == "lm" else torch.arange(len(p))
     rows = [{"token": tm.outputs[int(i)], "before": round(float(p[i]), 4), "after": round(float(q[i]), 4)}
             for i in shown]
@@ -104,18 +107,10 @@ def ablate_text(tm: TextModel, text: str, layer: int, head: int, *, top: int = 5
 def load_text_model(model: str) -> TextModel:
     """The model named ``model`` (bundled name or folder) with its texts' encoder; kinds without hook points are
     refused by :func:`attnlab.locate` with the command that reads them."""
-    from .._bundled import locate
+    from ..capturing import Model
 
-    found = locate(model, "lm", "classifier")
-    if found.kind == "lm":
-        from ..trained import load_language_model
-
-        lm = load_language_model(model)
-        return TextModel(found.given, "lm", lm.model, lm.vocab, tuple(lm.vocab.chars))
-    from ..trained import load_trained
-
-    clf = load_trained(model)
-    return TextModel(found.given, "classifier", clf.model, clf.tokenizer, tuple(clf.labels))
+    loaded = Model.load(model, "lm", "classifier")  # the one way a model is loaded (kinds without hooks refused)
+    return text_model(loaded.loaded, loaded.found.given)
 
 
 def parse_head(text: str, option: str) -> tuple[int, int]:

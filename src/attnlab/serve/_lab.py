@@ -167,10 +167,10 @@ class Lab:
         start = time.perf_counter()
         entry = self.entry(model)
         if entry.kind not in ("lm", "classifier"):
-            kind = KIND_NAMES[entry.kind]
+            kind = KINDS[entry.kind].api
             raise InputError(f"{entry.name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}; ablating a head needs a "
                              f"language model or a classifier (attnlab.circuits has hook points on their heads)")
-        result = ablate_text(text_model(self.loaded(entry), entry.name), text, layer, head)
+        result = ablate_text(text_model(self.loaded(entry).loaded, entry.name), text, layer, head)
         result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
         return result
 

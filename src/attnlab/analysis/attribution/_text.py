@@ -59,16 +59,18 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
     label = reader = embedding = logit = None
     prediction: tuple[str, float] | None = None
     if found.kind == "classifier":
-        from ...trained import load_trained
+        from ...capturing import Model
 
-        clf = load_trained(found.path)
+        model_run = Model.load(model, "classifier")
+        clf = model_run.loaded
         net = clf.model.eval()
         encoded, cut = clf.encode([text])
-        x = torch.tensor([encoded[0]])  # (1, n)
+        x = torch.tensor([encoded[0][: net.config.max_length]])  # (1, n)
         if cut:
             warnings.warn(f"the attribution reads the first {x.shape[1]} tokens of the text, as many as the model "
                           f"reads at once; the prediction reads all of it", stacklevel=2)
-        prediction = clf.predict([text])[0]
+        told = model_run.run(text, trace=False).output  # the prediction as every surface tells it
+        prediction = (str(told["label"]), float(told["probability"]))
 
         def forward(k: int) -> Any:
             return net(x.repeat(k, 1))
