@@ -22,6 +22,31 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 torch.set_num_threads(1)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--durations-file", metavar="PATH", default=None,
+                     help="write the slowest tests' durations (setup + call + teardown) into PATH, for a reviewer to "
+                          "diff (`make test` writes tests/durations.txt)")
+
+
+_DURATIONS: dict[str, float] = {}  # test id -> seconds, on the controller (xdist relays every worker's reports)
+SLOWEST = 40
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    path = session.config.getoption("--durations-file")
+    if not path or hasattr(session.config, "workerinput"):  # an xdist worker: its controller writes the file
+        return
+    ranked = sorted(_DURATIONS.items(), key=lambda item: (-item[1], item[0]))
+    lines = [f"# the {min(SLOWEST, len(ranked))} slowest of {len(ranked)} tests (setup + call + teardown, seconds; "
+             f"{sum(_DURATIONS.values()):.0f} s in all), written by tests/conftest.py for `make test`",
+             *(f"{seconds:7.1f}  {name}" for name, seconds in ranked[:SLOWEST])]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
