@@ -1,7 +1,7 @@
 """`attnlab train lm`: a tiny run writes what it promises (the n-gram beside the model, head scores and the
 in-context learning score in each validation row, the figures), two runs of `make train-lm` write the same bytes,
-bad text is refused with one line; `attnlab generate` streams, is seeded, matches an uncached greedy decode and
-writes its trace; the head detector equals TransformerLens' on the same attention patterns; `attnlab analyze`
+bad text is refused with one line; generation streams, is seeded and matches an uncached greedy decode (the
+`attnlab generate` command's own tests are in tests/cli/test_generate.py); the head detector equals TransformerLens' on the same attention patterns; `attnlab analyze`
 reads a language model; `--sequence-parallel` under torchrun gives the losses of one process, resumes after SIGKILL
 and is refused in one process."""
 
@@ -148,59 +148,6 @@ def test_generation_is_seeded_and_its_cache_matches_a_full_forward(tiny_run: Pat
     streamed: list[str] = []
     lm.generate("中国", max_tokens=5, seed=1, on_text=streamed.append)
     assert "".join(streamed) == lm.vocab.decode(lm.generate("中国", max_tokens=5, seed=1).ids)
-
-
-@pytest.mark.slow
-def test_generate_command_streams_and_writes_its_trace(tiny_run: Path, tmp_path: Path,
-                                                      child_env: dict[str, str]) -> None:
-    import attnlab as al
-
-    out = tmp_path / "gen"
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中国", "--max-tokens", "6", "--seed", "2",
-                              "--top-k", "5", "--temperature", "0.8", "--out", str(out)),
-                          env=child_env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    text = done.stdout.splitlines()[0]
-    lm = load_language_model(str(tiny_run))
-    assert text == "中国" + lm.vocab.decode(lm.generate("中国", max_tokens=6, seed=2, top_k=5, temperature=0.8).ids)
-    trace = al.AttentionTrace.load(out / "trace.attn")
-    (first, *_) = trace.select(kind="causal")
-    assert first.weights.shape[-1] == 2 + 6 - 1  # the prompt and every generated character but the last, read
-    assert torch.allclose(first.weights.sum(-1), torch.ones(first.weights.shape[:-1]), atol=1e-5)
-    assert (out / "viewer.html").is_file()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("args", "message"), [
-    (["--temperature", "0"], "--temperature must be a number > 0"),
-    (["--temperature", "-1"], "--temperature must be a number > 0"),
-    (["--max-tokens", "0"], "--max-tokens must be at least 1"),
-    (["--top-k", "-2"], "--top-k must be 0"),
-])
-def test_generate_refuses_bad_sampling(tiny_run: Path, tmp_path: Path, child_env: dict[str, str], args: list[str],
-                                       message: str) -> None:
-    out = tmp_path / "g"
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中国", "--out", str(out), *args),
-                          env=child_env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
-    assert not out.exists()
-
-
-@pytest.mark.slow
-def test_generate_refuses_unknown_prompts_and_other_models(tiny_run: Path, tmp_path: Path,
-                                                           child_env: dict[str, str]) -> None:
-    out = tmp_path / "g"
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "xyz", "--out", str(out)), env=child_env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "every character of the prompt" in done.stderr and not out.exists()
-    done = subprocess.run(cli("generate", "--model", "zh-sentiment", "中国", "--out", str(out)), env=child_env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "is a classifier" in done.stderr and not out.exists()
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中x", "--max-tokens", "2", "--out", str(out)),
-                          env=child_env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0
-    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "[UNK]: x" in warnings[0], done.stderr
 
 
 @pytest.mark.slow
