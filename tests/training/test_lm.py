@@ -1,9 +1,9 @@
-"""`attnlab train lm`: a tiny run writes what it promises (the n-gram beside the model, head scores and the
-in-context learning score in each validation row, the figures), two runs of `make train-lm` write the same bytes,
-bad text is refused with one line; generation streams, is seeded and matches an uncached greedy decode (the
-`attnlab generate` command's own tests are in tests/cli/test_generate.py); the head detector equals TransformerLens' on the same attention patterns; `attnlab analyze`
-reads a language model; `--sequence-parallel` under torchrun gives the losses of one process, resumes after SIGKILL
-and is refused in one process."""
+"""`attnlab train lm`: a tiny run writes what it promises (the n-gram beside the model, head scores and the in-context
+learning score in each validation row, the figures), two runs of `make train-lm` write the same bytes, bad text is
+refused with one line; generation streams, is seeded and matches an uncached greedy decode (the `attnlab generate`
+command's own tests are in tests/cli/test_generate.py); the head detector equals TransformerLens' on the same
+attention patterns; `attnlab analyze` reads a language model; `--sequence-parallel` under torchrun gives the losses
+of one process, resumes after SIGKILL and is refused in one process."""
 
 from __future__ import annotations
 
