@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from attnlab.analysis import CAUSAL_PATTERNS
+from attnlab.cli import main
 from attnlab.data import CharVocab, lm_documents, split_documents
 from attnlab.errors import InputError
 from attnlab.functional.detectors import detection_patterns, detector_scores, repeated_tokens
@@ -163,8 +164,7 @@ def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path, 
     assert " L  H  label" in done.stdout
 
 
-@pytest.mark.slow
-def test_bad_text_is_refused(tmp_path: Path, child_env: dict[str, str]) -> None:
+def test_bad_text_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_bytes("第一行\n".encode() + b"caf\xe9\n")
     with pytest.raises(InputError, match="line 2"):
@@ -175,9 +175,9 @@ def test_bad_text_is_refused(tmp_path: Path, child_env: dict[str, str]) -> None:
         lm_documents(empty)
     out = tmp_path / "run"
     for path in (bad, empty, tmp_path / "missing.txt"):
-        done = subprocess.run(cli("train", "lm", "--data", str(path), "--out", str(out), "--no-progress"),
-                              env=child_env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert main(["train", "lm", "--data", str(path), "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1, err
         assert not out.exists()
 
 
@@ -321,15 +321,14 @@ def test_sequence_parallel_resumes_after_sigkill(tmp_path: Path, child_env: dict
     assert (broken / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
 
 
-def test_sequence_parallel_is_refused_in_one_process_and_with_other_kernels(tmp_path: Path,
-                                                                             child_env: dict[str, str]) -> None:
+def test_sequence_parallel_is_refused_in_one_process_and_with_other_kernels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = write_text(tmp_path / "text.txt")
     exact = "use --kernel dense or memory_efficient without kernel options and --dropout 0"
     for extra, said in (([], "run it under torchrun with 2 or more"), (["--kernel=local"], exact),
                         (["--dropout=0.1"], exact)):
         out = tmp_path / "out"
-        done = subprocess.run(cli(*sequence_parallel_args(text, 12), *extra, "--sequence-parallel", "--out",
-                                  str(out)), env=child_env, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2, done.stderr
-        assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert main([*sequence_parallel_args(text, 12), *extra, "--sequence-parallel", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
         assert not out.exists()
