@@ -152,16 +152,16 @@ def test_generation_is_seeded_and_its_cache_matches_a_full_forward(tiny_run: Pat
 
 
 @pytest.mark.slow
-def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path, child_env: dict[str, str]) -> None:
+def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "an"
-    done = subprocess.run(cli("analyze", "--model", str(tiny_run), "--out", str(out)), env=child_env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    assert main(["analyze", "--model", str(tiny_run), "--out", str(out)]) == 0
+    done = capsys.readouterr()
     report = json.loads((out / "analysis.json").read_text())
     causal = report["causal"]  # the detectors ran on the LM: every pattern, one score per layer and head
     assert causal is not None and set(causal) == set(CAUSAL_PATTERNS)
     assert all(np.shape(v) == np.shape(report["metrics"]["entropy"]) for v in causal.values())
-    assert " L  H  label" in done.stdout
+    assert " L  H  label" in done.out
 
 
 def test_bad_text_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
