@@ -23,12 +23,12 @@ def _error(description: str) -> dict[str, Any]:
 
 
 # the answers any route may give: the Guard's refusals (Host, Origin) and a failed model
-_ALWAYS = {
+_ALWAYS: dict[int | str, dict[str, Any]] = {
     "403": _error("a cross-site request (its Origin is another site)"),
     "421": _error("a Host that is not this server's (DNS rebinding)"),
 }
 # the answers of a route that reads a JSON body and runs a model
-_BODY_ERRORS = {
+_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     "400": _error("the body is not JSON, or not a JSON object"),
     "404": _error("an unknown model"),
     "413": _error("a body, a text or a tokenised text over its limit"),
