@@ -70,3 +70,88 @@ def test_a_torchrun_example_runs_alone_and_at_two_ranks(code: str, tmp_path: Pat
         got = _numbers(said, "mean loss")
         assert len(got) == len(base) and all(abs(a - b) <= 1e-5 for a, b in zip(got, base, strict=True)), (got, base)
     assert "Traceback" not in two.stderr
+
+
+# ----- the torchrun command lines of the docs ---------------------------------------------------------------------
+
+SHELL = re.compile(r"^```(?:text|bash|sh|console)\n(.*?)^```", flags=re.S | re.M)
+BOOK = "中国人民的生活一天比一天好。我们的国家正在走向新的世纪，经济发展很快，人民的生活水平不断提高。"
+
+
+def _torchrun_commands() -> list[tuple[str, str]]:
+    """Every command line of a text/shell block that starts with torchrun (continuation lines joined), with the
+    page it is on, each once."""
+    found: dict[str, str] = {}
+    for page in PAGES:
+        for m in SHELL.finditer(page.read_text(encoding="utf-8")):
+            for line in m.group(1).replace("\\\n", " ").splitlines():
+                line = line.split("  #")[0].strip()
+                if line.startswith("torchrun "):
+                    found.setdefault(" ".join(line.split()), str(page.relative_to(ROOT)))
+    return sorted(found.items())
+
+
+COMMANDS = _torchrun_commands()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_run_here(command: str, tmp_path: Path) -> tuple[list[list[str]], Path]:
+    """The command as written, made to run here at 2 ranks in about a minute: the user's own files (``--data
+    book.txt``) made up, ``--out`` into ``tmp_path``, 2 optimizer steps (``--max-steps 2``), no progress bar; the
+    two-machine example as its two nodes on this machine, one process each, with loopback as MASTER. Returns the
+    processes to start together and the run folder."""
+    words = command.split()[1:]
+    out = tmp_path / Path(words[words.index("--out") + 1]).name
+    words[words.index("--out") + 1] = str(out)
+    if "--data" in words and words[words.index("--data") + 1].endswith(".txt"):
+        book = tmp_path / words[words.index("--data") + 1]
+        book.write_text("\n\n".join(BOOK[i:] + BOOK[:i] for i in range(0, 40, 2)) + "\n", encoding="utf-8")
+        words[words.index("--data") + 1] = str(book)
+    words += ["--max-steps", "2", "--no-progress"]
+    launcher = [sys.executable, "-m", "torch.distributed.run"]
+    if "--nnodes" not in words:
+        assert words[words.index("--nproc_per_node") + 1] == "2", command  # the docs' examples run 2 ranks
+        return [[*launcher, *words]], out
+    endpoint = f"127.0.0.1:{_free_port()}"
+    nodes = []
+    for rank in ("0", "1"):
+        node = [endpoint if w.startswith("MASTER:") else w for w in words]
+        node[node.index("--nproc_per_node") + 1] = "1"
+        node[node.index("--node_rank") + 1] = rank
+        nodes.append([*launcher, *node])
+    return nodes, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("command", "page"), COMMANDS, ids=[f"{p}: {c[:70]}" for c, p in COMMANDS])
+def test_a_torchrun_command_of_the_docs_runs_at_two_ranks(command: str, page: str, tmp_path: Path,
+                                                          child_env: dict[str, str]) -> None:
+    runs, out = _as_run_here(command, tmp_path)
+    env = {**child_env, "PET_MASTER_PORT": str(_free_port())}  # torchrun's --master_port, left as written: not 29500
+    procs = [subprocess.Popen(run, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for run in runs]
+    try:
+        done = [(p.wait(timeout=600), *p.communicate()) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for code, stdout, stderr in done:
+        assert code == 0, (stdout[-2000:], stderr[-3000:])
+    printed = "".join(stdout for _, stdout, _ in done)
+    assert "on 2 process(es)" in printed, printed[-2000:]  # two ranks, not two runs of one
+    if "--sequence-parallel" in command:
+        assert "(sequence-parallel: 1/2 of every window each)" in printed, printed[-2000:]
+    assert (out / "final.json").is_file() and (out / "model.safetensors").is_file()
+
+
+def test_every_torchrun_command_of_the_docs_is_found() -> None:
+    pages = {page for _, page in COMMANDS}
+    assert {"README.md", "docs/training.md", "docs/translate.md", "docs/lm.md"} <= pages, COMMANDS
+    assert any("--nnodes 2" in command for command, _ in COMMANDS)
