@@ -5,6 +5,7 @@ sequence-parallel example gives the mean loss of one process."""
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import sys
@@ -75,7 +76,7 @@ def test_a_torchrun_example_runs_alone_and_at_two_ranks(code: str, tmp_path: Pat
 # ----- the torchrun command lines of the docs ---------------------------------------------------------------------
 
 SHELL = re.compile(r"^```(?:text|bash|sh|console)\n(.*?)^```", flags=re.S | re.M)
-BOOK = "中国人民的生活一天比一天好。我们的国家正在走向新的世纪，经济发展很快，人民的生活水平不断提高。"
+WORDS = ["中国", "人民", "经济", "发展", "北京", "世界", "新年", "讲话", "希望", "工作", "生活", "国家", "我们", "的"]
 
 
 def _torchrun_commands() -> list[tuple[str, str]]:
@@ -112,7 +113,9 @@ def _as_run_here(command: str, tmp_path: Path) -> tuple[list[list[str]], Path]:
     words[words.index("--out") + 1] = str(out)
     if "--data" in words and words[words.index("--data") + 1].endswith(".txt"):
         book = tmp_path / words[words.index("--data") + 1]
-        book.write_text("\n\n".join(BOOK[i:] + BOOK[:i] for i in range(0, 40, 2)) + "\n", encoding="utf-8")
+        rng = random.Random(0)  # 400 paragraphs of 30 words: every split holds windows of the default context
+        book.write_text("\n\n".join("".join(rng.choice(WORDS) for _ in range(30)) + "。" for _ in range(400)) + "\n",
+                        encoding="utf-8")
         words[words.index("--data") + 1] = str(book)
     words += ["--max-steps", "2", "--no-progress"]
     launcher = [sys.executable, "-m", "torch.distributed.run"]
