@@ -56,6 +56,7 @@ def test_on_a_terminal_tqdms_bar_and_hidden_nothing() -> None:
     assert quiet.getvalue() == ""
 
 
+@pytest.mark.slow
 def test_training_into_a_pipe_prints_lines_not_carriage_returns(
         reviews: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], one_thread: None) -> None:
     assert main(["train", "classify", "--data", str(reviews), "--out", str(tmp_path / "run"), "--d-model", "12",
