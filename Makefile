@@ -118,7 +118,7 @@ typecheck: $(STAMP)
 	$(PY) -m mypy src
 
 pytest: $(STAMP) system
-	$(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest -n 2 --dist loadgroup --durations-file tests/durations.txt
 
 test: lint typecheck pytest
 

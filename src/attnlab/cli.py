@@ -44,6 +44,22 @@ class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that ``finally`` blocks (temporary folders) run."""
 
 
+def _not_text(argv: Sequence[str]) -> str | None:
+    """What is wrong with the first argument that is not Unicode text (it holds a lone surrogate: bytes that were
+    not UTF-8, which Python reads as U+DC80..U+DCFF, or a surrogate given through ``main(argv)``), or None. No
+    tokenizer, file name or terminal takes one."""
+    for i, arg in enumerate(argv):
+        at = next((j for j, c in enumerate(arg) if "\ud800" <= c <= "\udfff"), None)
+        if at is None:
+            continue
+        code = ord(arg[at])
+        what = (f"the byte 0x{code - 0xDC00:02X}, which is not UTF-8" if 0xDC80 <= code <= 0xDCFF
+                else f"a lone surrogate U+{code:04X}, which is not a character")
+        return (f"argument {i + 1} holds {what} (at character {at + 1}); pass the text in UTF-8 (iconv -t UTF-8 "
+                f"converts it)")
+    return None
+
+
 def _one_line(text: object) -> str:
     return re.sub(r"\s*\n\s*", " ", str(text)).strip()
 
@@ -85,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    problem = _not_text(sys.argv[1:] if argv is None else argv)
+    if problem:
+        print(f"attnlab {args.command}: error: {problem}", file=sys.stderr)
+        return 2
     try:
         with _cli_behaviour(args.command):
             return int(args.run(args) or 0)

@@ -22,10 +22,9 @@ def train(data: Path, out: Path, *extra: str) -> int:
 
 
 @pytest.fixture
-def trained(reviews: Path, one_thread: None) -> tuple[Path, Path]:
-    out = reviews.parent / "out"
-    assert train(reviews, out, "--epochs", "2", "--lr", "5e-3") == 0
-    return reviews, out
+def trained(tiny_classifier: tuple[Path, Path], one_thread: None) -> tuple[Path, Path]:
+    """TINY, 2 epochs at 5e-3: this test's copy of the session's one run (tests/conftest.py)."""
+    return tiny_classifier
 
 
 def test_schedule_warms_up_then_decays_to_zero() -> None:

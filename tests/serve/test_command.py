@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from attnlab.cli import main
+
 pytestmark = pytest.mark.slow
 
 
@@ -49,17 +51,16 @@ def test_a_port_in_use_is_one_line_and_exit_2(child_env: dict[str, str]) -> None
 
 
 @pytest.mark.parametrize("make", ["empty", "file", "missing"])
-def test_a_folder_that_is_not_a_model_is_one_line_and_exit_2(child_env: dict[str, str], tmp_path: Path,
+def test_a_folder_that_is_not_a_model_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                              make: str) -> None:
     target = tmp_path / "notes"
     if make == "empty":
         target.mkdir()
     elif make == "file":
         target.write_text("hello")
-    done = subprocess.run([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", "--model", str(target)],
-                          env=child_env, capture_output=True, text=True, timeout=120)
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("attnlab serve: error: ")
+    assert main(["serve", "--port", "0", "--model", str(target)]) == 2  # in process: refused before any socket
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnlab serve: error: ")
     assert "notes" in lines[0]
 
 
@@ -71,10 +72,10 @@ def test_a_folder_that_is_not_a_model_is_one_line_and_exit_2(child_env: dict[str
     (["--no-bundled"], "--no-bundled leaves no model"),
     (["--port", "70000"], "--port must be 0 to 65535"),
 ])
-def test_bad_options_are_one_line_and_exit_2(child_env: dict[str, str], args: list[str], says: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "attnlab.cli", "serve", *args], env=child_env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+def test_bad_options_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
+    assert main(["serve", *args]) == 2  # in process: refused before any socket or model
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
 
 
 def test_sigterm_finishes_the_running_request_and_exits_0(child_env: dict[str, str]) -> None:

@@ -50,14 +50,9 @@ def test_reliability_bins_are_equal_width_and_right_closed() -> None:
 
 
 @pytest.fixture
-def run(reviews: Path, one_thread: None) -> Path:
-    from attnlab.cli import main
-
-    out = reviews.parent / "out"
-    assert main(["train", "classify", "--data", str(reviews), "--out", str(out), "--d-model", "12", "--n-heads", "3",
-                 "--n-layers", "1", "--d-ff", "20", "--min-frequency", "1", "--batch-size", "8", "--no-progress",
-                 "--epochs", "2", "--lr", "5e-3"]) == 0
-    return out
+def run(tiny_classifier: tuple[Path, Path], one_thread: None) -> Path:
+    """A tiny trained classifier: this test's copy of the session's one run (tests/conftest.py)."""
+    return tiny_classifier[1]
 
 
 def test_calibrate_fits_on_valid_only_and_load_trained_reads_it(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:

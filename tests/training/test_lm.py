@@ -1,9 +1,9 @@
-"""`attnlab train lm`: a tiny run writes what it promises (the n-gram beside the model, head scores and the
-in-context learning score in each validation row, the figures), two runs of `make train-lm` write the same bytes,
-bad text is refused with one line; `attnlab generate` streams, is seeded, matches an uncached greedy decode and
-writes its trace; the head detector equals TransformerLens' on the same attention patterns; `attnlab analyze`
-reads a language model; `--sequence-parallel` under torchrun gives the losses of one process, resumes after SIGKILL
-and is refused in one process."""
+"""`attnlab train lm`: a tiny run writes what it promises (the n-gram beside the model, head scores and the in-context
+learning score in each validation row, the figures), two runs of `make train-lm` write the same bytes, bad text is
+refused with one line; generation streams, is seeded and matches an uncached greedy decode (the `attnlab generate`
+command's own tests are in tests/cli/test_generate.py); the head detector equals TransformerLens' on the same
+attention patterns; `attnlab analyze` reads a language model; `--sequence-parallel` under torchrun gives the losses
+of one process, resumes after SIGKILL and is refused in one process."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from attnlab.analysis import CAUSAL_PATTERNS
+from attnlab.cli import main
 from attnlab.data import CharVocab, lm_documents, split_documents
 from attnlab.errors import InputError
 from attnlab.functional.detectors import detection_patterns, detector_scores, repeated_tokens
@@ -151,73 +152,19 @@ def test_generation_is_seeded_and_its_cache_matches_a_full_forward(tiny_run: Pat
 
 
 @pytest.mark.slow
-def test_generate_command_streams_and_writes_its_trace(tiny_run: Path, tmp_path: Path,
-                                                      child_env: dict[str, str]) -> None:
-    import attnlab as al
-
-    out = tmp_path / "gen"
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中国", "--max-tokens", "6", "--seed", "2",
-                              "--top-k", "5", "--temperature", "0.8", "--out", str(out)),
-                          env=child_env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    text = done.stdout.splitlines()[0]
-    lm = load_language_model(str(tiny_run))
-    assert text == "中国" + lm.vocab.decode(lm.generate("中国", max_tokens=6, seed=2, top_k=5, temperature=0.8).ids)
-    trace = al.AttentionTrace.load(out / "trace.attn")
-    (first, *_) = trace.select(kind="causal")
-    assert first.weights.shape[-1] == 2 + 6 - 1  # the prompt and every generated character but the last, read
-    assert torch.allclose(first.weights.sum(-1), torch.ones(first.weights.shape[:-1]), atol=1e-5)
-    assert (out / "viewer.html").is_file()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("args", "message"), [
-    (["--temperature", "0"], "--temperature must be a number > 0"),
-    (["--temperature", "-1"], "--temperature must be a number > 0"),
-    (["--max-tokens", "0"], "--max-tokens must be at least 1"),
-    (["--top-k", "-2"], "--top-k must be 0"),
-])
-def test_generate_refuses_bad_sampling(tiny_run: Path, tmp_path: Path, child_env: dict[str, str], args: list[str],
-                                       message: str) -> None:
-    out = tmp_path / "g"
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中国", "--out", str(out), *args),
-                          env=child_env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
-    assert not out.exists()
-
-
-@pytest.mark.slow
-def test_generate_refuses_unknown_prompts_and_other_models(tiny_run: Path, tmp_path: Path,
-                                                           child_env: dict[str, str]) -> None:
-    out = tmp_path / "g"
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "xyz", "--out", str(out)), env=child_env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "every character of the prompt" in done.stderr and not out.exists()
-    done = subprocess.run(cli("generate", "--model", "zh-sentiment", "中国", "--out", str(out)), env=child_env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "is a classifier" in done.stderr and not out.exists()
-    done = subprocess.run(cli("generate", "--model", str(tiny_run), "中x", "--max-tokens", "2", "--out", str(out)),
-                          env=child_env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0
-    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "[UNK]: x" in warnings[0], done.stderr
-
-
-@pytest.mark.slow
-def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path, child_env: dict[str, str]) -> None:
+def test_analyze_labels_a_language_models_heads(tiny_run: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "an"
-    done = subprocess.run(cli("analyze", "--model", str(tiny_run), "--out", str(out)), env=child_env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    assert main(["analyze", "--model", str(tiny_run), "--out", str(out)]) == 0
+    done = capsys.readouterr()
     report = json.loads((out / "analysis.json").read_text())
     causal = report["causal"]  # the detectors ran on the LM: every pattern, one score per layer and head
     assert causal is not None and set(causal) == set(CAUSAL_PATTERNS)
     assert all(np.shape(v) == np.shape(report["metrics"]["entropy"]) for v in causal.values())
-    assert " L  H  label" in done.stdout
+    assert " L  H  label" in done.out
 
 
-@pytest.mark.slow
-def test_bad_text_is_refused(tmp_path: Path, child_env: dict[str, str]) -> None:
+def test_bad_text_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_bytes("第一行\n".encode() + b"caf\xe9\n")
     with pytest.raises(InputError, match="line 2"):
@@ -228,9 +175,9 @@ def test_bad_text_is_refused(tmp_path: Path, child_env: dict[str, str]) -> None:
         lm_documents(empty)
     out = tmp_path / "run"
     for path in (bad, empty, tmp_path / "missing.txt"):
-        done = subprocess.run(cli("train", "lm", "--data", str(path), "--out", str(out), "--no-progress"),
-                              env=child_env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert main(["train", "lm", "--data", str(path), "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1, err
         assert not out.exists()
 
 
@@ -374,15 +321,14 @@ def test_sequence_parallel_resumes_after_sigkill(tmp_path: Path, child_env: dict
     assert (broken / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
 
 
-def test_sequence_parallel_is_refused_in_one_process_and_with_other_kernels(tmp_path: Path,
-                                                                             child_env: dict[str, str]) -> None:
+def test_sequence_parallel_is_refused_in_one_process_and_with_other_kernels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = write_text(tmp_path / "text.txt")
     exact = "use --kernel dense or memory_efficient without kernel options and --dropout 0"
     for extra, said in (([], "run it under torchrun with 2 or more"), (["--kernel=local"], exact),
                         (["--dropout=0.1"], exact)):
         out = tmp_path / "out"
-        done = subprocess.run(cli(*sequence_parallel_args(text, 12), *extra, "--sequence-parallel", "--out",
-                                  str(out)), env=child_env, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2, done.stderr
-        assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert main([*sequence_parallel_args(text, 12), *extra, "--sequence-parallel", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
         assert not out.exists()

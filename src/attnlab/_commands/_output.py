@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,8 +23,8 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["DEFAULT_OUT", "TRACE_FILE", "VIEWER_FILE", "check_out", "parse_int", "publish", "run_name", "staging",
-           "trace_run_name"]
+__all__ = ["DEFAULT_OUT", "TRACE_FILE", "VIEWER_FILE", "check_out", "parse_int", "publish", "read_stdin_lines",
+           "run_name", "staging", "trace_run_name"]
 
 DEFAULT_OUT = "attnlab-out"  # show and translate write into DEFAULT_OUT/<run name> when --out is not given
 TRACE_FILE = "trace.attn"  # the captured trace (`attnlab show --trace` redraws it)
@@ -45,6 +46,28 @@ def run_name(text: str, key: str) -> str:
 def trace_run_name(path: Path, trace: Any) -> str:
     """:func:`run_name` for a saved trace redrawn or reanalysed: its text (else the file's name) and its path."""
     return run_name(str(trace.meta.get("text") or Path(path).stem), f"trace {Path(path).resolve()}")
+
+
+def read_stdin_lines() -> list[str]:
+    """The lines of stdin, read as UTF-8 whatever the locale; bytes that are not UTF-8 are refused with their place
+    (read by the locale's codec, they became lone surrogates that no tokenizer takes, or a traceback)."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text stream put in place of stdin (tests, embedding): already decoded
+        text = sys.stdin.read()
+    else:
+        data = raw.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[:exc.start].count(b"\n") + 1
+            raise InputError(f"stdin is not UTF-8: byte 0x{data[exc.start]:02X} on line {line} ({exc.reason}); pipe "
+                             f"UTF-8 text (iconv -t UTF-8 converts it)") from None
+    bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        line = text[:bad].count("\n") + 1
+        raise InputError(f"stdin holds a lone surrogate U+{ord(text[bad]):04X} on line {line}, which is not a "
+                         f"character; pipe UTF-8 text")
+    return text.splitlines()
 
 
 def parse_int(value: str, option: str, alternative: str = "") -> int:

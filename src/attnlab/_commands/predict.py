@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ..errors import InputError
+from ._output import read_stdin_lines
 
 TOP = 5  # --explain shows this many characters of each kind
 
@@ -49,7 +49,7 @@ def read_texts(given: list[str]) -> list[str]:
         return given
     if given != ["-"]:
         raise InputError(f"'-' (read the texts from stdin) takes no other TEXT, got {given}; give either texts or '-'")
-    lines = sys.stdin.read().splitlines()
+    lines = read_stdin_lines()
     if not lines:
         raise InputError("stdin holds no text; give one text per line")
     for number, line in enumerate(lines, 1):

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ._output import DEFAULT_OUT, TRACE_FILE, VIEWER_FILE, check_out, publish, run_name, staging
+from ._output import DEFAULT_OUT, TRACE_FILE, VIEWER_FILE, check_out, publish, read_stdin_lines, run_name, staging
 
 ALIGNMENT_FILE = "alignment.png"
 
@@ -122,7 +121,7 @@ def _texts(given: list[str], file: str | None) -> list[str]:
                 raise InputError(f"the text to translate is empty (got {text!r}); give some text")
         return list(given)
     if file == "-":
-        lines = sys.stdin.read().splitlines()
+        lines = read_stdin_lines()
     else:
         try:
             lines = Path(file).read_text(encoding="utf-8").splitlines()

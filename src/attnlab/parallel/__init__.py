@@ -1,7 +1,8 @@
 """Attention across ranks: ring attention over a sequence sharded by a layout (contiguous or zigzag), its
 single-process simulation, the sharding helpers, the schedule and its load balance, and what a sequence-parallel
-training step needs.  See docs/parallel.md."""
+training step needs, and the process group of a script under torchrun.  See docs/parallel.md."""
 
+from .group import Ranks, process_group
 from .kernel import ring_kernel
 from .layout import LAYOUTS, Layout, padded_length, rank_chunks, shard, shard_positions, unshard
 from .ring import ALONE, ring_attention, simulate_ring_attention
@@ -13,11 +14,13 @@ __all__ = [
     "LAYOUTS",
     "Block",
     "Layout",
+    "Ranks",
     "SequenceShard",
     "all_reduce_gradients",
     "current_shard",
     "load_balance",
     "padded_length",
+    "process_group",
     "rank_chunks",
     "ring_attention",
     "ring_kernel",

@@ -26,6 +26,7 @@ from ..functional.dense import finite_or_zero
 from ..functional.memory_efficient import blockwise_backward, blockwise_forward
 from ._checks import agree, local_problem, row
 from ._transport import Distributed, Parts, Ring, Simulated
+from .group import require_group
 from .layout import Layout, chunks_per_rank, shard, unshard
 from .schedule import Block, blocks_at
 
@@ -211,7 +212,9 @@ def ring_attention(
         mask: this rank's shard of a key-padding mask, bool ``(B, n)``, **True = real key** (shard the full
             ``(B, N)`` mask with ``shard(mask, world, rank, layout=..., dim=1)``); it travels with the keys.
         group: a ``torch.distributed`` process group; None = the default group, or this process alone when no
-            group was started; :data:`ALONE` = this process alone (then it is exact blockwise attention).
+            group was started (under ``torchrun``, a :class:`~attnlab.errors.ConfigError` that names
+            :func:`~attnlab.parallel.process_group`); :data:`ALONE` = this process alone (then it is exact blockwise
+            attention).
         layout: ``"contiguous"`` or ``"zigzag"`` (see :mod:`attnlab.parallel.layout`).
         schedule: ``"ring"`` (point to point, transfers overlapped with compute) or ``"allgather"``.
         length: the full sequence's length before padding (keys at positions ``>= length`` are ignored); None =
@@ -227,6 +230,7 @@ def ring_attention(
     """
     import torch.distributed as dist
 
+    require_group(group, "ring_attention")
     distributed = group is not ALONE and dist.is_available() and dist.is_initialized()
     ring: Ring = Distributed(group) if distributed else Simulated(1)
     outs, lses = _run(ring, [q], [k], [v], [mask], scale, (layout, schedule, causal, length))

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .group import require_group
 from .layout import Layout, check_layout, shard, shard_positions
 
 __all__ = ["SequenceShard", "all_reduce_gradients", "current_shard", "sequence_parallel", "token_mean"]
@@ -58,10 +59,12 @@ def current_shard() -> SequenceShard | None:
 @contextmanager
 def sequence_parallel(length: int, *, layout: Layout = "zigzag", group: Any = None) -> Iterator[SequenceShard]:
     """Run the ``"ring"`` attention layers inside over a ``length``-long sequence sharded by ``layout`` across
-    ``group`` (None = the default group; this process alone when none was started)."""
+    ``group`` (None = the default group; this process alone when none was started, which under ``torchrun`` is a
+    :class:`~attnlab.errors.ConfigError` naming :func:`~attnlab.parallel.process_group`)."""
     import torch.distributed as dist
 
     lay = check_layout(layout)
+    require_group(group, "sequence_parallel")
     if dist.is_available() and dist.is_initialized():
         world, rank = dist.get_world_size(group), dist.get_rank(group)
     else:

@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from .. import __version__
 from ..errors import AttnLabError, ConfigError, TooLongError
+from . import _schema as schema
 from ._lab import Lab, UnknownModelError
 from ._page import csp, page
 
@@ -84,6 +85,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     state = {"busy": 0, "runs": 0, "skipped": 0}  # waiting or running; model calls made; calls skipped
     run_lock = asyncio.Lock()
     app.state.lab, app.state.limits, app.state.worker = lab, limits, worker
+    names = [m["name"] for m in lab.models()]  # for the schema of the request bodies (app.openapi())
 
     app.add_middleware(Guard, hosts=allowed_hosts)
 
@@ -100,15 +102,15 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     async def wrong_method(request: Request, exc: Exception) -> Response:
         return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}; see docs/serve.md")
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.get("/", response_class=HTMLResponse, responses=schema.page_answers())
     async def index() -> Response:
         return HTMLResponse(page(), headers={"Content-Security-Policy": csp()})
 
-    @app.get("/healthz")
+    @app.get("/healthz", responses=schema.health_answers())
     async def healthz() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, **state, "loaded": lab.cached}
 
-    @app.get("/api/models")
+    @app.get("/api/models", responses=schema.models_answers())
     async def models() -> dict[str, Any]:
         return {"models": lab.models(), "limits": {"max_chars": limits.max_chars, "queue": limits.queue,
                                                    "timeout_s": limits.timeout_s}}
@@ -146,7 +148,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     def release() -> None:
         state["busy"] -= 1
 
-    @app.post("/api/run")
+    @app.post("/api/run", openapi_extra=schema.run_body(names, limits.max_chars), responses=schema.run_answers())
     async def run(request: Request) -> Response:
         body = await _body(request, limits)
         model = lab.entry(body.get("model")).name  # an unknown model is refused before it queues
@@ -155,7 +157,8 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         result = await call(request, lambda: lab.run(model, text, compare=compare, layer=layer, head=head))
         return JSONResponse(result)
 
-    @app.post("/api/ablate")
+    @app.post("/api/ablate", openapi_extra=schema.ablate_body(names, limits.max_chars),
+              responses=schema.ablate_answers())
     async def ablate(request: Request) -> Response:
         """A language model's or classifier's output before and after zero-ablating one head."""
         body = await _body(request, limits)
@@ -166,7 +169,8 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
             raise ApiError(422, '"layer" and "head" are needed: the head to ablate, e.g. {"layer": 1, "head": 0}')
         return JSONResponse(await call(request, lambda: lab.ablate(model, text, layer, head)))
 
-    @app.post("/api/download")
+    @app.post("/api/download", openapi_extra=schema.download_body(names, limits.max_chars),
+              responses=schema.download_answers())
     async def download(request: Request) -> Response:
         """The trace file (``"what": "trace"``) or a standalone viewer.html (``"viewer"``) of a run."""
         body = await _body(request, limits)

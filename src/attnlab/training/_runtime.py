@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._progress import progress_bar as make_progress_bar
 from ..errors import ConfigError, InputError
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import RunConfig, differing_keys
@@ -204,11 +205,9 @@ def memory_guard(items: int, unit: str, config: RunConfig) -> Iterator[None]:
 
 
 def progress_bar(total: int, done: int, shown: bool) -> Any:
-    """The tqdm bar of a run's steps, on stderr; ``shown`` False gives one that draws nothing."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=done, disable=not shown, unit="step", file=sys.stderr, mininterval=0.5,
-                dynamic_ncols=True)
+    """The bar of a run's steps, on stderr (tqdm's on a terminal, a plain line every 5% elsewhere:
+    :func:`attnlab._progress.progress_bar`); ``shown`` False gives one that draws nothing."""
+    return make_progress_bar(total, initial=done, shown=shown, unit="step", file=sys.stderr)
 
 
 def append_line(path: Path, line: str) -> None:
@@ -318,9 +317,9 @@ class Runtime:
         if judged.per_token:
             row["tokens_per_s"] = round(int(n) / seconds, 1)
         self.record(row)
-        bar.update(1)
         bar.set_postfix(**{"loss": f"{loss:.3f}", "tok_acc" if judged.per_token else "acc": f"{acc:.3f}",
-                           f"{judged.unit}_s": f"{rate:.0f}"})
+                           f"{judged.unit}_s": f"{rate:.0f}"}, refresh=False)
+        bar.update(1)  # after the figures, so a line printed by this step carries them
 
     def expect(self, seconds: float, bar: Any) -> None:
         """After the first few steps of this process, say how long the steps left will take."""
