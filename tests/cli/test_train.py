@@ -266,7 +266,7 @@ def test_pooled_attention_reads_what_the_pooling_reads() -> None:
 
     import torch
 
-    from attnlab._commands.predict import pooled_attention
+    from attnlab.analysis import pooled_attention
 
     weights = torch.tensor([[[[0.5, 0.5, 0.0], [0.0, 0.2, 0.8], [0.0, 0.2, 0.8]]]])  # (1, H=1, Lq, Lk)
     rec = SimpleNamespace(weights=weights, key_tokens=["[CLS]", "a", "b"])

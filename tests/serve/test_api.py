@@ -44,8 +44,8 @@ def test_models_lists_the_bundled_models_by_name_kind_and_language_and_no_path(c
     models = {m["name"]: m for m in r.json()["models"]}
     assert {n: m["kind"] for n, m in models.items()} == {n: al.KINDS[m.kind].api for n, m in al.MODELS.items()}
     assert models["minilm"]["kind"] == "encoder" and models["dates-zh/luong"]["kind"] == "translator"
-    assert all(models[n]["example"] == m.example and m.suites for n, m in al.MODELS.items() if m.kind in
-               ("classifier", "translator")), "every bundled model of a kind with suites has an example and a suite"
+    assert all(models[n]["example"] == m.example and m.suites for n, m in al.MODELS.items()), \
+        "every bundled model has an example and a behaviour suite"
     assert models["zh-sentiment"]["languages"] == ["zh"] and models["zh-lm"]["languages"] == ["zh"]
     assert "/" not in r.text  # the browser never sees (nor sends) a file path
     for name, model in models.items():  # each bundled model's example text runs on it

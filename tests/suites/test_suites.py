@@ -152,11 +152,15 @@ def test_a_malformed_header_or_an_empty_suite_is_refused(text: str, message: str
 
 
 def test_bundled_suites_are_found_by_name_and_are_well_formed() -> None:
-    kinds = {"zh-sentiment": "classifier", "dates-zh": "translator", "tutorial-en-zh": "translator"}
-    for model, name in BUNDLED_SUITES.items():
-        suite = read_suite(name)
-        assert (suite.name, suite.kind, model_kind(model)) == (name, kinds[model], kinds[model])
-        assert {c.capability for c in suite.cases} == set(suite.capabilities), name  # no capability left empty
+    from attnlab import MODELS
+
+    assert all(m.suites for m in MODELS.values()), "every bundled model has a behaviour suite"
+    assert all(BUNDLED_SUITES[model] == m.suites[0] for model, m in MODELS.items())
+    for model, m in MODELS.items():
+        for name in m.suites:
+            suite = read_suite(name)
+            assert (suite.name, suite.kind, model_kind(model)) == (name, m.kind, m.kind)
+            assert {c.capability for c in suite.cases} == set(suite.capabilities), name  # no capability left empty
     zh = read_suite("zh-sentiment")
     assert len(zh.cases) >= 400 and zh.labels == {"neg", "pos"} and zh.report_only == {"sarcasm"}
     domains = ("books", "films", "food", "hotels", "phones", "clothes", "delivery", "service")
@@ -312,3 +316,46 @@ def test_the_bundled_classifiers_unknown_character_warning_reaches_the_suite() -
     unknown, known = observer(Model.load("zh-sentiment"))(["☃☃☃☃☃", "这本书写得很好"])
     assert "5 of the 5 characters of '☃☃☃☃☃' are unknown" in unknown.warning and unknown.output is not None
     assert known.warning == ""
+
+
+def test_a_language_models_and_a_sentence_encoders_cases_on_hand_made_models() -> None:
+    def toy_lm(texts: Sequence[str]) -> list[Observation]:  # continues with 国; finds a text likelier the more 中
+        return [Observation(t, "国人", {"score": -5.0 + t.count("中")}, "") for t in texts]
+
+    result = run(jsonl(
+        {"suite": "lm", "kind": "lm", "capabilities": {"phrases": "p", "order": "o"}},
+        {"capability": "phrases", "type": "MFT", "input": "中华人民共和", "expect": {"continues": "国"}},  # pass
+        {"capability": "phrases", "type": "MFT", "input": "中华人民共和", "expect": {"continues": "国家"}},  # fail
+        {"capability": "order", "type": "DIR", "inputs": ["中中", "中华"], "expect": {"lower": True}},  # pass
+        {"capability": "order", "type": "DIR", "inputs": ["中华", "中中"], "expect": {"lower": True}},  # fail
+    ), toy_lm)
+    assert [r.passed for r in result.results] == [True, False, True, False]
+    assert "log-probability per character -4.000 -> -3.000" in result.failures[1].describe()
+
+    vectors = {"a": (1.0, 0.0), "near": (0.9, 0.1), "far": (0.0, 1.0)}
+
+    def toy_encoder(texts: Sequence[str]) -> list[Observation]:
+        return [Observation(t, "", {}, "", vectors[t]) for t in texts]
+
+    result = run(jsonl(
+        {"suite": "enc", "kind": "huggingface", "capabilities": {"paraphrase": "p"}},
+        {"capability": "paraphrase", "type": "MFT", "inputs": ["a", "near", "far"], "expect": {"closer": True}},
+        {"capability": "paraphrase", "type": "MFT", "inputs": ["a", "far", "near"], "expect": {"closer": True}},
+    ), toy_encoder)
+    assert [r.passed for r in result.results] == [True, False]
+    assert "cosine 0.000 to the second, 0.994 to the third" in result.failures[0].describe()
+    with pytest.raises(SuiteError, match="a MFT case takes exactly 3 input"):
+        parse_suite(jsonl({"suite": "enc", "kind": "huggingface", "capabilities": {"p": "p"}},
+                          {"capability": "p", "type": "MFT", "input": "a", "expect": {"closer": True}}))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["minilm", "zh-lm"])
+def test_the_encoder_and_language_model_suites_run_on_their_models(name: str) -> None:
+    from attnlab.suites import evaluate_suite
+
+    result = evaluate_suite(name, name)
+    assert len(result.results) >= 30 and result.suite.kind == model_kind(name)
+    rates = pass_rates(result)
+    assert all(0 <= r["rate"] <= 1 for r in rates.values()) and set(rates) == set(result.suite.capabilities)
+    assert rates["unknown" if name == "zh-lm" else "paraphrase"]["rate"] == 1.0  # what any working model passes

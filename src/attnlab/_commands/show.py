@@ -220,20 +220,9 @@ def _run_name(args: argparse.Namespace, trace: Any) -> str:
                                      args.truncate)))
 
 
-# config.json keys that give the number of layers and heads of each kind of attention, by model family
-_LAYER_KEYS = {
-    "self": ("encoder_layers", "num_hidden_layers", "num_layers", "n_layer"),
-    "decoder": ("decoder_layers", "num_decoder_layers", "n_layer", "num_layers", "num_hidden_layers"),
-}
-_HEAD_KEYS = {
-    "self": ("encoder_attention_heads", "num_attention_heads", "num_heads", "n_head"),
-    "decoder": ("decoder_attention_heads", "num_attention_heads", "num_heads", "n_head"),
-}
-
-
 def _check_against_config(model: str, kind: str | None, layer: int, head: int | str) -> None:
     """Refuse --layer, --head or --kind that the model's config.json already rules out, before loading it."""
-    from ..capturing import model_config
+    from ..capturing.pretrained import config_counts, model_config
 
     config = model_config(model)
     enc_dec = bool(config.get("is_encoder_decoder"))
@@ -245,8 +234,7 @@ def _check_against_config(model: str, kind: str | None, layer: int, head: int | 
     if kind == "self" and decoder_only:
         raise InputError(f"--kind self: {model!r} is a decoder-only model; its attention is --kind causal")
     side = "self" if (kind or ("causal" if decoder_only else "self")) == "self" else "decoder"
-    for what, keys, value in (("layers", _LAYER_KEYS, layer), ("heads", _HEAD_KEYS, head)):
-        n = next((config[k] for k in keys[side] if isinstance(config.get(k), int)), None)
+    for what, n, value in zip(("layers", "heads"), config_counts(config, side), (layer, head), strict=True):
         if n is None or not isinstance(value, int):
             continue
         if not -n <= value < n:

@@ -44,7 +44,8 @@ class Outcome:
         tokens: the input's tokens as the model read them.
         trace: the attention captured while the model computed ``output`` (None with ``trace=False``); its
             ``meta`` holds the output and the warnings too.
-        result: the kind's own result object (``Translation``, ``Generated``), for callers that draw more.
+        result: the kind's own result object (``Translation``, ``Generated``; an encoder's unit-length mean-pooled
+            sentence embedding ``(M,)``), for callers that draw more.
     """
 
     model: str
@@ -182,14 +183,14 @@ def _refuse(kind: ModelKind, options: dict[str, Any], allowed: Sequence[str]) ->
 # ----- an encoder (a Hugging Face folder, MiniLM) ---------------------------------------------------------------------
 def _run_encoder(m: Model, text: str, *, trace: bool = True, text_pair: str | None = None,
                  merge: str | None = None, max_length: int | None = None, truncate: bool = False) -> Outcome:
-    from ._trace_text import trace_loaded
+    from ._trace_text import encode_loaded
 
     hf_model, tokenizer, name = m.loaded
-    captured = trace_loaded(text, hf_model, tokenizer, name, text_pair=text_pair, merge=merge,
-                            max_length=max_length, truncate=truncate)
+    captured, embedding = encode_loaded(text, hf_model, tokenizer, name, text_pair=text_pair, merge=merge,
+                                        max_length=max_length, truncate=truncate)
     tokens = list(captured.select(kind=captured.main_kind)[0].key_tokens or [])
     return Outcome(m.name, m.kind, text, {"n_tokens": captured.meta["n_tokens"]}, (), tokens,
-                   captured if trace else None)
+                   captured if trace else None, embedding)
 
 
 # ----- a classifier ---------------------------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ def _run_classifier(m: Model, text: str, *, trace: bool = True, **options: Any) 
 
 def _classified(clf: Any, logits: torch.Tensor, n_windows: int) -> dict[str, Any]:
     """A classifier's output from its logits ``(C,)``: the calibrated probabilities."""
-    probs = torch.softmax(logits.double() / clf.temperature, dim=-1)  # (C,)
+    probs = clf.calibrated(logits)  # (C,)
     best = int(probs.argmax())
     return {"label": clf.labels[best], "probability": float(probs[best]),
             "probabilities": {lb: float(p) for lb, p in zip(clf.labels, probs, strict=True)},

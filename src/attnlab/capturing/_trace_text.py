@@ -23,7 +23,7 @@ from ._core import capture
 from .pretrained import BUNDLED
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
-__all__ = ["UnknownTokensWarning", "trace_loaded", "trace_text"]
+__all__ = ["UnknownTokensWarning", "encode_loaded", "trace_loaded", "trace_text"]
 
 
 def _check_text(label: str, text: object) -> str:
@@ -122,6 +122,16 @@ def trace_text(
 def trace_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_pair: str | None = None,
                  merge: str | None = None, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
     """:func:`trace_text` on a loaded Hugging Face model (or attnlab's own BERT encoder) and its tokenizer."""
+    return encode_loaded(text, hf_model, tokenizer, name, text_pair=text_pair, merge=merge, max_length=max_length,
+                         truncate=truncate)[0]
+
+
+def encode_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_pair: str | None = None,
+                  merge: str | None = None, max_length: int | None = None,
+                  truncate: bool = False) -> tuple[AttentionTrace, torch.Tensor | None]:
+    """``(trace, embedding)``: :func:`trace_loaded`, and the text's embedding from the same forward pass, the mean of
+    the last hidden states over its tokens, unit length (what sentence-transformers' all-MiniLM-L6-v2 returns; None
+    for a model whose output has no hidden states, or an encoder-decoder)."""
     _check_text("text", text)
     if text_pair is not None:
         _check_text("text_pair", text_pair)
@@ -150,7 +160,13 @@ def trace_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_pa
     _warn_unknown(inputs["input_ids"][0].tolist(), tokenizer, name)
     device = next(iter(hf_model.parameters()), torch.empty(0)).device
     with torch.no_grad(), _eval_mode(hf_model), capture(hf_model) as trace:
-        hf_model(**{k: v.to(device) for k, v in model_inputs.items()})
+        out = hf_model(**{k: v.to(device) for k, v in model_inputs.items()})
+    hidden = out if isinstance(out, torch.Tensor) else getattr(out, "last_hidden_state", None)  # (1, n, M)
+    embedding = None
+    if hidden is not None and not enc_dec:
+        keep = inputs["attention_mask"].to(hidden.device)[..., None].to(hidden.dtype)  # (1, n, 1)
+        mean = (hidden * keep).sum(1)[0] / keep.sum()  # (M,)
+        embedding = (mean / mean.norm().clamp(min=1e-12)).float().cpu()
     tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
     style = _style(tokenizer)
     special = list(tokenizer.all_special_tokens)
@@ -165,7 +181,7 @@ def trace_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_pa
         "model": name, "text": text, "text_pair": text_pair, "n_layers": trace.n_layers, "n_heads": trace.n_heads,
         "n_tokens": int(inputs["input_ids"].shape[1]), "merge": merge,
     }
-    return trace
+    return trace, embedding
 
 
 def _model_and_tokenizer(model: Any, tokenizer: Any) -> tuple[Any, Any, str]:

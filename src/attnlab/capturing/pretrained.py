@@ -17,7 +17,7 @@ from typing import Any
 from .._bundled import MINILM, MINILM_NAME, Located, locate
 from ..errors import ModelLoadError
 
-__all__ = ["BUNDLED", "BUNDLED_NAME", "load_encoder", "load_model", "model_config"]
+__all__ = ["BUNDLED", "BUNDLED_NAME", "config_counts", "load_encoder", "load_model", "model_config"]
 
 BUNDLED = MINILM  # the default model's name
 BUNDLED_NAME = MINILM_NAME  # and how a trace names it
@@ -37,6 +37,24 @@ def model_config(model: str | os.PathLike[str]) -> dict[str, Any]:
 
         return classifier_config(found.path)
     return _hf_config(found.path)
+
+
+# config.json keys that give the number of layers and heads of each kind of attention, by model family
+_LAYER_KEYS = {
+    "self": ("encoder_layers", "num_hidden_layers", "num_layers", "n_layer"),
+    "decoder": ("decoder_layers", "num_decoder_layers", "n_layer", "num_layers", "num_hidden_layers"),
+}
+_HEAD_KEYS = {
+    "self": ("encoder_attention_heads", "num_attention_heads", "num_heads", "n_head"),
+    "decoder": ("decoder_attention_heads", "num_attention_heads", "num_heads", "n_head"),
+}
+
+
+def config_counts(config: dict[str, Any], side: str) -> tuple[int | None, int | None]:
+    """``(layers, heads)`` of the ``"self"`` (encoder, or a decoder-only model's) or ``"decoder"`` attention that a
+    parsed ``config.json`` names, by the keys each model family uses (None where it names none)."""
+    return (next((config[k] for k in _LAYER_KEYS[side] if isinstance(config.get(k), int)), None),
+            next((config[k] for k in _HEAD_KEYS[side] if isinstance(config.get(k), int)), None))
 
 
 def _hf_config(folder: Path) -> dict[str, Any]:

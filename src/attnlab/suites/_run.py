@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -43,11 +44,12 @@ class Observation:
     output: str | None  # the label (classifier) or the translation; None when the model refused the text
     probs: Mapping[str, float]  # classifier: the probability of each label (both, for two labels); else empty
     warning: str  # the first warning the model gave, or the refusal's message; "" when none
+    vector: tuple[float, ...] = ()  # a sentence encoder's embedding of the text (unit length)
 
     def __str__(self) -> str:
         if self.output is None:
             return f"refused ({self.warning})"
-        shown = f"{self.output} {self.probs[self.output]:.4f}" if self.probs else repr(self.output)
+        shown = f"{self.output} {self.probs[self.output]:.4f}" if self.output in self.probs else repr(self.output)
         return f"{shown} (warned: {self.warning})" if self.warning else shown
 
 
@@ -75,7 +77,12 @@ class CaseResult:
             got = "; ".join(f"{o.text!r} -> {o}" for o in obs)
             want = ("a warning or a refusal" if "warns" in exp else f"{exp['label']}" if "label" in exp
                     else repr(exp["output"]) if "output" in exp else "different outputs" if "differs" in exp
+                    else f"a continuation starting {exp['continues']!r}" if "continues" in exp
+                    else "the second less likely than the first" if "lower" in exp
+                    else "the first closer to the second than to the third" if "closer" in exp
                     else "one prediction for all")
+            if "lower" in exp or "closer" in exp:
+                got = "; ".join(f"{o.text!r} -> {o}" for o in obs) + f" ({_measure(case, obs)})"
         return f"[{case.capability}] {case.type} line {case.line}: {got} (expected {want})"
 
 
@@ -97,6 +104,12 @@ def check_case(case: Case, obs: Sequence[Observation]) -> bool:
         return all(bool(o.warning) for o in obs)
     if any(o.output is None for o in obs):  # every other expectation needs a prediction
         return False
+    if "continues" in exp:  # language model MFT
+        return str(obs[0].output).startswith(exp["continues"])
+    if "lower" in exp:  # language model DIR
+        return obs[1].probs["score"] < obs[0].probs["score"]
+    if "closer" in exp:  # sentence encoder MFT
+        return _cosine(obs[0], obs[1]) > _cosine(obs[0], obs[2])
     if case.type == "MFT":
         return obs[0].output == exp.get("label", exp.get("output"))
     if case.type == "INV":
@@ -105,6 +118,20 @@ def check_case(case: Case, obs: Sequence[Observation]) -> bool:
         return obs[0].output != obs[1].output
     label, tol = exp["towards"], float(exp.get("tolerance", 0.0))  # classifier DIR
     return obs[1].probs[label] >= obs[0].probs[label] - tol
+
+
+def _cosine(a: Observation, b: Observation) -> float:
+    """The cosine of two observed embeddings."""
+    dot = sum(x * y for x, y in zip(a.vector, b.vector, strict=True))
+    norm = math.sqrt(sum(x * x for x in a.vector) * sum(y * y for y in b.vector))
+    return dot / norm if norm else 0.0
+
+
+def _measure(case: Case, obs: Sequence[Observation]) -> str:
+    """The numbers a language model's or an encoder's case compares, for its line in the report."""
+    if "lower" in case.expect:
+        return f"log-probability per character {obs[0].probs['score']:.3f} -> {obs[1].probs['score']:.3f}"
+    return f"cosine {_cosine(obs[0], obs[1]):.3f} to the second, {_cosine(obs[0], obs[2]):.3f} to the third"
 
 
 def run_suite(suite: Suite, observe: Observe, model: str = "") -> SuiteResult:
@@ -178,9 +205,10 @@ def batched(predict: Callable[[list[str]], list[Observation]], size: int = 64) -
 
 
 def observer(model: Any) -> Observe:
-    """The :data:`Observe` of a loaded :class:`attnlab.Model` (a classifier or a translator, greedy): what
-    :meth:`~attnlab.Model.run_many` returns, the output and the first warning of each text, as every surface tells
-    it; a refused text (an :class:`InputError`) is observed as refused."""
+    """The :data:`Observe` of a loaded :class:`attnlab.Model`: what :meth:`~attnlab.Model.run_many` returns, the
+    output and the first warning of each text, as every surface tells it (a classifier's label and probabilities, a
+    translator's greedy translation, a language model's shown continuation and how likely it finds the text itself,
+    a sentence encoder's embedding); a refused text (an :class:`InputError`) is observed as refused."""
 
     def probs(outcome: Any) -> dict[str, float]:
         return dict(outcome.output.get("probabilities", {}))
@@ -189,12 +217,22 @@ def observer(model: Any) -> Observe:
         return outcome.warnings[0] if outcome.warnings else ""
 
     def answer(outcome: Any) -> str:
-        return str(outcome.output["label"] if model.kind == "classifier" else outcome.output["translation"])
+        key = {"classifier": "label", "translator": "translation", "lm": "continuation"}.get(model.kind)
+        return str(outcome.output[key]) if key else ""
+
+    def seen(outcome: Any) -> Observation:
+        if model.kind == "lm":  # how likely the model finds the text itself, beside what it writes after it
+            return Observation(outcome.text, answer(outcome), {"score": model.loaded.score(outcome.text)},
+                               said(outcome))
+        if model.kind == "huggingface":
+            vector = tuple(float(x) for x in outcome.result) if outcome.result is not None else ()
+            return Observation(outcome.text, "", {}, said(outcome), vector)
+        return Observation(outcome.text, answer(outcome), probs(outcome), said(outcome))
 
     def predict(texts: list[str]) -> list[Observation]:
         with warnings.catch_warnings():  # each warning is in its outcome; the report shows it with its case
             warnings.simplefilter("ignore")
-            return [Observation(o.text, answer(o), probs(o), said(o)) for o in model.run_many(texts)]
+            return [seen(o) for o in model.run_many(texts)]
 
     def observe(texts: Sequence[str]) -> list[Observation]:
         out: list[Observation] = []
@@ -229,7 +267,7 @@ def _load(model: str | os.PathLike[str], suite: Suite) -> Any:
         raise SuiteError(f"the suite {suite.name!r} ({suite.source}) is for a {suite.kind}, but {str(model)!r} is "
                          f"a {kind}; pick a {kind} suite (bundled: {', '.join(bundled_suites())}) or another model")
     loaded = Model.load(model, found.kind)
-    if suite.kind == "translator":
+    if suite.kind != "classifier":
         return loaded
     clf = loaded.loaded
     missing = sorted(suite.labels - set(clf.labels))

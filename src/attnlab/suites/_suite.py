@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 HERE = Path(__file__).resolve().parent / "data"
-KINDS = ("classifier", "translator")
+KINDS = ("classifier", "translator", "lm", "huggingface")
 TEST_TYPES = ("MFT", "INV", "DIR")  # minimum functionality, invariance, directional (Ribeiro et al., 2020)
 
 
@@ -62,7 +62,12 @@ EXPECT_KEYS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
     ("translator", "INV"): ((), ()),  # every input gets the same output
     ("classifier", "DIR"): (("towards",), ("tolerance",)),  # P(towards) of the 2nd input >= the 1st's - tolerance
     ("translator", "DIR"): (("differs",), ()),  # the two outputs differ
+    ("lm", "MFT"): (("continues", "warns"), ()),  # the continuation starts so; or: the model warns or refuses
+    ("lm", "DIR"): (("lower",), ()),  # the model finds the 2nd input (the 1st, changed) less likely per character
+    ("huggingface", "MFT"): (("closer",), ()),  # inputs [a, b, c]: a's embedding is closer to b's than to c's
 }
+# how many inputs a case of each type takes (a sentence encoder's MFT compares three sentences)
+INPUTS: dict[tuple[str, str], int] = {("huggingface", "MFT"): 3}
 HEADER_KEYS = {"suite", "kind", "description", "capabilities", "report_only"}
 CASE_KEYS = {"capability", "type", "input", "inputs", "expect", "note"}
 
@@ -84,7 +89,7 @@ class Suite:
     """A named list of :class:`Case`\\ s for one kind of model, with what each capability checks."""
 
     name: str
-    kind: str  # "classifier" | "translator"
+    kind: str  # "classifier" | "translator" | "lm" | "huggingface" (a sentence encoder)
     description: str
     capabilities: Mapping[str, str]  # name -> what it checks, in the header's order
     report_only: frozenset[str]  # capabilities reported but not a goal (the classifier's sarcasm)
@@ -180,8 +185,9 @@ def _case(obj: Any, kind: str, caps: Mapping[str, str], source: str, line: int) 
     if not isinstance(raw, list):
         raise _fail(source, line, f'"inputs" must be a list of texts, got {_short(raw)}')
     inputs = tuple(_text(t, source, line, "every input") for t in raw)
-    wanted = {"MFT": "exactly 1", "INV": "at least 2", "DIR": "exactly 2"}[test]
-    if (len(inputs) != 1 if test == "MFT" else len(inputs) < 2 if test == "INV" else len(inputs) != 2):
+    exact = INPUTS.get((kind, test), {"MFT": 1, "DIR": 2}.get(test))
+    wanted = "at least 2" if exact is None else f"exactly {exact}"
+    if len(inputs) < 2 if exact is None else len(inputs) != exact:
         raise _fail(source, line, f"a {test} case takes {wanted} input(s), got {len(inputs)}")
     expect = obj.get("expect", {})
     if not isinstance(expect, dict):
@@ -200,10 +206,10 @@ def _check_expect(expect: Mapping[str, Any], kind: str, test: str, source: str, 
         allowed = " | ".join(one_of) if one_of else "nothing"
         extra = f" (optional: {', '.join(optional)})" if optional else ""
         raise _fail(source, line, f'a {kind} {test} case expects {allowed}{extra}, got "expect": {_short(expect)}')
-    for key in ("label", "output", "towards"):
+    for key in ("label", "output", "towards", "continues"):
         if key in expect:
             _text(expect[key], source, line, f'"expect"\'s {key!r}')
-    for key in ("warns", "differs"):
+    for key in ("warns", "differs", "lower", "closer"):
         if key in expect and expect[key] is not True:
             raise _fail(source, line, f'"expect"\'s {key!r} can only be true, got {expect[key]!r}')
     tol = expect.get("tolerance", 0.0)

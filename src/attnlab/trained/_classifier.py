@@ -169,8 +169,13 @@ class Classifier:
         stitched = x[rows, cols][None]  # (1, N, M)
         return self.model.classify_states(stitched, torch.ones(1, len(ids), dtype=torch.bool)).float(), plan
 
+    def calibrated(self, logits: Tensor) -> Tensor:
+        """``(..., C)`` float64 probabilities ``softmax(logits / T)`` of logits ``(..., C)``: what every surface
+        tells."""
+        return torch.softmax(logits.double() / self.temperature, dim=-1)
+
     def _probabilities(self, texts: Sequence[str]) -> Tensor:  # (N, C), calibrated
-        return torch.softmax(self.logits(texts) / self.temperature, dim=-1)
+        return self.calibrated(self.logits(texts))
 
     def probabilities(self, texts: Sequence[str]) -> Tensor:
         """``(N, C)`` calibrated probabilities, ``softmax(logits / T)``; an empty text is an InputError.  A text

@@ -78,6 +78,17 @@ class LanguageModel:
         return self.vocab.encode(prompt).tolist()
 
     @torch.no_grad()
+    def score(self, text: str) -> float:
+        """The mean log-probability (nats) the model gives each character of ``text`` after the first, in the last
+        ``context`` characters (0.0 for one character): how likely it finds the text.  Unknown characters warn as in
+        :meth:`encode_prompt`."""
+        ids = self.encode_prompt(text)[-self.context:]
+        if len(ids) < 2:
+            return 0.0
+        logits = self.model.eval()(torch.tensor([ids]))[0, :-1].float()  # (n-1, V)
+        return float(torch.log_softmax(logits, -1).gather(1, torch.tensor(ids[1:])[:, None]).mean())
+
+    @torch.no_grad()
     def generate(self, prompt: str, *, max_tokens: int = 100, temperature: float = 1.0, top_k: int = 0,
                  seed: int = 0, on_text: Callable[[str], None] | None = None) -> Generated:
         """Sample ``max_tokens`` characters after ``prompt``; ``on_text`` gets each one as it comes."""

@@ -48,7 +48,7 @@ Letters: L layers, H heads, n tokens, M d_model, Dv per-head value size, B batch
 """
 
 from ._alti import alti, alti_contributions, alti_vectors
-from ._classifier import embedding_contributions, embedding_vectors, pooling_reader
+from ._classifier import embedding_contributions, embedding_vectors, pooled_attention, pooling_reader
 from ._gradient import gradient_x_input
 from ._layers import LayerParts, LayerRun, layer_parts, run_layers
 from ._logit import LogitAttribution, alti_logit, logit_directions
@@ -78,6 +78,7 @@ __all__ = [
     "logit_directions",
     "norm_attention",
     "norm_contributions",
+    "pooled_attention",
     "pooling_reader",
     "run_layers",
     "summarize_attribution",

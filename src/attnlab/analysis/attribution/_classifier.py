@@ -16,7 +16,8 @@ from ...errors import InputError
 from ._alti import alti_contributions
 from ._layers import linear_norm, row_sigma
 
-__all__ = ["as_classifier", "embedding_contributions", "embedding_vectors", "max_rows", "pooling_reader"]
+__all__ = ["as_classifier", "embedding_contributions", "embedding_vectors", "max_rows", "pooled_attention",
+           "pooling_reader"]
 
 
 def embedding_vectors(model: nn.Module, ids: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -116,3 +117,17 @@ def max_rows(x: Tensor, real: Tensor) -> Tensor:
     """``(M,)``: the row of ``x`` ``(n, M)`` each dimension's maximum over the real rows (``real`` ``(n,)``) comes
     from, as max pooling reads it."""
     return x.masked_fill(~real[:, None], float("-inf")).argmax(0)
+
+
+def pooled_attention(trace: Any, pooling: str) -> list[tuple[str, float]]:
+    """``(token, share of attention)`` per key token of what the classifier's pooling reads: the pooling query's
+    attention (``pooling="attention"``), or the last encoder layer's, mean over heads, from [CLS] (``"cls"``) or
+    from every token (``"mean"``, ``"meanmax"``: the mean pools every token's state).  Empty without attention."""
+    cross = trace.select(kind="cross") if "cross" in trace.kinds else []
+    own = cross if pooling == "attention" and cross else trace.select(kind="self") if "self" in trace.kinds else []
+    if not own:
+        return []
+    rec = own[-1]
+    weights = rec.weights[0].float().mean(0)  # (Lq, Lk), mean over heads
+    shares = weights[0] if pooling == "cls" else weights.mean(0)  # (Lk,)
+    return [(tok, float(w)) for tok, w in zip(rec.key_tokens, shares, strict=True)]
