@@ -167,8 +167,15 @@ def test_hovering_a_token_changes_what_is_highlighted(open_viewer: Callable[...,
 @pytest.mark.slow
 def test_head_buttons_toggle_heads_and_the_mean(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     v = open_viewer(write(mixed_trace(), tmp_path))
-    assert v.js("[...attnlab.state.heads]") == [0] and v.js("attnlab.state.mean") is False  # one head, not a tangle
+    # the first view (viz/_first.py): the last self-attention layer, the mean of its heads, its button pressed
+    assert v.js("[attnlab.state.kind, attnlab.state.rec, attnlab.state.mean]") == ["self", 1, True]
+    assert v.page.get_attribute("button.head[data-head='-1']", "aria-pressed") == "true"
+    assert "mean of heads" in (v.page.get_attribute(".stage", "aria-label") or "")
+    mean = fingerprint(v)
+    v.page.click("button.head[data-head='0']")  # a click on a head shows that head alone
+    assert v.js("[...attnlab.state.heads]") == [0] and v.js("attnlab.state.mean") is False
     one_head = fingerprint(v)
+    assert one_head != mean
     v.page.get_by_role("button", name="all", exact=True).click()
     assert sorted(v.js("[...attnlab.state.heads]")) == [0, 1, 2]
     all_heads = fingerprint(v)

@@ -149,10 +149,22 @@
       if (mine !== sequence) return;
       draw(answer);
     } catch (e) {
-      if (mine === sequence) showError(e instanceof Error ? e.message : String(e));
+      if (mine === sequence) { clear(); showError(e instanceof Error ? e.message : String(e)); }
     } finally {
       if (mine === sequence) lab.busy = false;
     }
+  }
+  /** A failed run leaves nothing of the previous one on screen: its output, tokens, warnings, steps and viewer go. */
+  function clear() {
+    output.replaceChildren();
+    tokens.textContent = "";
+    warningsList.replaceChildren();
+    difference.textContent = "";
+    stepsBox.hidden = true;
+    host.replaceChildren();
+    Object.assign(window, { attnlab: undefined });
+    lab.last = null;
+    previousModel = "";
   }
   /** @type {number | undefined} */
   let timer;
@@ -209,10 +221,8 @@
       // the same model again: keep the reader's place (view, layer, heads, colour scale)
       const s = before.state;
       api.set({ view: s.view, kind: s.kind, rec: s.rec, heads: [...s.heads], mean: s.mean, head: s.head, scale: s.scale });
-    } else {
-      const kind = /** @type {Kind} */ (answer.labels.kind), at = recordsOfKind(api, kind)[answer.view.layer];
-      api.set(at === undefined ? { head: answer.view.head } : { kind, rec: at, head: answer.view.head });
-    }
+    } // else the viewer opened on the first view (viz/_first.py), the one the answer's "view" names
+
     previousModel = answer.model;
     lab.last = answer;
     drawSteps(answer);

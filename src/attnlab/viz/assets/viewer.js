@@ -43,6 +43,14 @@
  * @property {{levels: number, max_error: number}} encoding
  * @property {Record<string, string>} meta
  * @property {HeadNotes} [heads]
+ * @property {FirstView} [first]  the view it opens on (attnlab/viz/_first.py; files written before it have none)
+ */
+/**
+ * @typedef {Object} FirstView  what every surface shows first: the last layer of the main kind, the mean of its heads
+ * (a comparison: the layer where the two traces differ most)
+ * @property {Kind} kind
+ * @property {number} layer  a record's layer number
+ * @property {number} head  -1 for the mean of the heads
  */
 /** @typedef {{format: string, panes: Payload[]}} Compare  two traces side by side */
 /** @typedef {"q" | "k"} Side */

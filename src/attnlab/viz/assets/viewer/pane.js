@@ -1,6 +1,21 @@
 // One viewer (its controls, drawing and state) for one trace: mount() builds it and returns its API.
 
 /**
+ * The record and head a viewer opens on: the payload's `first` (attnlab/viz/_first.py: the last layer of the main
+ * kind, the mean of its heads; a comparison's most different layer), or that same rule for a file without it.
+ * @param {Payload} DATA
+ * @param {Kind[]} kinds  the kinds present, in the order self, causal, cross
+ * @returns {{kind: Kind, rec: number, head: number}}
+ */
+function firstView(DATA, kinds) {
+  const f = DATA.first, kind = f && kinds.includes(f.kind) ? f.kind : kinds.includes("self") ? "self" : kinds[0];
+  const recs = DATA.records.map((r, i) => (r.kind === kind ? i : -1)).filter((i) => i >= 0);
+  const at = f ? recs.find((i) => DATA.records[i].layer === f.layer) : undefined;
+  const rec = at === undefined ? recs[recs.length - 1] : at, head = f ? f.head : -1;
+  return { kind, rec, head: head < DATA.records[rec].heads ? head : -1 };
+}
+
+/**
  * Builds one viewer (its controls, drawing and state) for one trace inside `root`.
  * @param {HTMLElement} root
  * @param {Payload} DATA
@@ -77,10 +92,11 @@ function mount(root, DATA, link, heading) {
 
   // ----- state ----------------------------------------------------------------------------------
   const kinds = /** @type {Kind[]} */ (["self", "causal", "cross"]).filter((k) => RECORDS.some((r) => r.kind === k));
+  const first = firstView(DATA, kinds);
   /** @type {State} */
   const state = {
-    view: "head", kind: kinds[0], rec: recordsOf(kinds[0])[0], heads: new Set([0]), mean: false, head: 0,
-    focus: null, sticky: false, cell: null, cursor: { row: 0, col: 0 }, hover: null, zoom: 0,
+    view: "head", kind: first.kind, rec: first.rec, heads: new Set([first.head < 0 ? 0 : first.head]), mean: first.head < 0,
+    head: first.head, focus: null, sticky: false, cell: null, cursor: { row: 0, col: 0 }, hover: null, zoom: 0,
     scale: "linear", range: null, pair: "all", search: "",
   };
   let exporting = false; // drawing an export: nothing transient (hover ring, hovered labels, hovered thumbnail)
