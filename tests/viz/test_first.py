@@ -74,6 +74,7 @@ def test_traces_that_cannot_be_compared_open_on_the_first_view_and_say_why() -> 
     assert d["tv"] is None and "5 and 4 tokens" in d["reason"]
     assert al.viz.first_view(a, short)["layer"] == LAYERS - 1
     assert "no self attention" in al.viz.difference(a, _trace(kinds=("cross",)))["reason"]
+    assert al.viz.first_view(a, _trace())["layer"] == LAYERS - 1  # identical: no layer differs, the first view
 
 
 def test_the_single_payload_carries_the_first_view() -> None:

@@ -22,14 +22,14 @@ ROUND = 5  # decimals of the differences returned (JSON for the lab)
 def first_view(trace: AttentionTrace, other: AttentionTrace | None = None, *, batch: int = 0) -> dict[str, Any]:
     """The view a surface opens ``trace`` on: ``{"kind", "layer", "head"}`` with ``layer`` the record's layer
     number (the last of the main kind) and ``head`` -1 for the mean of the heads.  Given ``other`` (a comparison),
-    ``layer`` is where the two differ most (:func:`difference`), when they can be compared."""
+    ``layer`` is where the two differ most (:func:`difference`), when they can be compared and differ at all."""
     kind = trace.main_kind
     layers = [r.layer for r in trace.select(kind=kind)]
     layer = layers[FIRST_LAYER]
     if other is not None:
         d = difference(trace, other, batch=batch)
-        if d["tv"] is not None:
-            per_layer = [sum(row) / len(row) for row in d["tv"]]
+        per_layer = [sum(row) / len(row) for row in d["tv"]] if d["tv"] is not None else [0.0]
+        if max(per_layer) > 0:  # two identical traces differ nowhere: they open on the first view
             layer = layers[per_layer.index(max(per_layer))]
     return {"kind": kind, "layer": layer, "head": -1}
 
