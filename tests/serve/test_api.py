@@ -193,6 +193,21 @@ def test_dates_doubts_name_the_input_first_and_show_once(client: TestClient, tex
     assert body["warnings"] == []  # the joined warning of the same doubts is not shown a second time
 
 
+def test_a_download_reuses_the_run_it_downloads(lab: Lab, client: TestClient, tmp_path: Path) -> None:
+    shown = run(client, model="zh-sentiment", text="这本书写得很好").json()
+    calls = lab.model_calls
+    for what in ("trace", "viewer"):
+        r = client.post("/api/download", json={"model": "zh-sentiment", "text": "这本书写得很好", "what": what})
+        assert r.status_code == 200, r.text
+        if what == "trace":
+            (tmp_path / "t.attn").write_bytes(r.content)
+    assert lab.model_calls == calls  # the run on the page, not a new one
+    trace = al.AttentionTrace.load(tmp_path / "t.attn")
+    assert trace.meta["probability"] == pytest.approx(shown["output"]["probability"], abs=1e-5)
+    r = client.post("/api/download", json={"model": "zh-sentiment", "text": "这部电影太好看了", "what": "trace"})
+    assert r.status_code == 200 and lab.model_calls == calls + 1  # a text not on the page runs the model
+
+
 def test_compare_opens_on_the_layer_where_the_texts_differ_most(client: TestClient) -> None:
     other = SENTENCE.replace("cat", "dog")
     body = run(client, model="minilm", text=SENTENCE, compare=other).json()

@@ -105,6 +105,10 @@ class Lab:
         self.entries = {e.name: e for e in entries}
         self.cache_size = cache
         self._loaded: OrderedDict[str, Any] = OrderedDict()
+        # the last run made (model, text, compare) -> its runs: what the page's downloads ask for, so a download
+        # reuses it instead of running the model again; one only (a 512-token MiniLM trace is 75 MB of weights)
+        self._last: tuple[tuple[str, str, str | None], list[_Run]] | None = None
+        self.model_calls = 0  # runs of a model on a text (or two) since the lab started
 
     def models(self) -> list[dict[str, Any]]:
         return [e.describe() for e in self.entries.values()]
@@ -136,6 +140,7 @@ class Lab:
 
         entry = self.entry(model)
         loaded = self.loaded(entry)
+        self.model_calls += 1
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             runs = [_RUNS[entry.kind](loaded, entry, t) for t in (text, compare) if t is not None]
@@ -147,7 +152,12 @@ class Lab:
         return entry, runs, [m for m in dict.fromkeys(_one_line(w.message) for w in caught) if m not in doubts]
 
     def traces(self, model: str, text: str, compare: str | None = None) -> list[Any]:
-        """The traces of a run (one, or two with ``compare``), with head notes: what the downloads hold."""
+        """The traces of a run (one, or two with ``compare``), with head notes: what the downloads hold.  The run
+        :meth:`run` made last for the same model and texts is reused (the page downloads what it shows); any other
+        is run now."""
+        key = (self.entry(model).name, text, compare)
+        if self._last is not None and self._last[0] == key:
+            return [r.trace for r in self._last[1]]
         return [r.trace for r in self._runs(model, text, compare)[1]]
 
     def run(self, model: str, text: str, *, compare: str | None = None, layer: int | None = None,
@@ -158,6 +168,7 @@ class Lab:
 
         start = time.perf_counter()
         entry, runs, caught = self._runs(model, text, compare)
+        self._last = ((entry.name, text, compare), runs)
         first = runs[0]
         result: dict[str, Any] = {
             "model": entry.name,
