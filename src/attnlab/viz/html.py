@@ -44,8 +44,8 @@ __all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "csp_hash", "payload", "r
 
 # The viewer's script files under assets/, in the order they are joined (tsconfig.json checks the same list):
 # the shared types and helpers first, then each view, then the viewer that holds them and the page that mounts it.
-SCRIPTS = ("viewer.js", "views/head.js", "views/model.js", "views/matrix.js", "views/neuron.js", "viewer/pane.js",
-           "viewer/page.js")
+SCRIPTS = ("viewer.js", "views/head.js", "views/model.js", "views/matrix.js", "views/neuron.js", "viewer/store.js",
+           "viewer/controls.js", "viewer/pane.js", "viewer/page.js")
 
 IFRAME_HEIGHT = 760  # pixels of the Jupyter iframe; the page scrolls inside it
 _PAYLOAD_VERSION = 1

@@ -9,7 +9,9 @@
 //   viewer.js          the types, constants and drawing helpers every view shares (this file)
 //   views/head.js, views/model.js, views/matrix.js, views/neuron.js
 //                      one view each: a function of the pane (a Pane) that returns the view (a View)
-//   viewer/pane.js     one viewer: its data, state, controls, drawing loop, export and API
+//   viewer/store.js    one viewer's data: records decoded on demand, a cache of matrices
+//   viewer/controls.js one viewer's page elements (no behaviour)
+//   viewer/pane.js     one viewer: its first view, captions, exports, and mount(): state, views, drawing loop, API
 //   viewer/page.js     the page: one viewer, or two side by side with linked controls
 // Types are JSDoc, checked by `make lint` (tsc --checkJs, strict, over every file; tsconfig.json at the
 // repository root).
