@@ -244,6 +244,95 @@ function exporter(ui, DATA, state, currentView, marks) {
 }
 
 /**
+ * Gives one viewer's controls their behaviour: each changes the state and redraws.
+ * @param {Controls} ui
+ * @param {State} state
+ * @param {{RECORDS: TraceRecord[], render: () => number, currentView: () => View, recordsOf: Store["recordsOf"],
+ *   toRecord: (ri: number) => void, span: (ri: number) => Span, matches: (tokens: string[]) => number[],
+ *   searchStatus: () => string}} viewer  what the listeners call of their viewer
+ */
+function listen(ui, state, viewer) {
+  const { RECORDS, render, currentView, recordsOf, toRecord, span, matches, searchStatus } = viewer;
+  const { tabButtons, kindSelect, recSelect, zoomSelect, scaleSelect, pairSelect, rangeInput, searchInput, statusLine } = ui;
+  for (const [v, b] of Object.entries(tabButtons)) b.addEventListener("click", () => { state.view = v; render(); });
+  zoomSelect.addEventListener("change", () => { state.zoom = Number(zoomSelect.value); render(); });
+  scaleSelect.addEventListener("change", () => { state.scale = /** @type {Scale} */ (scaleSelect.value); render(); });
+  pairSelect.addEventListener("change", () => { state.pair = /** @type {Pair} */ (pairSelect.value); render(); });
+  rangeInput.addEventListener("change", () => {
+    const r = parseRange(rangeInput.value);
+    rangeInput.setAttribute("aria-invalid", String(r === undefined));
+    if (r === undefined) {
+      statusLine.textContent = `Tokens: write from:to with the end left out, e.g. 100:160 (or 100: or :50); got ${quote(rangeInput.value)}.`;
+      return;
+    }
+    state.range = r;
+    render();
+  });
+  let lastSeek = -1; // the match the search's Enter went to last
+  searchInput.addEventListener("input", () => {
+    state.search = searchInput.value;
+    lastSeek = -1;
+    render();
+    if (state.search.trim()) statusLine.textContent = searchStatus(); // while typing, the status answers the search
+  });
+  searchInput.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    const r = RECORDS[state.rec], sp = span(state.rec), found = matches(r.query_tokens).filter((i) => i >= sp.q0 && i < sp.q1);
+    if (!found.length) { render(); return; }
+    const next = found.find((i) => i > lastSeek);
+    lastSeek = next === undefined ? found[0] : next;
+    if (currentView().seek(lastSeek)) render();
+  });
+
+  kindSelect.addEventListener("change", () => {
+    const recs = recordsOf(kindSelect.value);
+    Object.assign(state, { kind: kindSelect.value, rec: recs[0], focus: null, sticky: false, cell: null, hover: null });
+    state.heads = new Set([0]);
+    state.mean = false;
+    render();
+  });
+  recSelect.addEventListener("change", () => { toRecord(Number(recSelect.value)); render(); });
+}
+
+/**
+ * Sets one viewer's controls to its state: the menus, the tabs (a view whose data the trace lacks is disabled, its
+ * reason in the tooltip), the head bar, the help, the status line and the stage's accessible name.
+ * @param {Controls} ui
+ * @param {State} state
+ * @param {Readonly<Record<string, View>>} views
+ * @param {View} view  the current one
+ * @param {() => string[]} describe  the caption's two parts
+ * @param {Store["recordsOf"]} recordsOf
+ * @param {TraceRecord[]} RECORDS
+ */
+function sync(ui, state, views, view, describe, recordsOf, RECORDS) {
+  const { tabButtons, kindSelect, recSelect, zoomSelect, zoomLabel, scaleSelect, pairSelect, rangeInput, searchInput, headBar,
+    statusLine, stage, help } = ui;
+  kindSelect.value = state.kind;
+  recSelect.replaceChildren(...recordsOf(state.kind).map((i) => el("option", { value: String(i) }, `${RECORDS[i].layer} · ${RECORDS[i].name}`)));
+  recSelect.value = String(state.rec);
+  recSelect.disabled = !view.layerMenu;
+  zoomLabel.hidden = !view.cellMenu;
+  zoomSelect.value = String(state.zoom);
+  scaleSelect.value = state.scale;
+  pairSelect.value = state.pair;
+  if (document.activeElement !== rangeInput) rangeInput.value = rangeText(state.range);
+  if (document.activeElement !== searchInput) searchInput.value = state.search;
+  for (const [v, b] of Object.entries(tabButtons)) {
+    const why = views[v].available();
+    b.setAttribute("aria-pressed", String(v === state.view));
+    b.disabled = !!why && v !== state.view;
+    b.title = why;
+  }
+  headBar.replaceChildren(...view.heads());
+  help.textContent = view.help;
+  delete statusLine.dataset.value; // the matrix and neuron views' status sets the exact value under the mouse
+  statusLine.textContent = view.status();
+  stage.setAttribute("aria-label", describe().join(". "));
+}
+
+/**
  * Builds one viewer for one trace inside `root`: its data (viewer/store.js), state, page (viewer/controls.js),
  * captions and exports (above), its views, the drawing loop, the interaction and the API.
  * @param {HTMLElement} root
@@ -314,47 +403,8 @@ function mount(root, DATA, link, heading) {
 
   // ----- page: its elements (viewer/controls.js) and what each does -----------------------------------
   const ui = controls(root, heading, VIEWS, kinds, hasPairs, DATA.meta);
-  const { tabButtons, kindSelect, recSelect, zoomSelect, zoomLabel, scaleSelect, pairSelect, rangeInput, searchInput,
-    headBar, statusLine, stage, spacer, canvas, help } = ui;
-  for (const [v, b] of Object.entries(tabButtons)) b.addEventListener("click", () => { state.view = v; render(); });
-  zoomSelect.addEventListener("change", () => { state.zoom = Number(zoomSelect.value); render(); });
-  scaleSelect.addEventListener("change", () => { state.scale = /** @type {Scale} */ (scaleSelect.value); render(); });
-  pairSelect.addEventListener("change", () => { state.pair = /** @type {Pair} */ (pairSelect.value); render(); });
-  rangeInput.addEventListener("change", () => {
-    const r = parseRange(rangeInput.value);
-    rangeInput.setAttribute("aria-invalid", String(r === undefined));
-    if (r === undefined) {
-      statusLine.textContent = `Tokens: write from:to with the end left out, e.g. 100:160 (or 100: or :50); got ${quote(rangeInput.value)}.`;
-      return;
-    }
-    state.range = r;
-    render();
-  });
-  let lastSeek = -1; // the match the search's Enter went to last
-  searchInput.addEventListener("input", () => {
-    state.search = searchInput.value;
-    lastSeek = -1;
-    render();
-    if (state.search.trim()) statusLine.textContent = searchStatus(); // while typing, the status answers the search
-  });
-  searchInput.addEventListener("keydown", (e) => {
-    if (e.key !== "Enter") return;
-    e.preventDefault();
-    const r = RECORDS[state.rec], sp = span(state.rec), found = matches(r.query_tokens).filter((i) => i >= sp.q0 && i < sp.q1);
-    if (!found.length) { render(); return; }
-    const next = found.find((i) => i > lastSeek);
-    lastSeek = next === undefined ? found[0] : next;
-    if (currentView().seek(lastSeek)) render();
-  });
-
-  kindSelect.addEventListener("change", () => {
-    const recs = recordsOf(kindSelect.value);
-    Object.assign(state, { kind: kindSelect.value, rec: recs[0], focus: null, sticky: false, cell: null, hover: null });
-    state.heads = new Set([0]);
-    state.mean = false;
-    render();
-  });
-  recSelect.addEventListener("change", () => { toRecord(Number(recSelect.value)); render(); });
+  const { statusLine, stage, spacer, canvas } = ui;
+  listen(ui, state, { RECORDS, render, currentView, recordsOf, toRecord, span, matches, searchStatus });
   /**
    * Show record ri of the same kind: a clicked (sticky) focus stays on its token, so that one token can be
    * followed through the layers; a hover focus and the hovered cell go.
@@ -386,31 +436,6 @@ function mount(root, DATA, link, heading) {
     b.addEventListener("click", onClick);
     return b;
   }
-  function syncControls() {
-    const view = currentView();
-    kindSelect.value = state.kind;
-    recSelect.replaceChildren(...recordsOf(state.kind).map((i) => el("option", { value: String(i) }, `${RECORDS[i].layer} · ${RECORDS[i].name}`)));
-    recSelect.value = String(state.rec);
-    recSelect.disabled = !view.layerMenu;
-    zoomLabel.hidden = !view.cellMenu;
-    zoomSelect.value = String(state.zoom);
-    scaleSelect.value = state.scale;
-    pairSelect.value = state.pair;
-    if (document.activeElement !== rangeInput) rangeInput.value = rangeText(state.range);
-    if (document.activeElement !== searchInput) searchInput.value = state.search;
-    for (const [v, b] of Object.entries(tabButtons)) {
-      const why = VIEWS[v].available();
-      b.setAttribute("aria-pressed", String(v === state.view));
-      b.disabled = !!why && v !== state.view;
-      b.title = why;
-    }
-    headBar.replaceChildren(...view.heads());
-    help.textContent = view.help;
-    delete statusLine.dataset.value; // the matrix and neuron views' status sets the exact value under the mouse
-    statusLine.textContent = view.status();
-    stage.setAttribute("aria-label", describe().join(". "));
-  }
-
   /** @type {{firstView: number | null, lastRender: number | null}} */
   const timings = { firstView: null, lastRender: null };
   /** @type {Promise<unknown>} */
@@ -428,7 +453,7 @@ function mount(root, DATA, link, heading) {
     spacer.style.height = `${size.h}px`;
     stage.style.height = `${Math.min(size.h + 18, Math.max(320, Math.round(window.innerHeight * 0.8)))}px`;
     paint();
-    syncControls();
+    sync(ui, state, VIEWS, view, describe, recordsOf, RECORDS);
     timings.lastRender = performance.now() - start;
     if (timings.firstView === null) timings.firstView = performance.now(); // ms since navigation start
     share();
