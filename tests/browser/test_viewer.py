@@ -631,6 +631,18 @@ def test_neuron_view_shows_the_q_k_terms_behind_a_weight(open_viewer: Callable[.
     assert "qk=True" in (plain.page.get_attribute("button[data-view=neuron]", "title") or "")
 
 
+def test_a_comparison_opens_where_the_traces_differ_most(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    a = mixed_trace()
+    b = AttentionTrace([AttentionRecord(r.name, r.kind, r.layer, r.weights.clone(), r.query_tokens, r.key_tokens)
+                        for r in a.records], {"model": "tiny-test-model"})
+    b.records[0].weights = softmax(1, 3, 7, 7)  # only the first self-attention layer differs (the last is the same)
+    v = open_viewer(al.viz.save_html([a, b], tmp_path / "compare.html"))
+    # both panes open on layer 0 (the layer the difference names), the mean of its heads: not the last layer
+    assert v.js("attnlab.panes.map(p => [p.state.rec, p.state.mean])") == [[0, True], [0, True]]
+    single = open_viewer(al.viz.save_html(a, tmp_path / "single.html"))
+    assert single.js("[attnlab.state.rec, attnlab.state.mean]") == [1, True]  # alone: the last layer
+
+
 def test_two_traces_side_by_side_with_linked_controls(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     a, b = mixed_trace(), mixed_trace(["A", "dog", "ran", "to", "the", "red", "door"])
     b.meta["model"] = "other-model"
