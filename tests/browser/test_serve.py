@@ -125,6 +125,7 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     while lab.js("attnlabLab.error") != "Type some text.":
         assert time.monotonic() < deadline
         lab.page.wait_for_timeout(50)
+    assert lab.js("window.attnlab") is None and lab.page.text_content("#output") == ""  # no output of another text
     runs = lab.js("attnlabLab.runs")
     lab.page.fill("#text", "这部电影太好看了")
     while not lab.js(f"attnlabLab.runs > {runs} && !attnlabLab.busy"):

@@ -138,7 +138,7 @@
 
   let sequence = 0; // only the latest request's answer is drawn
   async function run() {
-    if (!textBox.value.trim()) { showError("Type some text."); return; }
+    if (!textBox.value.trim()) { clear(); showError("Type some text."); return; }
     const mine = ++sequence;
     lab.busy = true;
     lab.error = ""; // the status shows this run now, not the last error
