@@ -13,6 +13,7 @@ from helpers.reviews import write_reviews
 from hypothesis import HealthCheck, settings
 
 import attnlab
+import attnlab.parallel  # (registers the kernel "ring": every test module sees the same KERNELS)
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True

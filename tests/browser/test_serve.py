@@ -6,6 +6,7 @@ its test on a console error, a page error, a dialog, or a request anywhere but t
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,6 +100,8 @@ def type_text(v: Lab, selector: str, text: str) -> None:
 def test_the_page_runs_minilm_at_once_and_redraws_as_you_type(lab: Lab) -> None:
     assert lab.js("attnlabLab.last.model") == "minilm"
     assert lab.js("attnlab.state.rec") == 5  # it opens on the last layer, as the API's "view" says
+    assert lab.js("[attnlab.state.view, attnlab.state.mean]") == ["head", True]  # the mean of its heads (viz/_first.py)
+    assert lab.js("attnlabLab.last.view") == {"layer": 5, "head": -1, "n_layers": 6, "n_heads": 12}
     lab.js("attnlab.set({rec: 2})")  # the reader's place is kept while they type
     assert lab.js("attnlab.records.length") == 6 and lab.js("attnlab.records[0].query_tokens[2]") == "cat"
     type_text(lab, "#text", "A dog barked at the moon.")
@@ -122,6 +125,7 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     while lab.js("attnlabLab.error") != "Type some text.":
         assert time.monotonic() < deadline
         lab.page.wait_for_timeout(50)
+    assert lab.js("window.attnlab") is None and lab.page.text_content("#output") == ""  # no output of another text
     runs = lab.js("attnlabLab.runs")
     lab.page.fill("#text", "这部电影太好看了")
     while not lab.js(f"attnlabLab.runs > {runs} && !attnlabLab.busy"):
@@ -169,10 +173,56 @@ def test_compare_shows_two_linked_viewers_and_their_difference(lab: Lab) -> None
     type_text(lab, "#compare", "The dog sat on the mat because it was tired.")
     assert lab.js("attnlab.panes.length") == 2
     assert lab.js("attnlab.panes[1].records[0].key_tokens[2]") == "dog"
-    assert "most in layer" in (lab.page.text_content("#difference") or "")
+    said = re.search(r"most in layer (\d+)", lab.page.text_content("#difference") or "")
+    assert said is not None
+    # both viewers open on the layer the line names as most different (and the API's "view" says so)
+    assert lab.js("attnlab.panes.map(p => p.records[p.state.rec].layer)") == [int(said.group(1))] * 2
+    assert lab.js("attnlabLab.last.view.layer") == int(said.group(1))
     out = lab.page.text_content("#output") or ""
     assert "A: " in out and "B: " in out
     lab.shot("serve-compare")
+
+
+def test_a_failed_run_clears_the_previous_result(lab: Lab) -> None:
+    runs = lab.js("attnlabLab.runs")
+    lab.page.select_option("#model", "zh-lm")
+    wait_runs(lab, runs + 1)
+    assert lab.js("attnlabLab.last.model") == "zh-lm" and lab.page.text_content("#output")
+    lab.page.fill("#text", "中" * 3000)  # past zh-lm's context: 413
+    deadline = time.monotonic() + 30
+    while "shorten the text" not in lab.js("attnlabLab.error"):
+        assert time.monotonic() < deadline, lab.js("attnlabLab.error")
+        lab.page.wait_for_timeout(50)
+    # nothing of the last run stays beside the error: no output, tokens, warnings or viewer of another text
+    assert lab.js("attnlabLab.last") is None and lab.js("window.attnlab") is None
+    for part in ("#output", "#tokens", "#warnings", "#difference", "#attnlab-viewer"):
+        assert lab.js(f"document.querySelector('{part}').textContent") == "", part
+    assert not lab.page.is_visible("#steps-box")
+    lab.shot("serve-failed-run-cleared")
+    # the browser logs the refused request itself; that one console line is the 413 this test asked for
+    lab.problems[:] = [p for p in lab.problems if "status of 413" not in p]
+    runs = lab.js("attnlabLab.runs")
+    lab.page.fill("#text", "中国")  # a good text draws again, on the first view
+    while not lab.js(f"attnlabLab.runs > {runs} && !attnlabLab.busy"):
+        assert time.monotonic() < deadline + 60
+        lab.page.wait_for_timeout(50)
+    lab.page.evaluate("attnlab.idle()")
+    assert lab.js("[attnlab.state.mean, attnlabLab.last.model]") == [True, "zh-lm"]
+
+
+def test_dates_warnings_show_once_and_name_the_input(lab: Lab) -> None:
+    runs = lab.js("attnlabLab.runs")
+    lab.page.select_option("#model", "dates-zh")
+    wait_runs(lab, runs + 1)
+    type_text(lab, "#text", "Feb 30, 2021")
+    page_text = lab.page.text_content("body") or ""
+    assert page_text.count("30 February 2021, which does not exist") == 1, page_text
+    assert "the translation of" not in page_text
+    lab.shot("serve-dates-input-problem")
+    type_text(lab, "#text", "Friday, March 5, 2021")
+    # the step line and the viewer name a step by the token it writes: the last step writes 五
+    assert lab.js("attnlab.records[attnlab.state.rec].query_tokens[attnlab.state.focus.i]") == "五"
+    assert "星 期 五 ←" in (lab.page.text_content("#step-text") or "")
 
 
 def test_downloads(lab: Lab, tmp_path: Path) -> None:

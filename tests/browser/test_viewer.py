@@ -167,8 +167,15 @@ def test_hovering_a_token_changes_what_is_highlighted(open_viewer: Callable[...,
 @pytest.mark.slow
 def test_head_buttons_toggle_heads_and_the_mean(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     v = open_viewer(write(mixed_trace(), tmp_path))
-    assert v.js("[...attnlab.state.heads]") == [0] and v.js("attnlab.state.mean") is False  # one head, not a tangle
+    # the first view (viz/_first.py): the last self-attention layer, the mean of its heads, its button pressed
+    assert v.js("[attnlab.state.kind, attnlab.state.rec, attnlab.state.mean]") == ["self", 1, True]
+    assert v.page.get_attribute("button.head[data-head='-1']", "aria-pressed") == "true"
+    assert "mean of heads" in (v.page.get_attribute(".stage", "aria-label") or "")
+    mean = fingerprint(v)
+    v.page.click("button.head[data-head='0']")  # a click on a head shows that head alone
+    assert v.js("[...attnlab.state.heads]") == [0] and v.js("attnlab.state.mean") is False
     one_head = fingerprint(v)
+    assert one_head != mean
     v.page.get_by_role("button", name="all", exact=True).click()
     assert sorted(v.js("[...attnlab.state.heads]")) == [0, 1, 2]
     all_heads = fingerprint(v)
@@ -352,7 +359,7 @@ def test_an_unknown_view_is_an_error_not_another_views_behaviour(open_viewer: Ca
     for name in ("bogus", "toString", "__proto__", ""):
         with pytest.raises(PageError, match=f'unknown view "{name}"; the views are head, model, matrix, neuron'):
             v.js("n => attnlab.set({view: n, head: 2})", name)
-        assert v.js("[attnlab.state.view, attnlab.state.head]") == ["head", 0]  # refused before anything changed
+        assert v.js("[attnlab.state.view, attnlab.state.head]") == ["head", -1]  # refused before anything changed
     assert fingerprint(v) == before
     # A name set behind the page's back: the next draw, key or mouse event refuses it (the model view's keys
     # used to take over here).
@@ -415,6 +422,8 @@ def svg_elements(data: bytes) -> list[ET.Element]:
 
 def test_head_view_legend_names_the_head_colours_in_exports(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
     v = open_viewer(write(mixed_trace(), tmp_path))
+    assert "mean of heads" in svg_texts(export(v, "Save SVG"))  # the first view
+    v.page.click("button.head[data-head='0']")
     assert "head 0" in svg_texts(export(v, "Save SVG"))
     v.page.get_by_role("button", name="all", exact=True).click()
     texts = svg_texts(export(v, "Save SVG"))
@@ -501,7 +510,7 @@ def test_exports_carry_no_transient_marks_and_have_names_and_resolutions(open_vi
     v.page.click("button[data-view=matrix]")
     hover(v, {"i": 2, "j": 5})
     name, svg = download_of(v, "Save SVG")
-    assert name == "tiny-test-model-matrix-view-self-layer0-head0.svg"
+    assert name == "tiny-test-model-matrix-view-self-layer1-mean.svg"  # the first view: the last layer, the mean
     els = svg_elements(svg)
     assert not [e for e in els if e.tag == f"{SVG}rect" and e.get("stroke") == "#000"], "the hover ring is baked in"
     bold = [e.text for e in els if e.tag == f"{SVG}text" and e.get("font-weight") == "bold"]
@@ -511,7 +520,7 @@ def test_exports_carry_no_transient_marks_and_have_names_and_resolutions(open_vi
     name1, png1 = download_of(v, "Save PNG")
     v.page.select_option("select[aria-label='PNG resolution']", "4")
     name4, png4 = download_of(v, "Save PNG")
-    assert name1 == "tiny-test-model-matrix-view-self-layer0-head0.png" and name4.endswith("head0@4x.png")
+    assert name1 == "tiny-test-model-matrix-view-self-layer1-mean.png" and name4.endswith("mean@4x.png")
     (w1, h1), (w4, h4) = png_size(png1), png_size(png4)
     assert (w4, h4) == (4 * w1, 4 * h1)
     assert "Saved" in status(v) and f"{w4} × {h4}" in status(v)
@@ -521,7 +530,7 @@ def test_exports_carry_no_transient_marks_and_have_names_and_resolutions(open_vi
     v.page.click("button[data-view=head]")
     hover(v, {"side": "q", "i": 1})  # a hover focus is transient: not in the export
     name, svg = download_of(v, "Save SVG")
-    assert name == "tiny-test-model-head-view-self-layer0-heads0.svg"
+    assert name == "tiny-test-model-head-view-self-layer1-mean.svg"
     assert not [e for e in svg_elements(svg) if e.get("fill") == "#F0E442"]
     click(v, {"side": "q", "i": 1})  # a clicked focus is a choice: kept, and the caption says so
     _, svg = download_of(v, "Save SVG")
@@ -576,6 +585,7 @@ def test_token_range_and_colour_scale(open_viewer: Callable[..., Any], tmp_path:
     assert v.js("attnlab.state.range") == {"from": 2, "to": 5}
     assert sorted({p["i"] for p in v.js("attnlab.placed()")}) == [2, 3, 4]
     v.page.click("button[data-view=matrix]")
+    v.js("attnlab.set({rec: 0, head: 0})")
     hover(v, {"i": 3, "j": 4})
     assert abs(shown_value(v) - float(trace.records[0].weights[0, 0, 3, 4])) <= _encode.MAX_ERROR + 5e-5
     assert "query tokens 2–4, key tokens 2–4" in (v.page.get_attribute(".stage", "aria-label") or "")
@@ -619,6 +629,18 @@ def test_neuron_view_shows_the_q_k_terms_behind_a_weight(open_viewer: Callable[.
     plain = open_viewer(write(mixed_trace(), tmp_path, "plain.html"))  # no vectors: the tab says how to get them
     assert plain.page.is_disabled("button[data-view=neuron]")
     assert "qk=True" in (plain.page.get_attribute("button[data-view=neuron]", "title") or "")
+
+
+def test_a_comparison_opens_where_the_traces_differ_most(open_viewer: Callable[..., Any], tmp_path: Path) -> None:
+    a = mixed_trace()
+    b = AttentionTrace([AttentionRecord(r.name, r.kind, r.layer, r.weights.clone(), r.query_tokens, r.key_tokens)
+                        for r in a.records], {"model": "tiny-test-model"})
+    b.records[0].weights = softmax(1, 3, 7, 7)  # only the first self-attention layer differs (the last is the same)
+    v = open_viewer(al.viz.save_html([a, b], tmp_path / "compare.html"))
+    # both panes open on layer 0 (the layer the difference names), the mean of its heads: not the last layer
+    assert v.js("attnlab.panes.map(p => [p.state.rec, p.state.mean])") == [[0, True], [0, True]]
+    single = open_viewer(al.viz.save_html(a, tmp_path / "single.html"))
+    assert single.js("[attnlab.state.rec, attnlab.state.mean]") == [1, True]  # alone: the last layer
 
 
 def test_two_traces_side_by_side_with_linked_controls(open_viewer: Callable[..., Any], tmp_path: Path) -> None:

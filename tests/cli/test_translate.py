@@ -241,8 +241,8 @@ def test_choose_threshold_warns_at_most_the_share_of_valid_asked_for() -> None:
 
 
 @pytest.mark.parametrize(("text", "warning"), [
-    ("February 30, 2021", "is not a real calendar date"),
-    ("Saturday, March 5, 2021", "wrong weekday"),
+    ("February 30, 2021", "the input names 30 February 2021, which does not exist (February 2021 has 28 days)"),
+    ("Saturday, March 5, 2021", "the input's weekday is wrong: 5 March 2021 is a Friday, not a Saturday"),
     ("3/5/2021", "3/5/2021 is ambiguous: March 5, 2021 (month first, 2021年3月5日) or 3 May 2021 (day first"),
     ("July 4, 1776", "the year 1776 is outside the years 1900-2099"),
     ("Guten Tag, wie geht es dir?", "low confidence for 'Guten Tag, wie geht es dir?'"),

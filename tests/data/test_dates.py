@@ -20,6 +20,7 @@ from attnlab.data import (
     date_pair,
     date_readings,
     held_out_negatives,
+    input_problem,
     make_dates,
     parts_problem,
     year_problem,
@@ -357,6 +358,44 @@ def test_every_source_of_the_task_has_three_parts_of_a_date() -> None:
     for locale in DATE_LOCALES:  # every format, on a date whose month is the longest word: September
         for _, pattern in date_formats(locale):
             assert parts_problem(date_pair(dt.date(2021, 9, 30), locale, pattern)[0]) is None, (locale, pattern)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("Feb 30, 2021", ["names 30 February 2021, which does not exist", "February 2021 has 28 days"]),
+    ("30. Februar 2021", ["names 30 February 2021, which does not exist"]),
+    ("31 avril 2021", ["names 31 April 2021", "April 2021 has 30 days"]),
+    ("Feb 29, 2100", ["names 29 February 2100", "has 28 days"]),  # not a leap year
+    ("2021年2月30日", ["names 30 February 2021, which does not exist"]),
+    ("2021-02-29", ["names 29 February 2021"]),
+    ("30/02/2021", ["30/02/2021 names no real date (read day first or month first)"]),
+    ("Monday, March 5, 2021", ["weekday is wrong: 5 March 2021 is a Friday, not a Monday"]),
+    ("martes, 5 de marzo de 2021", ["5 March 2021 is a Friday, not a Tuesday"]),
+    ("2021年3月5日星期一", ["5 March 2021 is a Friday, not a Monday"]),
+    ("2021년 3월 5일 월요일", ["5 March 2021 is a Friday, not a Monday"]),
+    ("Friday, March 5, 2021", None), ("Feb 29, 2020", None), ("2021年3月5日金曜日", None), ("3/5/2021", None),
+    ("I had pizza for lunch", None), ("March 2021", None), ("пятница, 5 марта 2021 г.", None),
+    ("MARCH 5, 2021", None), ("2020-02-29", None),
+])
+def test_an_input_that_names_no_real_date_is_named(text: str, words: list[str] | None) -> None:
+    problem = input_problem(text)
+    if words is None:
+        assert problem is None, problem
+    else:
+        assert problem is not None, text
+        for w in words:
+            assert w in problem, f"{w!r} missing from {problem!r}"
+
+
+def test_no_source_the_task_writes_is_said_to_name_no_real_date() -> None:
+    rng = random.Random(0)
+    days = [dt.date(1900, 1, 1) + dt.timedelta(days=rng.randrange(200 * 365)) for _ in range(60)]
+    days += [dt.date(2020, 2, 29), dt.date(2021, 2, 28), dt.date(1999, 12, 31), dt.date(2021, 9, 30)]
+    flagged = [(locale, pattern, date_pair(d, locale, pattern)[0]) for locale in DATE_LOCALES
+               for _, pattern in date_formats(locale) for d in days
+               if input_problem(date_pair(d, locale, pattern)[0]) is not None]
+    assert flagged == []
+    task = make_dates(n_train=3_000, n_valid=500, n_test=500, n_unseen=500, seed=2, cases=0.3)  # cased sources too
+    assert [s for s in task.train.source if input_problem(s) is not None] == []
 
 
 def test_held_out_negatives_are_deterministic_of_every_kind_and_use_no_training_date() -> None:

@@ -8,16 +8,38 @@ import torch
 from attnlab.errors import ConfigError
 from attnlab.functional import KERNELS
 from attnlab.layers import TransformerConfig, TransformerEncoder
-from attnlab.layers._config import _takes_dropout, kernel_takes_dropout
+from attnlab.layers._config import kernel_takes_dropout
 
 
 def test_which_kernels_drop_out_weights() -> None:
     state = torch.get_rng_state()
-    _takes_dropout.cache_clear()  # the probes run now
     takes = {name for name in KERNELS if kernel_takes_dropout(name)}
-    assert torch.equal(torch.get_rng_state(), state)  # asking draws no random numbers: seeded runs stay as they were
-    assert {"dense", "memory_efficient"} <= takes
-    assert not takes & {"local", "linear", "performer", "lsh"}
+    assert torch.equal(torch.get_rng_state(), state)  # asking runs nothing: seeded runs stay as they were
+    assert takes == {"dense", "memory_efficient"}
+    assert "ring" in KERNELS  # registered by attnlab.parallel like every kernel, not a side door of the layers
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_every_kernel_declares_what_it_does(name: str) -> None:
+    """The registry's declarations are read, never probed; here the kernels are run to show that each is true."""
+    spec = KERNELS[name]
+    q = k = v = torch.randn(1, 2, 5, 4)  # (B, H, L, D)
+
+    def refuses(**kwargs: object) -> bool:
+        try:
+            with torch.random.fork_rng(devices=[]):
+                spec(q, k, v, **kwargs)
+        except ConfigError:
+            return True
+        return False
+
+    assert refuses(dropout=0.5) is not spec.dropout, f"{name}: declared dropout={spec.dropout}"
+    assert refuses(return_weights=True) is not spec.weights, f"{name}: declared weights={spec.weights}"
+    assert spec.options is not None
+    assert refuses(no_such_option=1)
+    if spec.options:
+        with pytest.raises(ConfigError, match="it takes " + ", ".join(spec.options)):
+            spec(q, k, v, no_such_option=1)
 
 
 @pytest.mark.parametrize("kernel", ["local", "linear", "performer"])

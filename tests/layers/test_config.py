@@ -158,7 +158,8 @@ def test_a_kernel_taking_any_keyword_accepts_any_option(monkeypatch):
         seen.append(kw)
         return functional.attention(q, k, v, **{n: a for n, a in kw.items() if n != "tag"})
 
-    monkeypatch.setitem(functional.KERNELS, "spy", spy)
+    # a kernel that declares options=None takes any keyword: the layer passes them all and the kernel checks them
+    monkeypatch.setitem(functional.KERNELS, "spy", functional.KernelSpec(spy, weights=True, dropout=True, options=None))
     m = MultiHeadAttention(M, H, kernel="spy", kernel_options={"tag": 7}).double().eval()
     m(x())
     assert seen[-1]["tag"] == 7

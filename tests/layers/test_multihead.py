@@ -192,7 +192,7 @@ def test_kernel_is_looked_up_by_name_and_gets_keyword_options(monkeypatch):
         calls.append(kw)
         return functional.attention(q, k, v, **kw)
 
-    monkeypatch.setitem(functional.KERNELS, "spy", spy)
+    monkeypatch.setitem(functional.KERNELS, "spy", functional.KernelSpec(spy, weights=True, dropout=True))
     m = MultiHeadAttention(M, H, dropout=0.25, kernel="spy").double()
     x, _ = inputs()
     m.eval()

@@ -180,6 +180,46 @@ def test_a_doubtful_translation_says_why_once(client: TestClient) -> None:
     assert not set(body["warnings"]) & set(body["output"]["doubts"])
 
 
+@pytest.mark.parametrize(("text", "first"), [
+    ("Feb 30, 2021", "the input names 30 February 2021, which does not exist"),
+    ("Monday, March 5, 2021", "the input's weekday is wrong: 5 March 2021 is a Friday, not a Monday"),
+    ("I had pizza for lunch", "holds 0 of the three parts a date is written with"),
+])
+def test_dates_doubts_name_the_input_first_and_show_once(client: TestClient, text: str, first: str) -> None:
+    body = run(client, model="dates-zh", text=text).json()
+    doubts = body["output"]["doubts"]
+    assert doubts and first in doubts[0], doubts  # the most informative reason first
+    if "input" in first:  # the input is the problem, not the translation
+        assert not any("the translation of" in d for d in doubts), doubts
+    assert body["warnings"] == []  # the joined warning of the same doubts is not shown a second time
+
+
+def test_a_download_reuses_the_run_it_downloads(lab: Lab, client: TestClient, tmp_path: Path) -> None:
+    shown = run(client, model="zh-sentiment", text="这本书写得很好").json()
+    calls = lab.model_calls
+    for what in ("trace", "viewer"):
+        r = client.post("/api/download", json={"model": "zh-sentiment", "text": "这本书写得很好", "what": what})
+        assert r.status_code == 200, r.text
+        if what == "trace":
+            (tmp_path / "t.attn").write_bytes(r.content)
+    assert lab.model_calls == calls  # the run on the page, not a new one
+    trace = al.AttentionTrace.load(tmp_path / "t.attn")
+    assert trace.meta["probability"] == pytest.approx(shown["output"]["probability"], abs=1e-5)
+    r = client.post("/api/download", json={"model": "zh-sentiment", "text": "这部电影太好看了", "what": "trace"})
+    assert r.status_code == 200 and lab.model_calls == calls + 1  # a text not on the page runs the model
+
+
+def test_compare_opens_on_the_layer_where_the_texts_differ_most(client: TestClient) -> None:
+    other = SENTENCE.replace("cat", "dog")
+    body = run(client, model="minilm", text=SENTENCE, compare=other).json()
+    per_layer = [sum(row) / len(row) for row in body["difference"]["tv"]]
+    most = per_layer.index(max(per_layer))
+    assert body["view"]["layer"] == most and body["view"]["head"] == -1
+    assert [p["first"]["layer"] for p in body["viewer"]["panes"]] == [most, most]
+    alone = run(client, model="minilm", text=SENTENCE).json()
+    assert alone["view"]["layer"] == 5 and alone["viewer"]["first"] == {"kind": "self", "layer": 5, "head": -1}
+
+
 def test_compare_gives_both_sides_and_the_difference_of_their_attention(client: TestClient) -> None:
     same = run(client, model="minilm", text=SENTENCE, compare=SENTENCE).json()
     assert same["viewer"]["format"] == "attnlab.viewer.compare" and len(same["viewer"]["panes"]) == 2

@@ -31,7 +31,7 @@ EXPECTED = {
     "dates-zh": {"locales_formats": 1.0, "extra_spaces": 1.0,
                  # 30% of the training sources are in upper, lower or title case (make_dates(cases=0.3))
                  "case": 1.0,
-                 # the calendar and ambiguity checks warn on every one (attnlab.data.calendar_problem, ambiguity)
+                 # the input, calendar and ambiguity checks warn on every one (attnlab.data.input_problem, ambiguity)
                  "invalid_dates": 1.0, "ambiguous_numeric": 1.0},
     # words outside the lexicon are read as [UNK] with a warning
     "tutorial-en-zh": {"outside_grammar": 1.0},

@@ -365,9 +365,9 @@ def test_colour_scales():
     (im,) = images(fig)
     assert isinstance(im.norm, PowerNorm) and im.norm.gamma == 0.3 and im.norm.vmin == 0.0
     assert "power scale, gamma 0.3" in fig.axes[1].get_ylabel()
-    fig = al.viz.heatmap(short, scale="log")
+    fig = al.viz.heatmap(short, layer=0, head=0, scale="log")
     (im,) = images(fig)
-    top = float(short.weights[0, 0].max())
+    top = float(short.weights[0, 0].max())  # layer 0, head 0
     assert isinstance(im.norm, LogNorm) and fig.axes[1].get_ylabel() == "attention weight (log scale)"
     assert im.norm.vmin == pytest.approx(min(top, 1 / 8) / 10) and im.norm.vmax == pytest.approx(top)
     assert im.norm(0.0) == 0.0, "a zero weight takes the lowest colour, not the 'bad' one"

@@ -42,6 +42,7 @@ __all__ = [
     "date_pair",
     "date_readings",
     "held_out_negatives",
+    "input_problem",
     "make_dates",
     "parts_problem",
     "year_problem",
@@ -280,6 +281,97 @@ def parts_problem(text: str) -> str | None:
         return None
     return (f"{clean_spaces(text)!r} holds {parts} of the three parts a date is written with (a day, a month and a "
             f"year, as numbers or month names), so the date written for it is made up")
+
+
+_CJK_DATE = re.compile(r"(\d{3,4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日일]")  # zh, ja, ko: year month day
+_YEAR_FIRST = re.compile(r"(\d{4})([/.\-])(\d{1,2})\2(\d{1,2})")  # 2021-03-05, 2021/03/05: the month follows the year
+_WEEKDAYS_EN = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@cache
+def _names() -> tuple[dict[str, frozenset[int]], dict[str, frozenset[int]], dict[str, int]]:
+    """What a word may name, from the CLDR data of :data:`DATE_LOCALES` (and zh_CN's, the target's language), folded
+    by :func:`_fold` without a final dot: month words (wide and abbreviated names, and each start of 3 letters or
+    more) -> months 1-12; weekday words (wide and abbreviated names) -> weekdays 0-6, Monday first; and the wide
+    weekday names of the languages that write them joined to the date (ja 金曜日, ko 금요일, zh 星期五)."""
+    from babel import Locale
+
+    months: dict[str, set[int]] = {}
+    weekdays: dict[str, set[int]] = {}
+    joined: dict[str, int] = {}
+    for locale in (*DATE_LOCALES, "zh_CN"):
+        data = Locale.parse(locale)
+        for context in ("format", "stand-alone"):
+            for width in ("wide", "abbreviated"):
+                for month, name in data.months[context][width].items():
+                    word = _fold(str(name)).rstrip(".")
+                    for n in range(min(3, len(word)), len(word) + 1):
+                        months.setdefault(word[:n], set()).add(int(month))
+                for day, name in data.days[context][width].items():
+                    weekdays.setdefault(_fold(str(name)).rstrip("."), set()).add(int(day))
+                    if width == "wide" and locale in ("ja_JP", "ko_KR", "zh_CN"):
+                        joined[str(name)] = int(day)
+    return ({w: frozenset(m) for w, m in months.items()}, {w: frozenset(d) for w, d in weekdays.items()}, joined)
+
+
+def _named(day: int, month: int, year: int) -> str:
+    return f"{day} {_MONTHS_EN[month - 1]} {year}"
+
+
+def _judge(year: int, month: int, day: int, weekdays: frozenset[int] | set[int]) -> str | None:
+    """What is wrong with the date ``year-month-day`` said to fall on one of ``weekdays`` (empty: none said), or
+    None when it is a real date on such a weekday."""
+    if not 1 <= year <= 9999 or not 1 <= month <= 12:
+        return None  # not a reading this check can judge (year_problem speaks of years outside the task)
+    date = _reading(year, month, day)
+    if date is None:
+        last = (dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1)).day if year < 9999 else 31
+        return (f"the input names {_named(day, month, year)}, which does not exist ({_MONTHS_EN[month - 1]} {year} "
+                f"has {last} days)")
+    if weekdays and date.weekday() not in weekdays:
+        said = " or ".join(_WEEKDAYS_EN[d] for d in sorted(weekdays))
+        return (f"the input's weekday is wrong: {_named(day, month, year)} is a {_WEEKDAYS_EN[date.weekday()]}, not "
+                f"a {said}")
+    return None
+
+
+def input_problem(text: str) -> str | None:
+    """Why the date ``text`` names is no real date, or None: a day its month does not have (``Feb 30, 2021``:
+    ``"the input names 30 February 2021, which does not exist (February 2021 has 28 days)"``) or a weekday the date
+    does not fall on (``Monday, March 5, 2021``).  It reads a month name with a day and a year (in any locale of
+    the task), a year-month-day date (``2021年2月30日``, ``2021-02-30``) and a numeric day/month date with no real
+    reading (``30/02/2021``); any other text, or one with several readings of which one is fine, is None.  When the
+    input is the problem, a translator's output that copies it is no fault of the translation."""
+    months, weekdays, joined = _names()
+    flat = clean_spaces(text)
+    cjk = _CJK_DATE.search(flat)
+    if cjk is not None:
+        year, month, day = (int(g) for g in cjk.group(1, 2, 3))
+        said = {d for name, d in joined.items() if name in flat[cjk.end():]}
+        return _judge(year, month, day, said)
+    first = _YEAR_FIRST.fullmatch(flat)
+    if first is not None:
+        return _judge(int(first.group(1)), int(first.group(3)), int(first.group(4)), set())
+    numeric = _NUMERIC_DATE.fullmatch(flat)
+    if numeric is not None:
+        if date_readings(flat):
+            return None
+        read = "day first or month first" if numeric.group(2) == "/" else "day first"
+        return f"the input {flat} names no real date (read {read})" if len(numeric.group(4)) == 4 else None
+    numbers = re.findall(r"\d+", flat)
+    years, days = [int(n) for n in numbers if len(n) >= 3], [int(n) for n in numbers if len(n) <= 2]
+    if len(years) != 1 or len(days) != 1:
+        return None
+    words = [_fold(w).rstrip(".") for w in re.findall(r"[^\W\d_]+", flat)]
+    problems = []
+    for i, word in enumerate(words):
+        for month in sorted(months.get(word, ())):
+            said = {d for j, w in enumerate(words) if j != i for d in weekdays.get(w, ())}
+            problem = _judge(years[0], month, days[0], said)
+            if problem is None:
+                return None  # one reading is a real date on the weekday said: the input may be right
+            problems.append(problem)
+    return problems[0] if problems else None
 
 
 def _reading(year: int, month: int, day: int) -> dt.date | None:

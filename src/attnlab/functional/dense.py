@@ -8,6 +8,7 @@ Kernels take ``(..., L, E)`` queries, ``(..., S, E)`` keys and ``(..., S, Ev)`` 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -91,6 +92,11 @@ def merge_masks(mask: Tensor | None, extra: Tensor) -> Tensor:
     if mask.dtype == torch.bool:
         return mask & extra
     return mask.masked_fill(~extra, float("-inf"))
+
+
+def check_dense_options(options: Mapping[str, Any]) -> None:
+    """The values of kernel ``"dense"``'s options (its ``temperature``), as :func:`attention` checks them."""
+    check_options(None, options.get("temperature", 1.0), 0.0)
 
 
 def attention(

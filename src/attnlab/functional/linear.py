@@ -21,7 +21,7 @@ an absolute floor would shrink rows (see docs/efficient.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -279,6 +279,26 @@ def efficient_attention(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | Mask 
 # The registered kernels (see attnlab.functional.Kernel): (q, k, v, *, mask, causal, scale, dropout,
 # return_weights, **options) -> (out, None).  None of them builds the weights (ConfigError if asked) or
 # takes dropout; masks must be key padding.
+
+
+def check_linear_options(options: Mapping[str, Any]) -> None:
+    """The values of kernels ``"linear"`` and ``"linear_relu"``'s options, as :func:`linear_attention` checks them."""
+    fm = options.get("feature_map", "elu")
+    if not callable(fm):
+        check.one_of("feature_map", fm, sorted(FEATURE_MAPS), fix="or pass a callable")
+    if "chunk" in options:
+        check_block("chunk", options["chunk"])
+
+
+def check_performer_options(options: Mapping[str, Any]) -> None:
+    """The values of kernel ``"performer"``'s options, as :func:`orthogonal_random_features` and
+    :func:`performer_attention` check them."""
+    if "features" in options:
+        check.positive_int("num_features", options["features"], fix="e.g. kernel_options={'features': 256}")
+    if "seed" in options and (not isinstance(options["seed"], int) or isinstance(options["seed"], bool)):
+        raise ConfigError(f"seed must be an int (it seeds the random features), got {options['seed']!r}")
+    if "chunk" in options:
+        check_block("chunk", options["chunk"])
 
 
 def linear_kernel(

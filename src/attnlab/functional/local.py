@@ -19,7 +19,7 @@ dilated window is a plain window.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -279,6 +279,17 @@ def bigbird_attention(
         outs.append(o)
         lses.append(l)
     return torch.cat(outs, dim=-2).to(q.dtype), torch.cat(lses, dim=-2).squeeze(-1)
+
+
+def check_local_options(options: Mapping[str, Any]) -> None:
+    """The values of kernel ``"local"``'s options, as :func:`local_attention` checks them (the global tokens' upper
+    bound, the sequence length, is known only at the call)."""
+    if "window" in options:
+        check.window("window", options["window"])
+    if "dilation" in options:
+        check.positive_int("dilation", options["dilation"], fix="use dilation=1 for none")
+    if options.get("global_tokens") is not None:
+        check.indices("global_tokens", options["global_tokens"])
 
 
 def local_kernel(

@@ -46,6 +46,7 @@ the output is dense attention with the additive mask ``log(count_ij)`` (``-inf``
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +127,15 @@ def _check_params(n_buckets: int | None, n_hashes: int, chunk: int, seed: int, L
             f"(no hashing), or None (about L / chunk), got {n_buckets!r}; e.g. n_buckets=32"
         )
     return n_buckets
+
+
+def check_lsh_options(options: Mapping[str, Any]) -> None:
+    """The values of kernel ``"lsh"``'s options, as :func:`lsh_attention` checks them."""
+    get = options.get
+    _check_params(get("n_buckets"), get("n_hashes", 4), get("chunk", 64), get("seed", 0), 1)  # any length: 1
+    for name in ("shared_qk", "dedup"):
+        if name in options and not isinstance(options[name], bool):
+            raise ConfigError(f"{name} must be True or False, got {options[name]!r}; pass a bool")
 
 
 def lsh_plan(

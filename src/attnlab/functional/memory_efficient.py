@@ -14,6 +14,7 @@ so training memory is ``O((L + S) * E + Bq * Bk)`` too, not ``O(L * S)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -219,6 +220,13 @@ def memory_efficient_attention(
     plan = _Plan(TileMask(mask, causal, q, k), s, block_q, block_k, float(dropout), seed, work_dtype(q.dtype))
     out, lse = _MemoryEfficientAttention.apply(q, k, v, plan)
     return out, lse
+
+
+def check_memory_efficient_options(options: Mapping[str, Any]) -> None:
+    """The values of kernel ``"memory_efficient"``'s options (``block_q``, ``block_k``: tile sizes >= 1)."""
+    for name in ("block_q", "block_k"):
+        if name in options:
+            check_block(name, options[name])
 
 
 def memory_efficient_kernel(

@@ -5,25 +5,22 @@ binds them to the config (:func:`build`, so an unknown option is a :class:`Confi
 accepted ones), and ``Layer.from_config(cfg)`` is ``Layer(**options_of(cfg))``.  Adding an option means
 adding a field (with its reason and its check in ``__post_init__``) and reading it where it is used.
 
-The per-instance options of an attention kernel (``kernel_options``) are checked here too, by one call of
-the kernel on a tiny input (every kernel refuses options it does not know), so a misspelt or bad option
-fails when the layer is built, not at its first forward.
+The per-instance options of an attention kernel (``kernel_options``) are checked here too, against what the
+kernel's registration declares (:class:`attnlab.functional.KernelSpec`: its option names and their check), so a
+misspelt or bad option fails when the layer is built, not at its first forward; nothing here calls a kernel.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
-import torch
-
 from .. import _validate as check
+from .. import parallel  # noqa: F401  (importing it registers the kernel "ring", as functional registers its own)
 from ..errors import AttnLabError, ConfigError
-from ..functional import Kernel, get_kernel
-from ..parallel import ring_kernel
+from ..functional import KernelSpec, get_kernel
 
 C = TypeVar("C")
 L = TypeVar("L", bound="Configured")
@@ -106,50 +103,29 @@ def frozen_options(name: str, options: Any) -> Mapping[str, Any]:
     return FrozenOptions(options)
 
 
-def layer_kernel(name: str) -> Kernel:
-    """The kernel a layer calls by name: a registered one (:data:`attnlab.functional.KERNELS`), or ``"ring"``
-    (:func:`attnlab.parallel.ring_kernel`, ring attention over a sequence sharded across ranks)."""
-    if name == "ring":
-        return ring_kernel
-    try:
-        return get_kernel(name)
-    except ConfigError as e:
-        raise ConfigError(f"{e} (or 'ring', for a sequence sharded across ranks)") from None
+def layer_kernel(name: str) -> KernelSpec:
+    """The kernel a layer calls by name, with its declared abilities: any of :data:`attnlab.functional.KERNELS`
+    (``"ring"``, ring attention over a sequence sharded across ranks, among them)."""
+    return get_kernel(name)
 
 
 def kernel_takes_dropout(kernel_name: str) -> bool:
-    """Whether the kernel can drop out attention weights: the efficient kernels never build them and refuse
-    ``dropout > 0`` (ConfigError); asked once per kernel, by one call on a tiny input."""
-    return _takes_dropout(layer_kernel(kernel_name))
+    """Whether the kernel can drop out attention weights (its registration says; the efficient kernels never build
+    the weights and refuse ``dropout > 0``)."""
+    return layer_kernel(kernel_name).dropout
 
 
-@functools.cache
-def _takes_dropout(kernel: Kernel) -> bool:
-    q = k = v = torch.zeros(1, 1, 2, 2)  # (B, H, L, D): the smallest problem
-    try:
-        with torch.no_grad(), torch.random.fork_rng(devices=[]):  # the probe's dropout draws leave no trace
-            kernel(q, k, v, mask=None, causal=False, dropout=0.5, return_weights=False)
-    except ConfigError:
-        return False
-    return True
-
-
-def check_kernel_options(kernel_name: str, options: Mapping[str, Any], d_k: int, d_v: int) -> None:
-    """Refuse the arguments the layer passes itself, then call the kernel once on a tiny input: the kernel's
-    own ``reject_options`` names a misspelt option (with the ones it takes), its checks a bad value."""
-    kernel = layer_kernel(kernel_name)
+def check_kernel_options(kernel_name: str, options: Mapping[str, Any]) -> None:
+    """Refuse the arguments the layer passes itself, an option the kernel does not declare (naming those it takes)
+    and a bad value (the kernel's declared check)."""
+    spec = layer_kernel(kernel_name)
     for key in options:
         if key in CALL_ARGUMENTS:
             raise ConfigError(
                 f"kernel_options may not set {key!r}: the layer passes {', '.join(CALL_ARGUMENTS[3:])} itself "
                 f"(q, k, v too); set dropout on the layer, mask/causal in forward()"
             )
-    if not options:
-        return
-    q = k = torch.zeros(1, 1, 2, d_k)  # (B, H, L, Dk): the smallest problem the kernel must accept
-    v = torch.zeros(1, 1, 2, d_v)  # (B, H, S, Dv)
     try:
-        with torch.no_grad():
-            kernel(q, k, v, mask=None, causal=False, dropout=0.0, return_weights=False, **options)
+        spec.check_options(kernel_name, options)
     except (AttnLabError, TypeError, ValueError) as e:
         raise ConfigError(f"kernel {kernel_name!r} refuses kernel_options={dict(options)!r}: {e}") from None

@@ -68,7 +68,7 @@ class AttentionConfig:
                               f"even, or pass an even d_k")
         layer_kernel(self.kernel)  # raises ConfigError naming the registered kernels
         object.__setattr__(self, "kernel_options", frozen_options("kernel_options", self.kernel_options))
-        check_kernel_options(self.kernel, self.kernel_options, self.head_k, self.head_v)
+        check_kernel_options(self.kernel, self.kernel_options)
 
     @property
     def head_k(self) -> int:
@@ -230,7 +230,7 @@ class MultiHeadAttention(Configured, nn.Module):
         need = return_weights or bool(hook.active)
         kernel = layer_kernel(self.kernel)
         if self.kernel != self._options_checked_for:  # switched after construction: do the options suit it?
-            check_kernel_options(self.kernel, cfg.kernel_options, cfg.head_k, cfg.head_v)
+            check_kernel_options(self.kernel, cfg.kernel_options)
             self._options_checked_for = self.kernel
         p = cfg.dropout if self.training else 0.0
         out, weights = kernel(q, k, v, mask=m, causal=causal, dropout=p, return_weights=need, **cfg.kernel_options)

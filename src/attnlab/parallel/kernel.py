@@ -10,6 +10,8 @@ import torch
 from torch import Tensor
 
 from ..errors import ConfigError, MaskError
+from ..functional import register_kernel
+from ..functional.dense import keyless_output
 from ..masks import Mask
 from .ring import ALONE, ring_attention
 from .sequence import current_shard
@@ -52,6 +54,8 @@ def ring_kernel(
                           f"use kernel='dense' to capture weights, and dropout=0.0 on the layer")
     sp = current_shard()
     keys = _key_padding(mask, q)
+    if sp is None and (q.shape[-2] == 0 or k.shape[-2] == 0):  # nothing to attend from, or to: zeros, as every kernel
+        return keyless_output(q, k, v), None  # (..., L, Ev) zeros, in the graph of q, k, v
     if sp is None:
         out = ring_attention(q, k, v, causal=causal, scale=scale, mask=keys, group=ALONE)
     else:
@@ -59,3 +63,8 @@ def ring_kernel(
                              length=sp.length)
     assert isinstance(out, Tensor)
     return out, None
+
+
+# registered like every kernel (attnlab.functional.KERNELS), with what it can do declared: no weights, no dropout,
+# no options (the layout, length and group come from the sequence_parallel context)
+register_kernel("ring", ring_kernel, weights=False, dropout=False, options=())

@@ -116,6 +116,6 @@ def serve(lab: Lab, *, host: str = "127.0.0.1", port: int = 8765, limits: Limits
         for s, handler in previous.items():
             signal.signal(s, handler)
         sock.close()
-        app.state.worker.shutdown(wait=False, cancel_futures=True)
+        app.state.queue.shutdown()
     if not server.started and not stopped:
         raise InputError(f"the server did not start on {url}; see uvicorn's message above")

@@ -2,21 +2,20 @@
 
 Every limit is explicit (:class:`Limits`): text length (413), the model's own token limit (413), runs waiting or
 running at once (then 503 with Retry-After), the time a request may wait and run (504).  Runs go one at a time, in
-order of arrival, to one worker thread (a model call uses every core it is given); a request whose client left while
-it waited is skipped, and one whose client leaves mid-run costs that run only.  Requests whose Host is not one of the
-server's own names or whose Origin is another site are refused (DNS rebinding, cross-site requests).  Errors are JSON,
-``{"error": ONE LINE}``, with a 4xx status for bad input and 500 naming the cause when a model fails; the next request
-is served as usual.
+order of arrival, to one worker thread (:class:`~attnlab.serve._queue.RunQueue`: a model call uses every core it is
+given); a request whose client left while it waited is skipped, and one whose client leaves mid-run costs that run
+only.  A download of the run the lab has just made reuses it (:meth:`Lab.traces`) instead of running the model
+again.  Requests whose Host is not one of the server's own names or whose Origin is another site are refused (DNS
+rebinding, cross-site requests).  Errors are JSON, ``{"error": ONE LINE}``, with a 4xx status for bad input and 500
+naming the cause when a model fails; the next request is served as usual.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import tempfile
-from collections.abc import Callable, MutableMapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from ..errors import AttnLabError, ConfigError, TooLongError
 from . import _schema as schema
 from ._lab import Lab, UnknownModelError
 from ._page import csp, page
+from ._queue import ApiError, RunQueue
 
 __all__ = ["Limits", "create_app"]
 
@@ -58,14 +58,6 @@ _OPTIONS = {"max_chars": "--max-chars (Limits.max_chars)", "queue": "--queue (Li
             "max_body": "Limits.max_body", "timeout_s": "--timeout (Limits.timeout_s)"}
 
 
-class ApiError(Exception):
-    """An error the API answers with ``status`` and ``{"error": message}`` (and extra headers)."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers or {}
-
-
 # what each request field is, for the one-line messages of a bad request
 FIELDS = {"model": "a model name from GET /api/models", "text": "the text to run the model on",
           "compare": "a second text to compare with", "layer": "a layer index (from 0; negative from the end)",
@@ -81,10 +73,8 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     limits = limits or Limits()
     allowed_hosts = _allowed(hosts, port)
     app = FastAPI(title="attnlab serve", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
-    state = {"busy": 0, "runs": 0, "skipped": 0}  # waiting or running; model calls made; calls skipped
-    run_lock = asyncio.Lock()
-    app.state.lab, app.state.limits, app.state.worker = lab, limits, worker
+    queue = RunQueue(limits.queue, limits.timeout_s)
+    app.state.lab, app.state.limits, app.state.queue = lab, limits, queue
     names = [m["name"] for m in lab.models()]  # for the schema of the request bodies (app.openapi())
 
     app.add_middleware(Guard, hosts=allowed_hosts)
@@ -108,45 +98,12 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
 
     @app.get("/healthz", responses=schema.health_answers())
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, **state, "loaded": lab.cached}
+        return {"status": "ok", "version": __version__, **queue.counts(), "loaded": lab.cached}
 
     @app.get("/api/models", responses=schema.models_answers())
     async def models() -> dict[str, Any]:
         return {"models": lab.models(), "limits": {"max_chars": limits.max_chars, "queue": limits.queue,
                                                    "timeout_s": limits.timeout_s}}
-
-    async def call(request: Request, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on the worker in turn (first come, first served), at most ``limits.queue`` waiting or running,
-        within ``limits.timeout_s``; a request whose client left while it waited is skipped, never run."""
-        if state["busy"] >= limits.queue:
-            raise ApiError(503, f"the server is busy ({state['busy']} runs waiting or running, the limit is "
-                           f"{limits.queue}); try again in a second", {"Retry-After": "1"})
-        state["busy"] += 1  # the event loop is one thread: no lock needed
-        future: asyncio.Future[Any] | None = None
-
-        async def turn() -> Any:
-            nonlocal future
-            async with run_lock:
-                if await request.is_disconnected():
-                    state["skipped"] += 1
-                    raise ApiError(499, "the client closed the request before its turn")
-                state["runs"] += 1
-                future = asyncio.get_running_loop().run_in_executor(worker, fn)
-                return await asyncio.shield(future)
-
-        try:
-            return await asyncio.wait_for(turn(), timeout=limits.timeout_s)
-        except TimeoutError:
-            raise ApiError(504, f"the run took longer than {limits.timeout_s:g} s and was abandoned; try a shorter "
-                           f"text") from None
-        finally:  # the slot is free when the model call is over, not before (a run cannot be stopped half-way)
-            if future is not None and not future.done():
-                future.add_done_callback(lambda _: release())
-            else:
-                release()
-
-    def release() -> None:
-        state["busy"] -= 1
 
     @app.post("/api/run", openapi_extra=schema.run_body(names, limits.max_chars), responses=schema.run_answers())
     async def run(request: Request) -> Response:
@@ -154,7 +111,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         model = lab.entry(body.get("model")).name  # an unknown model is refused before it queues
         text, compare = _text(body, "text", limits), _text(body, "compare", limits)
         layer, head = _index(body, "layer"), _index(body, "head")
-        result = await call(request, lambda: lab.run(model, text, compare=compare, layer=layer, head=head))
+        result = await queue.call(request, lambda: lab.run(model, text, compare=compare, layer=layer, head=head))
         return JSONResponse(result)
 
     @app.post("/api/ablate", openapi_extra=schema.ablate_body(names, limits.max_chars),
@@ -167,7 +124,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         layer, head = _index(body, "layer"), _index(body, "head")
         if layer is None or head is None:
             raise ApiError(422, '"layer" and "head" are needed: the head to ablate, e.g. {"layer": 1, "head": 0}')
-        return JSONResponse(await call(request, lambda: lab.ablate(model, text, layer, head)))
+        return JSONResponse(await queue.call(request, lambda: lab.ablate(model, text, layer, head)))
 
     @app.post("/api/download", openapi_extra=schema.download_body(names, limits.max_chars),
               responses=schema.download_answers())
@@ -181,7 +138,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
             raise ApiError(422, f'"what" must be "trace" or "viewer", got {str(what)[:40]!r}')
         if what == "trace" and compare is not None:
             raise ApiError(422, 'a trace file holds one text: download "trace" without "compare"')
-        data = await call(request, lambda: _file(lab, model, text, compare, str(what)))
+        data = await queue.call(request, lambda: _file(lab, model, text, compare, str(what)))
         name, media = ("trace.attn", "application/octet-stream") if what == "trace" else ("viewer.html", "text/html")
         return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 

@@ -84,6 +84,10 @@ class Lab:
         self.entries = {e.name: e for e in entries}
         self.cache_size = cache
         self._loaded: OrderedDict[str, Any] = OrderedDict()
+        # the last run made (model, text, compare) -> its runs: what the page's downloads ask for, so a download
+        # reuses it instead of running the model again; one only (a 512-token MiniLM trace is 75 MB of weights)
+        self._last: tuple[tuple[str, str, str | None], list[_Run]] | None = None
+        self.model_calls = 0  # runs of a model on a text (or two) since the lab started
 
     def models(self) -> list[dict[str, Any]]:
         return [e.describe() for e in self.entries.values()]
@@ -115,6 +119,7 @@ class Lab:
 
         entry = self.entry(model)
         loaded = self.loaded(entry)
+        self.model_calls += 1
         with warnings.catch_warnings():  # each run's warnings are in its outcome
             warnings.simplefilter("ignore")
             runs = [_run(loaded, entry, t) for t in (text, compare) if t is not None]
@@ -125,7 +130,12 @@ class Lab:
         return entry, runs, [m for m in said if m not in doubts]
 
     def traces(self, model: str, text: str, compare: str | None = None) -> list[Any]:
-        """The traces of a run (one, or two with ``compare``), with head notes: what the downloads hold."""
+        """The traces of a run (one, or two with ``compare``), with head notes: what the downloads hold.  The run
+        :meth:`run` made last for the same model and texts is reused (the page downloads what it shows); any other
+        is run now."""
+        key = (self.entry(model).name, text, compare)
+        if self._last is not None and self._last[0] == key:
+            return [r.trace for r in self._last[1]]
         return [r.trace for r in self._runs(model, text, compare)[1]]
 
     def run(self, model: str, text: str, *, compare: str | None = None, layer: int | None = None,
@@ -136,6 +146,7 @@ class Lab:
 
         start = time.perf_counter()
         entry, runs, caught = self._runs(model, text, compare)
+        self._last = ((entry.name, text, compare), runs)
         first = runs[0]
         result: dict[str, Any] = {
             "model": entry.name,
@@ -144,7 +155,7 @@ class Lab:
             "tokens": first.tokens,
             "output": first.output,
             "labels": first.trace.meta["heads"],
-            "view": _view(first.trace, layer, head),
+            "view": _view(first.trace, layer, head, runs[1].trace if len(runs) == 2 else None),
             # gzip level 1: 7 times faster than the file's level 6 (0.8 s of a 512-token run), 30 % more bytes
             "viewer": payload([r.trace for r in runs] if len(runs) == 2 else first.trace, compresslevel=1),
             "warnings": caught,
@@ -227,28 +238,30 @@ def _main_tokens(trace: Any) -> list[str]:
 
 
 def difference(a: Any, b: Any) -> dict[str, Any]:
-    """How far apart the attention of two texts is, per layer and head of the main kind: the total variation
-    distance between their rows, ``0.5 * sum_k |a - b|``, averaged over the queries (0: the same, 1: disjoint).
-    Defined when both texts have as many tokens; otherwise ``tv`` is None and ``reason`` says why."""
-    kind = a.main_kind
-    wa, wb = a.stack(kind), b.stack(kind)  # (L, H, Q, K) each
-    if wa.shape != wb.shape:
-        return {"kind": kind, "tv": None, "reason": f"the texts have {wa.shape[-1]} and {wb.shape[-1]} tokens; the "
-                f"difference is drawn when both have as many (change one word for another)"}
-    tv = 0.5 * (wa - wb).abs().sum(-1).mean(-1)  # (L, H)
-    return {"kind": kind, "tv": [[round(float(x), ROUND) for x in row] for row in tv.tolist()], "reason": None}
+    """How far apart the attention of two texts is, per layer and head (:func:`attnlab.viz.difference`: the total
+    variation between their rows, averaged over the queries; ``tv`` None with a ``reason`` when they differ in
+    shape)."""
+    from ..viz import difference as tv
+
+    return tv(a, b)
 
 
-def _view(trace: Any, layer: int | None, head: int | None) -> dict[str, Any]:
-    """The layer and head the page opens on (the request's, else the last layer and the mean of its heads)."""
+def _view(trace: Any, layer: int | None, head: int | None, other: Any = None) -> dict[str, Any]:
+    """The layer and head the page opens on: the request's, else the first view of every surface
+    (:func:`attnlab.viz.first_view`: the last layer, the mean of its heads; with a second text, the layer where the
+    two differ most)."""
+    from ..viz import first_view
+
     n_layers, n_heads = trace.n_layers, trace.n_heads
     if layer is not None and not -n_layers <= layer < n_layers:
         raise InputError(f"layer {layer} is out of range: the model has {n_layers} layers (0..{n_layers - 1}, or "
                          f"negative from the end)")
     if head is not None and not 0 <= head < n_heads:
         raise InputError(f"head {head} is out of range: the model has {n_heads} heads (0..{n_heads - 1})")
-    return {"layer": (layer if layer is not None else -1) % n_layers, "head": -1 if head is None else head,
-            "n_layers": n_layers, "n_heads": n_heads}
+    first = first_view(trace, other)
+    layers = [r.layer for r in trace.select(kind=first["kind"])]
+    shown = layer % n_layers if layer is not None else layers.index(first["layer"])
+    return {"layer": shown, "head": first["head"] if head is None else head, "n_layers": n_layers, "n_heads": n_heads}
 
 
 def _one_line(message: object) -> str:

@@ -5,8 +5,9 @@ Every :class:`Translation` carries its *confidence*: the mean log-probability pe
 of the chosen output, ``score / length`` (0 is certainty).  :meth:`Translator.translate` warns (a UserWarning,
 one line naming the text) when the confidence falls below the threshold stored with the model
 (``bundled.json["confidence"]``, chosen on held-out data by :func:`calibrate_translator`), and for a dates
-translator also when the output is not a real calendar date or the input is an ambiguous numeric date
-(:func:`attnlab.data.calendar_problem`, :func:`attnlab.data.ambiguity`).
+translator also when the input names no real date, is no whole date or an ambiguous numeric date, or the output is
+not a real calendar date (:func:`attnlab.data.input_problem`, :func:`attnlab.data.parts_problem`,
+:func:`attnlab.data.ambiguity`, :func:`attnlab.data.calendar_problem`), the most informative reason first.
 """
 
 from __future__ import annotations
@@ -104,26 +105,31 @@ class Translator:
         return out
 
     def doubts(self, text: str, output: str, confidence: float) -> tuple[str, ...]:
-        """Why not to believe ``output`` as the translation of ``text`` (one line each; empty when none): a
-        confidence below :attr:`threshold`, and for a dates model an output that is not a real calendar date, a
-        numeric input with several readings, a year outside the task's, or an input that is no whole date; and first,
-        characters of ``text`` the model never saw (read as [UNK])."""
-        from ..data import ambiguity, calendar_problem, parts_problem, year_problem
+        """Why not to believe ``output`` as the translation of ``text`` (one line each, the most informative first;
+        empty when none).  For a dates model: the input names no real date (a day its month lacks, a wrong weekday:
+        then the input is the problem, not the translation), the input is no whole date (whatever the model writes
+        is made up), a numeric input with several readings, a year outside the task's, an output that is not a real
+        calendar date; then, for every model, characters of ``text`` it never saw (read as [UNK]) and a confidence below
+        :attr:`threshold`."""
+        from ..data import ambiguity, calendar_problem, input_problem, parts_problem, year_problem
 
         out = []
+        given = input_problem(text) if self.is_dates else None
+        if given is not None:
+            out.append(f"{given}; the model wrote {output!r}")
         unknown = list(dict.fromkeys(self.tokenizer.unknown_source(text)))
         if unknown:
             shown = "".join(unknown[:20]) if all(len(u) == 1 for u in unknown) else " ".join(unknown[:20])
             out.append(f"{len(unknown)} character(s) or token(s) of {text!r} the model {self.name!r} never saw in "
                        f"training ({shown!r}) are read as [UNK]; the translation may be wrong")
-        if self.is_dates and (reason := ambiguity(text)) is not None:
-            out.append(f"{reason}; the model wrote {output!r}: write the month as a word to choose")
-        if self.is_dates and (reason := calendar_problem(output)) is not None:
-            out.append(f"the translation of {text!r} is wrong: {reason}")
-        if self.is_dates and (reason := year_problem(text, output)) is not None:
-            out.append(f"{text!r} -> {output!r}: {reason}")
         if self.is_dates and (reason := parts_problem(text)) is not None:
             out.append(f"{reason} ({output!r})")
+        if self.is_dates and (reason := ambiguity(text)) is not None:
+            out.append(f"{reason}; the model wrote {output!r}: write the month as a word to choose")
+        if self.is_dates and (reason := year_problem(text, output)) is not None:
+            out.append(f"{text!r} -> {output!r}: {reason}")
+        if self.is_dates and given is None and (reason := calendar_problem(output)) is not None:
+            out.append(f"the translation of {text!r} is wrong: {reason}")
         if self.threshold is not None and confidence < self.threshold:
             out.append(f"low confidence for {text!r} -> {output!r}: {confidence:.3f} is below the "
                        f"threshold {self.threshold:.3f} of {self.name!r} (chosen on held-out data); the input is "

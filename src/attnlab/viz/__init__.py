@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._alignment import alignment as alignment
+    from ._first import FIRST_HEAD as FIRST_HEAD
+    from ._first import FIRST_LAYER as FIRST_LAYER
+    from ._first import difference as difference
+    from ._first import first_view as first_view
     from ._grid import model_grid as model_grid
     from ._heads import heads as heads
     from ._heatmap import heatmap as heatmap
@@ -26,6 +30,10 @@ if TYPE_CHECKING:
 # public name -> the submodule that defines it (imported on first access)
 _LAZY = {
     "alignment": "_alignment",
+    "FIRST_HEAD": "_first",
+    "FIRST_LAYER": "_first",
+    "difference": "_first",
+    "first_view": "_first",
     "heatmap": "_heatmap",
     "heads": "_heads",
     "model_grid": "_grid",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..trace import AttentionRecord, AttentionTrace, Kind
 from . import _fonts
+from ._first import FIRST_HEAD, FIRST_LAYER
 from ._panels import Head, Panel, Span, as_matrix, check_tokens, cut, record_panel, select
 from .static import (
     DEFAULT_CMAP,
@@ -50,8 +51,8 @@ MAX_INCHES = 16.0  # the largest heatmap: 2400 px at DPI, every 5th label of 512
 
 def heatmap(
     data: AttentionTrace | AttentionRecord | Any,
-    layer: int = 0,
-    head: Head = 0,
+    layer: int = FIRST_LAYER,
+    head: Head = FIRST_HEAD,
     tokens: Sequence[str] | None = None,
     *,
     annotate: bool = False,
@@ -74,8 +75,9 @@ def heatmap(
         data: an :class:`AttentionTrace` (``layer`` of its ``kind`` stack, default its main stack), an
             :class:`AttentionRecord`, or a 2-D ``(q_len, k_len)`` tensor / array / nested list.
         layer: the layer of a trace (negative counts from the end); ignored for a record or a matrix.
-        head: a head index (negative counts from the end) or ``"mean"`` for the mean over heads;
-            ignored for a 2-D matrix.
+            Default: the last, as in every surface's first view (:func:`attnlab.viz.first_view`).
+        head: a head index (negative counts from the end) or ``"mean"`` for the mean over heads (the
+            default, the first view's); ignored for a 2-D matrix.
         tokens: labels for both axes (self-attention); overrides the trace's tokens.
         annotate: write each weight in its cell, in black or white, whichever reads on that colour.
         kind: ``"self"``, ``"causal"`` or ``"cross"``: which stack of a trace to draw.

@@ -37,14 +37,15 @@ from .._io import atomic_write_text
 from ..errors import InputError
 from ..trace import AttentionTrace
 from . import _encode
+from ._first import first_view
 
 __all__ = ["IFRAME_HEIGHT", "SCRIPTS", "compare_html", "csp_hash", "payload", "repr_html", "save_html", "to_html",
            "viewer_script", "viewer_style"]
 
 # The viewer's script files under assets/, in the order they are joined (tsconfig.json checks the same list):
 # the shared types and helpers first, then each view, then the viewer that holds them and the page that mounts it.
-SCRIPTS = ("viewer.js", "views/head.js", "views/model.js", "views/matrix.js", "views/neuron.js", "viewer/pane.js",
-           "viewer/page.js")
+SCRIPTS = ("viewer.js", "views/head.js", "views/model.js", "views/matrix.js", "views/neuron.js", "viewer/store.js",
+           "viewer/controls.js", "viewer/pane.js", "viewer/page.js")
 
 IFRAME_HEIGHT = 760  # pixels of the Jupyter iframe; the page scrolls inside it
 _PAYLOAD_VERSION = 1
@@ -122,8 +123,12 @@ def _document(trace: Traces, batch: int, level: int = 6) -> dict[str, Any]:
         if len(traces) == 1:
             return _payload(traces[0], batch, level)
         if len(traces) == 2:
-            return {"format": "attnlab.viewer.compare", "version": _PAYLOAD_VERSION,
-                    "panes": [_payload(t, batch, level) for t in traces]}
+            panes = [_payload(t, batch, level) for t in traces]
+            first = first_view(traces[0], traces[1], batch=batch)  # both open where they differ most
+            for pane in panes:
+                if pane["first"]["kind"] == first["kind"]:
+                    pane["first"]["layer"] = first["layer"]
+            return {"format": "attnlab.viewer.compare", "version": _PAYLOAD_VERSION, "panes": panes}
         raise InputError(
             f"the viewer shows one trace or two side by side, got a list of {len(traces)}; pass one or two"
         )
@@ -162,6 +167,7 @@ def _payload(trace: AttentionTrace, batch: int, level: int = 6) -> dict[str, Any
         "batch": batch,
         "meta": meta,
         "records": records,
+        "first": first_view(trace, batch=batch),  # the view it opens on (viz/_first.py), as heatmap.png shows
     }
     head_notes = _head_notes(trace)
     if head_notes is not None:

@@ -152,7 +152,7 @@
 
   let sequence = 0; // only the latest request's answer is drawn
   async function run() {
-    if (!textBox.value.trim()) { showError("Type some text."); return; }
+    if (!textBox.value.trim()) { clear(); showError("Type some text."); return; }
     const mine = ++sequence;
     lab.busy = true;
     lab.error = ""; // the status shows this run now, not the last error
@@ -163,10 +163,23 @@
       if (mine !== sequence) return;
       draw(answer);
     } catch (e) {
-      if (mine === sequence) showError(e instanceof Error ? e.message : String(e));
+      if (mine === sequence) { clear(); showError(e instanceof Error ? e.message : String(e)); }
     } finally {
       if (mine === sequence) lab.busy = false;
     }
+  }
+  /** A failed run leaves nothing of the previous one on screen: its output, tokens, warnings, steps and viewer go. */
+  function clear() {
+    output.replaceChildren();
+    tokens.textContent = "";
+    warningsList.replaceChildren();
+    difference.textContent = "";
+    stepsBox.hidden = true;
+    host.replaceChildren();
+    Object.assign(window, { attnlab: undefined });
+    lab.last = null;
+    previousModel = "";
+    lastDiffers = -1;
   }
   /** @type {number | undefined} */
   let timer;
@@ -198,6 +211,7 @@
   /** @param {Api} api @param {string} kind  the indices of the records of that kind, by layer */
   const recordsOfKind = (api, kind) => api.records.map((r, i) => (r.kind === kind ? i : -1)).filter((i) => i >= 0);
   let previousModel = "";
+  let lastDiffers = -1; // the most different layer of the last comparison drawn (-1: none)
 
   /** @param {LabRun} answer */
   function draw(answer) {
@@ -208,25 +222,27 @@
     tokens.textContent = answer.tokens.join(" · ");
     warningsList.replaceChildren(...answer.warnings.map((w) => node("li", {}, w)));
     const d = answer.difference;
+    let differs = -1; // the layer where the two texts differ most (-1: they cannot be compared, or do not differ)
     if (!d) difference.textContent = "";
     else if (!d.tv) difference.textContent = d.reason || "";
     else {
-      const per = d.tv.map((row) => row.reduce((a, b) => a + b, 0) / row.length);
-      const top = per.indexOf(Math.max(...per));
+      const per = d.tv.map((row) => row.reduce((a, b) => a + b, 0) / row.length), most = Math.max(...per);
+      differs = most > 0 ? answer.view.layer : -1; // the server's first view of two texts (viz/_first.py)
       difference.textContent = `difference of the two attentions (total variation, 0 same to 1 disjoint, mean over heads): `
-        + per.map((x, i) => `layer ${i} ${x.toFixed(3)}`).join(", ") + `; most in layer ${top}`;
+        + per.map((x, i) => `layer ${i} ${x.toFixed(3)}`).join(", ") + (most > 0 ? `; most in layer ${differs}` : "; none: the same");
     }
     const before = currentApi(), same = lab.last !== null && before !== undefined && lab.runs > 0 && previousModel === answer.model;
     const api = showBundle(host, answer.viewer, `${answer.model} · ${flat(answer.text).slice(0, 60)}`);
     Object.assign(window, { attnlab: api });
+    const follow = differs >= 0 && differs !== lastDiffers; // two texts: go where they differ most, when that moves
     if (same && before && before.state.rec < api.records.length) {
       // the same model again: keep the reader's place (view, layer, heads, colour scale)
-      const s = before.state;
-      api.set({ view: s.view, kind: s.kind, rec: s.rec, heads: [...s.heads], mean: s.mean, head: s.head, scale: s.scale });
-    } else {
-      const kind = /** @type {Kind} */ (answer.labels.kind), at = recordsOfKind(api, kind)[answer.view.layer];
-      api.set(at === undefined ? { head: answer.view.head } : { kind, rec: at, head: answer.view.head });
-    }
+      const s = before.state, kind = follow && d ? /** @type {Kind} */ (d.kind) : s.kind;
+      const at = follow ? recordsOfKind(api, kind)[differs] : undefined;
+      api.set({ view: s.view, kind, rec: at === undefined ? s.rec : at, heads: [...s.heads], mean: s.mean, head: s.head, scale: s.scale });
+    } // else the viewer opened on the first view (viz/_first.py), the one the answer's "view" names
+    lastDiffers = differs;
+
     previousModel = answer.model;
     lab.last = answer;
     drawSteps(answer);

@@ -9,7 +9,9 @@
 //   viewer.js          the types, constants and drawing helpers every view shares (this file)
 //   views/head.js, views/model.js, views/matrix.js, views/neuron.js
 //                      one view each: a function of the pane (a Pane) that returns the view (a View)
-//   viewer/pane.js     one viewer: its data, state, controls, drawing loop, export and API
+//   viewer/store.js    one viewer's data: records decoded on demand, a cache of matrices
+//   viewer/controls.js one viewer's page elements (no behaviour)
+//   viewer/pane.js     one viewer: its first view, captions, exports, and mount(): state, views, drawing loop, API
 //   viewer/page.js     the page: one viewer, or two side by side with linked controls
 // Types are JSDoc, checked by `make lint` (tsc --checkJs, strict, over every file; tsconfig.json at the
 // repository root).
@@ -43,6 +45,14 @@
  * @property {{levels: number, max_error: number}} encoding
  * @property {Record<string, string>} meta
  * @property {HeadNotes} [heads]
+ * @property {FirstView} [first]  the view it opens on (attnlab/viz/_first.py; files written before it have none)
+ */
+/**
+ * @typedef {Object} FirstView  what every surface shows first: the last layer of the main kind, the mean of its heads
+ * (a comparison: the layer where the two traces differ most)
+ * @property {Kind} kind
+ * @property {number} layer  a record's layer number
+ * @property {number} head  -1 for the mean of the heads
  */
 /** @typedef {{format: string, panes: Payload[]}} Compare  two traces side by side */
 /** @typedef {"q" | "k"} Side */

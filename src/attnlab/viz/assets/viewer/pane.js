@@ -1,93 +1,32 @@
-// One viewer (its controls, drawing and state) for one trace: mount() builds it and returns its API.
+// One viewer for one trace: mount() builds it from its parts and returns its API. Its data is viewer/store.js, its
+// page's elements viewer/controls.js; here are the first view, the captions, the exports, and mount(), which holds
+// the state, the views, the drawing loop and the interaction together.
 
 /**
- * Builds one viewer (its controls, drawing and state) for one trace inside `root`.
- * @param {HTMLElement} root
+ * The record and head a viewer opens on: the payload's `first` (attnlab/viz/_first.py: the last layer of the main
+ * kind, the mean of its heads; a comparison's most different layer), or that same rule for a file without it.
  * @param {Payload} DATA
- * @param {Link} link  panes shown side by side share their choices through it
- * @param {string} heading  the viewer's heading
- * @returns {Api}
+ * @param {Kind[]} kinds  the kinds present, in the order self, causal, cross
+ * @returns {{kind: Kind, rec: number, head: number}}
  */
-function mount(root, DATA, link, heading) {
+function firstView(DATA, kinds) {
+  const f = DATA.first, kind = f && kinds.includes(f.kind) ? f.kind : kinds.includes("self") ? "self" : kinds[0];
+  const recs = DATA.records.map((r, i) => (r.kind === kind ? i : -1)).filter((i) => i >= 0);
+  const at = f ? recs.find((i) => DATA.records[i].layer === f.layer) : undefined;
+  const rec = at === undefined ? recs[recs.length - 1] : at, head = f ? f.head : -1;
+  return { kind, rec, head: head < DATA.records[rec].heads ? head : -1 };
+}
+
+/**
+ * What one viewer shows and says of its tokens: the shown span (sentence-pair filter, token range), the token search,
+ * the head notes, the fitted token labels and the caption above every drawing.
+ * @param {Payload} DATA
+ * @param {State} state
+ * @param {Store["cached"]} cached
+ * @param {() => View} currentView
+ */
+function captions(DATA, state, cached, currentView) {
   const RECORDS = DATA.records;
-  const LEVELS = DATA.encoding.levels;
-  const MAX_ERROR = DATA.encoding.max_error;
-
-  // ----- data: decode on demand, cache -----------------------------------------------------------
-  /** @type {(Uint8Array | undefined)[]} */
-  const codes = new Array(RECORDS.length); // Uint8Array (heads, q, k) once decoded
-  /** @type {({q: Float32Array, k: Float32Array} | undefined)[]} */
-  const vectors = new Array(RECORDS.length); // query and key vectors (heads, len, d), when captured
-  /** @type {Map<number, Promise<Uint8Array>>} */
-  const pending = new Map();
-  /** @param {number} ri  the codes (and vectors) of record ri, decoded once */
-  function load(ri) {
-    const done = codes[ri];
-    if (done) return Promise.resolve(done);
-    let p = pending.get(ri);
-    if (!p) {
-      const r = RECORDS[ri];
-      const qk = r.qk ? Promise.all([inflateHalf(r.qk.q), inflateHalf(r.qk.k)]).then(([q, k]) => (vectors[ri] = { q, k })) : null;
-      p = Promise.all([inflate(r.data), qk]).then(([bytes]) => (codes[ri] = bytes));
-      pending.set(ri, p);
-    }
-    return p;
-  }
-  /** @param {number} ri */
-  function decoded(ri) {
-    const c = codes[ri];
-    if (!c) throw new Error(`attnlab viewer: record ${ri} is drawn before it is decoded`);
-    return c;
-  }
-  /** @type {Map<string, unknown>} */
-  const lru = new Map();
-  /**
-   * A small least-recently-used cache of matrices and images.
-   * @template T
-   * @param {string} key
-   * @param {() => T} make
-   * @returns {T}
-   */
-  function cached(key, make) {
-    if (lru.has(key)) { const v = /** @type {T} */ (lru.get(key)); lru.delete(key); lru.set(key, v); return v; }
-    const v = make();
-    lru.set(key, v);
-    const oldest = lru.keys().next().value;
-    if (lru.size > 64 && oldest !== undefined) lru.delete(oldest);
-    return v;
-  }
-  /**
-   * The (q, k) weights of head h of record ri as a Float32Array; h = -1 is the mean over heads.
-   * @param {number} ri
-   * @param {number} h
-   * @returns {Float32Array}
-   */
-  function matrix(ri, h) {
-    return cached(`m${ri}:${h}`, () => {
-      const r = RECORDS[ri], n = r.q * r.k, c = decoded(ri), out = new Float32Array(n);
-      const heads = h < 0 ? [...Array(r.heads).keys()] : [h];
-      for (const hh of heads) for (let i = 0, o = hh * n; i < n; i++) out[i] += c[o + i];
-      const scale = 1 / (LEVELS * heads.length);
-      for (let i = 0; i < n; i++) out[i] *= scale;
-      return out;
-    });
-  }
-  /** @param {string} kind  the indices of the records of that kind */
-  const recordsOf = (kind) => RECORDS.map((_, i) => i).filter((i) => RECORDS[i].kind === kind);
-
-  // ----- state ----------------------------------------------------------------------------------
-  const kinds = /** @type {Kind[]} */ (["self", "causal", "cross"]).filter((k) => RECORDS.some((r) => r.kind === k));
-  /** @type {State} */
-  const state = {
-    view: "head", kind: kinds[0], rec: recordsOf(kinds[0])[0], heads: new Set([0]), mean: false, head: 0,
-    focus: null, sticky: false, cell: null, cursor: { row: 0, col: 0 }, hover: null, zoom: 0,
-    scale: "linear", range: null, pair: "all", search: "",
-  };
-  let exporting = false; // drawing an export: nothing transient (hover ring, hovered labels, hovered thumbnail)
-  /** @type {Placed[]} */
-  let placed = []; // token labels of the drawing being painted (tests check that none overlap)
-  const hasPairs = RECORDS.some((r) => segments(r.query_tokens) && segments(r.key_tokens));
-
   /**
    * The shown tokens of record ri: the sentence-pair filter, then the token range (at least one token a side).
    * @param {number} ri
@@ -220,7 +159,6 @@ function mount(root, DATA, link, heading) {
     ctx.fillText(t, x, y);
   }
 
-  // ----- shared by the views: the search's status, the head bar's buttons -----------------------
   function searchStatus() {
     const r = RECORDS[state.rec], s = span(state.rec);
     const q = matches(r.query_tokens).filter((i) => i >= s.q0 && i < s.q1), k = matches(r.key_tokens).filter((i) => i >= s.k0 && i < s.k1);
@@ -228,6 +166,205 @@ function mount(root, DATA, link, heading) {
     if (!q.length && !k.length) return `No shown token contains ${quote(state.search)}.`;
     return `${quote(state.search)}: ${q.length} query token(s) (${list(q)}), ${k.length} key token(s) (${list(k)}); Enter in the search box goes to the next.`;
   }
+  return { span, spanKey, inSpan, matches, notes, notesText, labels, layerOf, describe, title, titleHeight, boxedText,
+    searchStatus };
+}
+
+/**
+ * One viewer's exports: the whole current drawing, its full caption and legend, nothing transient, as PNG (at the
+ * chosen resolution, lowered where the browser could not encode it) or SVG, under a file name that says what it shows.
+ * @param {Controls} ui
+ * @param {Payload} DATA
+ * @param {State} state
+ * @param {() => View} currentView
+ * @param {{exporting: boolean, placed: Placed[]}} marks  what the drawing being painted is for, and its token labels
+ */
+function exporter(ui, DATA, state, currentView, marks) {
+  /** @param {Blob} blob @param {string} name */
+  function download(blob, name) {
+    const a = el("a", { href: URL.createObjectURL(blob), download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  }
+  const fileName = () => [slug(DATA.meta.model || "") || "attnlab", `${state.view}-view`, state.kind, currentView().file()].join("-");
+  /**
+   * Draws the whole current view for export: without the hover ring, the hovered labels, the hovered thumbnail
+   * and a focus that only follows the mouse (a clicked focus is a choice, and the caption names it).
+   * @param {Painter} ctx
+   */
+  function drawForExport(ctx) {
+    const view = currentView(), saved = { focus: state.focus, cell: state.cell, hover: state.hover };
+    marks.placed = [];
+    Object.assign(state, { focus: state.sticky ? state.focus : null, cell: null, hover: null });
+    marks.exporting = true;
+    try {
+      const size = view.geometry();
+      view.draw(ctx, size, { x0: 0, y0: 0, x1: size.w, y1: size.h });
+      return size;
+    } finally {
+      marks.exporting = false;
+      Object.assign(state, saved);
+    }
+  }
+  /** The export's size at the chosen PNG resolution, lowered where the browser could not encode it. */
+  function pngResolution() {
+    const keep = { focus: state.focus, cell: state.cell, hover: state.hover };
+    Object.assign(state, { focus: state.sticky ? state.focus : null, cell: null, hover: null });
+    const size = currentView().geometry();
+    Object.assign(state, keep);
+    const wanted = Number(ui.pngScale.value);
+    let s = wanted;
+    while (s > 1 && (Math.max(size.w, size.h) * s > MAX_CANVAS || size.w * size.h * s * s > MAX_PIXELS)) s /= 2;
+    return { wanted, s, size };
+  }
+  ui.pngButton.addEventListener("click", () => {
+    const { wanted, s, size } = pngResolution(), out = document.createElement("canvas");
+    out.width = Math.round(size.w * s);
+    out.height = Math.round(size.h * s);
+    const ctx = context2d(out);
+    ctx.scale(s, s);
+    drawForExport(ctx);
+    const name = `${fileName()}${s > 1 ? `@${s}x` : ""}.png`;
+    out.toBlob((b) => {
+      if (!b) throw new Error(`attnlab viewer: the browser could not encode a ${out.width} x ${out.height} PNG`);
+      download(b, name);
+      ui.statusLine.textContent = `Saved ${name}, ${out.width} × ${out.height} pixels` +
+        (s < wanted ? ` (${wanted}× would pass the browser's ${MAX_CANVAS}-pixel limit)` : "") + ".";
+    }, "image/png");
+  });
+  ui.svgButton.addEventListener("click", () => {
+    const size = currentView().geometry(), svg = new SvgContext(size.w, size.h);
+    drawForExport(svg);
+    download(new Blob([svg.toString()], { type: "image/svg+xml" }), fileName() + ".svg");
+  });
+
+  return { fileName };
+}
+
+/**
+ * Gives one viewer's controls their behaviour: each changes the state and redraws.
+ * @param {Controls} ui
+ * @param {State} state
+ * @param {{RECORDS: TraceRecord[], render: () => number, currentView: () => View, recordsOf: Store["recordsOf"],
+ *   toRecord: (ri: number) => void, span: (ri: number) => Span, matches: (tokens: string[]) => number[],
+ *   searchStatus: () => string}} viewer  what the listeners call of their viewer
+ */
+function listen(ui, state, viewer) {
+  const { RECORDS, render, currentView, recordsOf, toRecord, span, matches, searchStatus } = viewer;
+  const { tabButtons, kindSelect, recSelect, zoomSelect, scaleSelect, pairSelect, rangeInput, searchInput, statusLine } = ui;
+  for (const [v, b] of Object.entries(tabButtons)) b.addEventListener("click", () => { state.view = v; render(); });
+  zoomSelect.addEventListener("change", () => { state.zoom = Number(zoomSelect.value); render(); });
+  scaleSelect.addEventListener("change", () => { state.scale = /** @type {Scale} */ (scaleSelect.value); render(); });
+  pairSelect.addEventListener("change", () => { state.pair = /** @type {Pair} */ (pairSelect.value); render(); });
+  rangeInput.addEventListener("change", () => {
+    const r = parseRange(rangeInput.value);
+    rangeInput.setAttribute("aria-invalid", String(r === undefined));
+    if (r === undefined) {
+      statusLine.textContent = `Tokens: write from:to with the end left out, e.g. 100:160 (or 100: or :50); got ${quote(rangeInput.value)}.`;
+      return;
+    }
+    state.range = r;
+    render();
+  });
+  let lastSeek = -1; // the match the search's Enter went to last
+  searchInput.addEventListener("input", () => {
+    state.search = searchInput.value;
+    lastSeek = -1;
+    render();
+    if (state.search.trim()) statusLine.textContent = searchStatus(); // while typing, the status answers the search
+  });
+  searchInput.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    const r = RECORDS[state.rec], sp = span(state.rec), found = matches(r.query_tokens).filter((i) => i >= sp.q0 && i < sp.q1);
+    if (!found.length) { render(); return; }
+    const next = found.find((i) => i > lastSeek);
+    lastSeek = next === undefined ? found[0] : next;
+    if (currentView().seek(lastSeek)) render();
+  });
+
+  kindSelect.addEventListener("change", () => {
+    const recs = recordsOf(kindSelect.value);
+    Object.assign(state, { kind: kindSelect.value, rec: recs[0], focus: null, sticky: false, cell: null, hover: null });
+    state.heads = new Set([0]);
+    state.mean = false;
+    render();
+  });
+  recSelect.addEventListener("change", () => { toRecord(Number(recSelect.value)); render(); });
+}
+
+/**
+ * Sets one viewer's controls to its state: the menus, the tabs (a view whose data the trace lacks is disabled, its
+ * reason in the tooltip), the head bar, the help, the status line and the stage's accessible name.
+ * @param {Controls} ui
+ * @param {State} state
+ * @param {Readonly<Record<string, View>>} views
+ * @param {View} view  the current one
+ * @param {() => string[]} describe  the caption's two parts
+ * @param {Store["recordsOf"]} recordsOf
+ * @param {TraceRecord[]} RECORDS
+ */
+function sync(ui, state, views, view, describe, recordsOf, RECORDS) {
+  const { tabButtons, kindSelect, recSelect, zoomSelect, zoomLabel, scaleSelect, pairSelect, rangeInput, searchInput, headBar,
+    statusLine, stage, help } = ui;
+  kindSelect.value = state.kind;
+  recSelect.replaceChildren(...recordsOf(state.kind).map((i) => el("option", { value: String(i) }, `${RECORDS[i].layer} · ${RECORDS[i].name}`)));
+  recSelect.value = String(state.rec);
+  recSelect.disabled = !view.layerMenu;
+  zoomLabel.hidden = !view.cellMenu;
+  zoomSelect.value = String(state.zoom);
+  scaleSelect.value = state.scale;
+  pairSelect.value = state.pair;
+  if (document.activeElement !== rangeInput) rangeInput.value = rangeText(state.range);
+  if (document.activeElement !== searchInput) searchInput.value = state.search;
+  for (const [v, b] of Object.entries(tabButtons)) {
+    const why = views[v].available();
+    b.setAttribute("aria-pressed", String(v === state.view));
+    b.disabled = !!why && v !== state.view;
+    b.title = why;
+  }
+  headBar.replaceChildren(...view.heads());
+  help.textContent = view.help;
+  delete statusLine.dataset.value; // the matrix and neuron views' status sets the exact value under the mouse
+  statusLine.textContent = view.status();
+  stage.setAttribute("aria-label", describe().join(". "));
+}
+
+/**
+ * Builds one viewer for one trace inside `root`: its data (viewer/store.js), state, page (viewer/controls.js),
+ * captions and exports (above), its views, the drawing loop, the interaction and the API.
+ * @param {HTMLElement} root
+ * @param {Payload} DATA
+ * @param {Link} link  panes shown side by side share their choices through it
+ * @param {string} heading  the viewer's heading
+ * @returns {Api}
+ */
+function mount(root, DATA, link, heading) {
+  const RECORDS = DATA.records;
+  const LEVELS = DATA.encoding.levels;
+  const MAX_ERROR = DATA.encoding.max_error;
+  const { codes, vectors, load, cached, matrix, recordsOf } = store(RECORDS, LEVELS);
+
+  // ----- state ----------------------------------------------------------------------------------
+  const kinds = /** @type {Kind[]} */ (["self", "causal", "cross"]).filter((k) => RECORDS.some((r) => r.kind === k));
+  const first = firstView(DATA, kinds);
+  /** @type {State} */
+  const state = {
+    view: "head", kind: first.kind, rec: first.rec, heads: new Set([first.head < 0 ? 0 : first.head]), mean: first.head < 0,
+    head: first.head, focus: null, sticky: false, cell: null, cursor: { row: 0, col: 0 }, hover: null, zoom: 0,
+    scale: "linear", range: null, pair: "all", search: "",
+  };
+  // exporting: the drawing is an export (nothing transient: hover ring, hovered labels, hovered thumbnail);
+  // placed: the token labels of the drawing being painted (tests check that none overlap)
+  /** @type {{exporting: boolean, placed: Placed[]}} */
+  const marks = { exporting: false, placed: [] };
+  const hasPairs = RECORDS.some((r) => segments(r.query_tokens) && segments(r.key_tokens));
+  const { span, spanKey, inSpan, matches, notes, notesText, labels, layerOf, describe, title, titleHeight, boxedText,
+    searchStatus } = captions(DATA, state, cached, () => currentView());
+
+  // ----- shared by the views: the search's status, the head bar's buttons -----------------------
   /** Head buttons that choose the one head drawn (or the mean). @param {boolean} withMean */
   function headChoice(withMean = true) {
     const r = RECORDS[state.rec], buttons = [];
@@ -243,8 +380,8 @@ function mount(root, DATA, link, heading) {
   const pane = {
     RECORDS, LEVELS, MAX_ERROR, state, vectors, matrix, cached, recordsOf, span, spanKey, inSpan, matches, notes, notesText,
     labels, layerOf, title, titleHeight, boxedText, headButton, headChoice, searchStatus, render, reveal,
-    get exporting() { return exporting; },
-    get placed() { return placed; },
+    get exporting() { return marks.exporting; },
+    get placed() { return marks.placed; },
     get statusLine() { return statusLine; },
   };
   // The views, in the order of their tabs. A new view is a file under views/ (a function of the Pane that returns a
@@ -264,114 +401,10 @@ function mount(root, DATA, link, heading) {
   }
   const currentView = () => viewNamed(state.view);
 
-  // ----- page ------------------------------------------------------------------------------------
-  /**
-   * @template {keyof HTMLElementTagNameMap} K
-   * @param {K} tag
-   * @param {Record<string, string>} [attrs]
-   * @param {string} [text]
-   * @returns {HTMLElementTagNameMap[K]}
-   */
-  function el(tag, attrs = {}, text = "") {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-    e.textContent = text;
-    return e;
-  }
-  /**
-   * A select of (value, text) options.
-   * @param {string} label  its accessible name
-   * @param {[string, string][]} options
-   */
-  function menu(label, options) {
-    const s = el("select", { "aria-label": label });
-    for (const [v, t] of options) s.append(el("option", { value: v }, t));
-    return s;
-  }
-  root.replaceChildren();
-  const header = el("header");
-  header.append(el("h1", {}, heading));
-  const info = el("p", { class: "info" });
-  header.append(info);
-  const tabs = el("div", { class: "tabs", role: "group", "aria-label": "view" });
-  /** @type {Record<string, HTMLButtonElement>} */
-  const tabButtons = {};
-  for (const [v, spec] of Object.entries(VIEWS)) {
-    tabButtons[v] = el("button", { type: "button", "data-view": v }, spec.label);
-    tabButtons[v].addEventListener("click", () => { state.view = v; render(); });
-    tabs.append(tabButtons[v]);
-  }
-  const kindSelect = menu("attention kind", kinds.map((k) => [k, KIND_NAMES[k]]));
-  const recSelect = menu("layer", []);
-  const zoomSelect = menu("cell size", [["0", "fit"], ...[2, 4, 8, 12, 16, 24].map((z) => /** @type {[string, string]} */ ([String(z), `${z} px`]))]);
-  zoomSelect.addEventListener("change", () => { state.zoom = Number(zoomSelect.value); render(); });
-  const scaleSelect = menu("colour scale", /** @type {[Scale, string][]} */ (Object.entries(SCALE_NAMES)));
-  scaleSelect.addEventListener("change", () => { state.scale = /** @type {Scale} */ (scaleSelect.value); render(); });
-  const pairSelect = menu("sentence pair", /** @type {[Pair, string][]} */ (Object.entries(PAIR_NAMES)));
-  pairSelect.addEventListener("change", () => { state.pair = /** @type {Pair} */ (pairSelect.value); render(); });
-  const rangeInput = el("input", { type: "text", "aria-label": "token range", placeholder: "all, or 100:160", size: "10", spellcheck: "false" });
-  rangeInput.addEventListener("change", () => {
-    const r = parseRange(rangeInput.value);
-    rangeInput.setAttribute("aria-invalid", String(r === undefined));
-    if (r === undefined) {
-      statusLine.textContent = `Tokens: write from:to with the end left out, e.g. 100:160 (or 100: or :50); got ${quote(rangeInput.value)}.`;
-      return;
-    }
-    state.range = r;
-    render();
-  });
-  const searchInput = el("input", { type: "search", "aria-label": "find token", placeholder: "find token", size: "12", spellcheck: "false" });
-  let lastSeek = -1; // the match the search's Enter went to last
-  searchInput.addEventListener("input", () => {
-    state.search = searchInput.value;
-    lastSeek = -1;
-    render();
-    if (state.search.trim()) statusLine.textContent = searchStatus(); // while typing, the status answers the search
-  });
-  searchInput.addEventListener("keydown", (e) => {
-    if (e.key !== "Enter") return;
-    e.preventDefault();
-    const r = RECORDS[state.rec], sp = span(state.rec), found = matches(r.query_tokens).filter((i) => i >= sp.q0 && i < sp.q1);
-    if (!found.length) { render(); return; }
-    const next = found.find((i) => i > lastSeek);
-    lastSeek = next === undefined ? found[0] : next;
-    if (currentView().seek(lastSeek)) render();
-  });
-  const zoomLabel = labelled("cell", zoomSelect), pairLabel = labelled("pair", pairSelect);
-  const headBar = el("div", { class: "heads", role: "group", "aria-label": "heads" });
-  const exportBar = el("div", { class: "export" });
-  const pngScale = menu("PNG resolution", [["1", "1×"], ["2", "2×"], ["4", "4×"]]);
-  pngScale.value = "2";
-  const pngButton = el("button", { type: "button" }, "Save PNG"), svgButton = el("button", { type: "button" }, "Save SVG");
-  exportBar.append(pngButton, pngScale, svgButton);
-  const controls = el("div", { class: "controls" });
-  /** @param {string} text @param {HTMLElement} control */
-  function labelled(text, control) { const l = el("label", {}, text + " "); l.append(control); return l; }
-  const filters = el("div", { class: "controls filters" });
-  filters.append(labelled("tokens", rangeInput), pairLabel, labelled("colour", scaleSelect), labelled("find", searchInput));
-  controls.append(tabs, labelled("kind", kindSelect), labelled("layer", recSelect), zoomLabel, exportBar);
-  const statusLine = el("p", { class: "status", role: "status", "aria-live": "polite" });
-  // The stage scrolls over a spacer as large as the drawing; the canvas above it is only as large as what is
-  // visible, so a 512-token view draws a window of it, not a 9000-pixel-high canvas.
-  const frame = el("div", { class: "frame" });
-  const stage = el("div", { class: "stage", tabindex: "0", role: "img" });
-  const spacer = el("div", { class: "spacer" });
-  const canvas = el("canvas", { "aria-hidden": "true" });
-  stage.append(spacer);
-  frame.append(stage, canvas);
-  const help = el("p", { class: "help" });
-  root.append(header, controls, filters, headBar, statusLine, frame, help);
-  info.textContent = Object.entries(DATA.meta).map(([k, v]) => `${k}: ${v}`).join(" · ") || "no metadata";
-  pairLabel.hidden = !hasPairs;
-
-  kindSelect.addEventListener("change", () => {
-    const recs = recordsOf(kindSelect.value);
-    Object.assign(state, { kind: kindSelect.value, rec: recs[0], focus: null, sticky: false, cell: null, hover: null });
-    state.heads = new Set([0]);
-    state.mean = false;
-    render();
-  });
-  recSelect.addEventListener("change", () => { toRecord(Number(recSelect.value)); render(); });
+  // ----- page: its elements (viewer/controls.js) and what each does -----------------------------------
+  const ui = controls(root, heading, VIEWS, kinds, hasPairs, DATA.meta);
+  const { statusLine, stage, spacer, canvas } = ui;
+  listen(ui, state, { RECORDS, render, currentView, recordsOf, toRecord, span, matches, searchStatus });
   /**
    * Show record ri of the same kind: a clicked (sticky) focus stays on its token, so that one token can be
    * followed through the layers; a hover focus and the hovered cell go.
@@ -403,31 +436,6 @@ function mount(root, DATA, link, heading) {
     b.addEventListener("click", onClick);
     return b;
   }
-  function syncControls() {
-    const view = currentView();
-    kindSelect.value = state.kind;
-    recSelect.replaceChildren(...recordsOf(state.kind).map((i) => el("option", { value: String(i) }, `${RECORDS[i].layer} · ${RECORDS[i].name}`)));
-    recSelect.value = String(state.rec);
-    recSelect.disabled = !view.layerMenu;
-    zoomLabel.hidden = !view.cellMenu;
-    zoomSelect.value = String(state.zoom);
-    scaleSelect.value = state.scale;
-    pairSelect.value = state.pair;
-    if (document.activeElement !== rangeInput) rangeInput.value = rangeText(state.range);
-    if (document.activeElement !== searchInput) searchInput.value = state.search;
-    for (const [v, b] of Object.entries(tabButtons)) {
-      const why = VIEWS[v].available();
-      b.setAttribute("aria-pressed", String(v === state.view));
-      b.disabled = !!why && v !== state.view;
-      b.title = why;
-    }
-    headBar.replaceChildren(...view.heads());
-    help.textContent = view.help;
-    delete statusLine.dataset.value; // the matrix and neuron views' status sets the exact value under the mouse
-    statusLine.textContent = view.status();
-    stage.setAttribute("aria-label", describe().join(". "));
-  }
-
   /** @type {{firstView: number | null, lastRender: number | null}} */
   const timings = { firstView: null, lastRender: null };
   /** @type {Promise<unknown>} */
@@ -445,7 +453,7 @@ function mount(root, DATA, link, heading) {
     spacer.style.height = `${size.h}px`;
     stage.style.height = `${Math.min(size.h + 18, Math.max(320, Math.round(window.innerHeight * 0.8)))}px`;
     paint();
-    syncControls();
+    sync(ui, state, VIEWS, view, describe, recordsOf, RECORDS);
     timings.lastRender = performance.now() - start;
     if (timings.firstView === null) timings.firstView = performance.now(); // ms since navigation start
     share();
@@ -477,9 +485,9 @@ function mount(root, DATA, link, heading) {
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.clearRect(0, 0, canvas.width, canvas.height);
     ctx.setTransform(dpr, 0, 0, dpr, -x0 * dpr, -y0 * dpr);
-    placed = [];
+    marks.placed = [];
     view.draw(ctx, size, { x0, y0, x1: x0 + w, y1: y0 + h });
-    lastPlaced = placed;
+    lastPlaced = marks.placed;
   }
   /** @type {Placed[]} */
   let lastPlaced = [];
@@ -513,66 +521,8 @@ function mount(root, DATA, link, heading) {
     render();
   });
 
-  // ----- export: the whole drawing, its full caption and legend, nothing transient ----------------
-  /** @param {Blob} blob @param {string} name */
-  function download(blob, name) {
-    const a = el("a", { href: URL.createObjectURL(blob), download: name });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
-  }
-  const fileName = () => [slug(DATA.meta.model || "") || "attnlab", `${state.view}-view`, state.kind, currentView().file()].join("-");
-  /**
-   * Draws the whole current view for export: without the hover ring, the hovered labels, the hovered thumbnail
-   * and a focus that only follows the mouse (a clicked focus is a choice, and the caption names it).
-   * @param {Painter} ctx
-   */
-  function drawForExport(ctx) {
-    const view = currentView(), saved = { focus: state.focus, cell: state.cell, hover: state.hover };
-    placed = [];
-    Object.assign(state, { focus: state.sticky ? state.focus : null, cell: null, hover: null });
-    exporting = true;
-    try {
-      const size = view.geometry();
-      view.draw(ctx, size, { x0: 0, y0: 0, x1: size.w, y1: size.h });
-      return size;
-    } finally {
-      exporting = false;
-      Object.assign(state, saved);
-    }
-  }
-  /** The export's size at the chosen PNG resolution, lowered where the browser could not encode it. */
-  function pngResolution() {
-    const keep = { focus: state.focus, cell: state.cell, hover: state.hover };
-    Object.assign(state, { focus: state.sticky ? state.focus : null, cell: null, hover: null });
-    const size = currentView().geometry();
-    Object.assign(state, keep);
-    const wanted = Number(pngScale.value);
-    let s = wanted;
-    while (s > 1 && (Math.max(size.w, size.h) * s > MAX_CANVAS || size.w * size.h * s * s > MAX_PIXELS)) s /= 2;
-    return { wanted, s, size };
-  }
-  pngButton.addEventListener("click", () => {
-    const { wanted, s, size } = pngResolution(), out = document.createElement("canvas");
-    out.width = Math.round(size.w * s);
-    out.height = Math.round(size.h * s);
-    const ctx = context2d(out);
-    ctx.scale(s, s);
-    drawForExport(ctx);
-    const name = `${fileName()}${s > 1 ? `@${s}x` : ""}.png`;
-    out.toBlob((b) => {
-      if (!b) throw new Error(`attnlab viewer: the browser could not encode a ${out.width} x ${out.height} PNG`);
-      download(b, name);
-      statusLine.textContent = `Saved ${name}, ${out.width} × ${out.height} pixels` +
-        (s < wanted ? ` (${wanted}× would pass the browser's ${MAX_CANVAS}-pixel limit)` : "") + ".";
-    }, "image/png");
-  });
-  svgButton.addEventListener("click", () => {
-    const size = currentView().geometry(), svg = new SvgContext(size.w, size.h);
-    drawForExport(svg);
-    download(new Blob([svg.toString()], { type: "image/svg+xml" }), fileName() + ".svg");
-  });
+  // ----- export (below) -----------------------------------------------------------------------------
+  const { fileName } = exporter(ui, DATA, state, currentView, marks);
 
   // For tests, benchmarks and the other pane: set state and draw synchronously (returns the milliseconds it took).
   /** @type {Api} */

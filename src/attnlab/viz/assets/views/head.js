@@ -176,7 +176,7 @@ function headView(P) {
   const HEAD_VIEW = {
     label: "Head view",
     help: "Lines join each query token (left) to the key tokens (right) it attends to; opacity is the weight on the colour scale (lines under 1.6 % are not drawn). " +
-      "It starts with head 0: click a head to show or hide it, double-click to show only it, “all” for every head, “mean” for their mean. " +
+      "It starts with the mean of the heads: click a head to show it, then more to add or hide them, double-click to show only one, “all” for every head, “mean” for their mean. " +
       "On a focused token, opacity is relative to its largest weight. Hover a token to focus on it, click to keep the focus (it stays when the layer changes).",
     layerMenu: true,
     cellMenu: false,
