@@ -77,6 +77,7 @@ class CausalBlock(nn.Module):
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
+        self.config = cfg  # pre-norm (cfg.norm_first): what attribution's layer_parts reads
         self.self_attn = MultiHeadAttention.from_config(cfg.attention())
         self.ff = FeedForward.from_config(cfg.feed_forward())
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.eps)
