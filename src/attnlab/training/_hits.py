@@ -5,8 +5,8 @@ Letters: N rows (positions), V vocabulary.
 ``(logits.argmax(-1) == targets).sum()`` is the obvious count, but on CPU ``argmax`` over a large last dimension is
 slow (about 55 ms for 2,048 x 4,108 fp32 logits on one thread, a tenth of the language model's training step, where
 ``amax`` takes 2.5 ms).  A row can only hit when its target's logit equals the row's maximum, so :func:`top1_hits`
-takes ``amax`` and a gather over every row and the argmax over those candidate rows only (ties still go to the first
-maximum, as argmax's do): the same count for finite logits.
+takes ``amax`` and a gather over every row and the first maximum's index over those candidate rows only (ties go to
+the first maximum, as argmax's do): the same count for finite logits.
 """
 
 from __future__ import annotations
@@ -28,4 +28,5 @@ def top1_hits(logits: torch.Tensor, targets: torch.Tensor) -> int:
     rows = ((at_target == flat.amax(1)) & inside).nonzero()[:, 0]  # the rows whose target holds the maximum
     if rows.numel() == 0:
         return 0
-    return int((flat[rows].argmax(1) == t[rows]).sum())  # the first maximum, as argmax over every row would give
+    # max's indices are the first maximum's, as argmax's are (and max is about twice as fast on CPU)
+    return int((flat[rows].max(1).indices == t[rows]).sum())
