@@ -191,14 +191,14 @@ def _load(entry: ModelEntry) -> Any:
 
         return load_encoder(entry.source)
     if entry.kind == "classifier":
-        from ..training import load_trained
+        from ..trained import load_trained
 
         return load_trained(entry.source)
     if entry.kind == "lm":
-        from ..training import load_language_model
+        from ..trained import load_language_model
 
         return load_language_model(entry.source)
-    from ..training import load_translator
+    from ..trained import load_translator
 
     return load_translator(entry.source)
 
