@@ -45,6 +45,7 @@ from torch import nn
 from attnlab.data import PEOPLES_DAILY, CharVocab, lm_documents, split_documents
 from attnlab.models.lm import CausalLM, LMConfig
 from attnlab.training._distributed import World
+from attnlab.training._hits import top1_hits
 from attnlab.training._lm_run import LMTask, LMTrainConfig
 from attnlab.training._runtime import Runtime, lr_at
 
@@ -184,7 +185,7 @@ def phases(runtime: Runtime, task: LMTask, steps: int, start: int) -> dict[str, 
         loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
         float(loss.detach())
         t2 = time.perf_counter()
-        float((logits.detach().argmax(-1) == y).sum())
+        top1_hits(logits, y)  # the task's count of hits
         t3 = time.perf_counter()
         loss.backward()
         t4 = time.perf_counter()
