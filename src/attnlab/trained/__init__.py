@@ -22,7 +22,7 @@ from ._classifier import (
     reliability_bins,
     sha256,
 )
-from ._lm import Generated, LanguageModel, check_sampling, load_language_model
+from ._lm import SAMPLING, Generated, LanguageModel, Loop, check_sampling, find_loop, load_language_model
 from ._translator import CONFIDENCE_KEY, Translation, Translator, load_translator, translator_folder
 
 __all__ = [
@@ -30,15 +30,18 @@ __all__ = [
     "CONFIDENCE_KEY",
     "ECE_BINS",
     "RELIABILITY_FILE",
+    "SAMPLING",
     "UNKNOWN_WARN_SHARE",
     "Classifier",
     "Generated",
     "LanguageModel",
+    "Loop",
     "Translation",
     "Translator",
     "check_sampling",
     "confidence_of",
     "expected_calibration_error",
+    "find_loop",
     "fit_temperature",
     "load_language_model",
     "load_trained",
