@@ -63,7 +63,7 @@ def test_repeated_ngram_ends_against_brute_force() -> None:
         ids = torch.randint(0, 4, (int(torch.randint(0, 14, (1,), generator=g)),), generator=g).tolist()
         for n in (1, 2, 3, 4):
             want = {c for c in range(4) if len(ids) + 1 >= n and any(
-                (ids + [c])[len(ids) + 1 - n:] == ids[i: i + n] for i in range(len(ids) - n + 1))}
+                [*ids, c][len(ids) + 1 - n:] == ids[i: i + n] for i in range(len(ids) - n + 1))}
             assert repeated_ngram_ends(ids, n) == want, (ids, n)
 
 

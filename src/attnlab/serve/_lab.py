@@ -1,6 +1,6 @@
 """The lab's models and what one run returns: the same library calls as the CLI (``trace_text`` for an encoder,
 a trained classifier's calibrated ``predict``, a translator's ``trace_translation``, a language model's
-``trace_generation`` as ``attnlab generate`` calls it, greedy), the head labels and metrics of
+``trace_generation`` as ``attnlab generate`` calls it, with its sampling settings), the head labels and metrics of
 :mod:`attnlab.analysis`, and the viewer's payload (:func:`attnlab.viz.html.payload`).
 
 Models are named, never given as paths by a client: the catalogue holds the bundled models and the folders named when
@@ -21,7 +21,7 @@ from typing import Any
 from .._bundled import MINILM, MODELS, bundled_folder, locate
 from ..errors import InputError, ModelLoadError
 
-__all__ = ["KIND_NAMES", "Lab", "ModelEntry", "UnknownModelError"]
+__all__ = ["KIND_NAMES", "SAMPLING_FIELDS", "Lab", "ModelEntry", "UnknownModelError", "lm_settings"]
 
 # how the API names each kind of model (locate's "huggingface" is an encoder such as MiniLM)
 KIND_NAMES = {"huggingface": "encoder", "classifier": "classifier", "translator": "translator", "lm": "lm"}
@@ -41,7 +41,9 @@ EXAMPLES: dict[str, str] = {
     "tutorial-en-zh": "The cat sat on the mat.",
     "zh-lm": "中国",
 }
-CONTINUATION = 20  # characters a language model writes after the text (greedy: the likeliest each time)
+CONTINUATION = 20  # characters a language model writes after the text (sampled as attnlab generate samples)
+# what a run's "sampling" object may set for a language model (attnlab generate's options; the rest keep the defaults)
+SAMPLING_FIELDS = ("temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "greedy", "seed")
 ROUND = 5  # decimals of the numbers a run returns (weights in the viewer payload have their own 8-bit codes)
 
 
@@ -60,8 +62,10 @@ class ModelEntry:
 
     def describe(self) -> dict[str, Any]:
         example = EXAMPLES.get(self.source) if self.source == self.name else None  # bundled models only
-        return {"name": self.name, "kind": KIND_NAMES[self.kind], "languages": list(self.languages),
-                "example": example}
+        out = {"name": self.name, "kind": KIND_NAMES[self.kind], "languages": list(self.languages), "example": example}
+        if self.kind == "lm":  # the page's sampling controls start at the library's defaults
+            out["sampling"] = lm_settings(None)
+        return out
 
 
 def catalogue(folders: Sequence[str | os.PathLike[str]] = (), *, bundled: bool = True) -> list[ModelEntry]:
@@ -130,32 +134,39 @@ class Lab:
     def cached(self) -> list[str]:
         return list(self._loaded)
 
-    def _runs(self, model: str, text: str, compare: str | None) -> tuple[ModelEntry, list[_Run], list[str]]:
-        """The run of ``text`` (and of ``compare``), each trace with its head notes, and the warnings they gave."""
+    def _runs(self, model: str, text: str, compare: str | None, sampling: Any = None
+              ) -> tuple[ModelEntry, list[_Run], list[str]]:
+        """The run of ``text`` (and of ``compare``), each trace with its head notes, and the warnings they gave;
+        ``sampling`` (a language model's settings, :func:`lm_settings`) is refused for another kind of model."""
         from ..analysis import head_notes
 
         entry = self.entry(model)
+        if sampling is not None and entry.kind != "lm":
+            raise InputError(f'"sampling" sets how a language model writes; {entry.name} is a '
+                             f"{KIND_NAMES[entry.kind]}: leave it out")
+        options = {"settings": lm_settings(sampling)} if entry.kind == "lm" else {}
         loaded = self.loaded(entry)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            runs = [_RUNS[entry.kind](loaded, entry, t) for t in (text, compare) if t is not None]
+            runs = [_RUNS[entry.kind](loaded, entry, t, **options) for t in (text, compare) if t is not None]
         for r in runs:
             r.trace.meta["heads"] = head_notes(r.trace)
         doubts = {d for r in runs for d in (r.output or {}).get("doubts", ())}  # in the output already
         return entry, runs, [m for m in dict.fromkeys(_one_line(w.message) for w in caught) if m not in doubts]
 
-    def traces(self, model: str, text: str, compare: str | None = None) -> list[Any]:
+    def traces(self, model: str, text: str, compare: str | None = None, sampling: Any = None) -> list[Any]:
         """The traces of a run (one, or two with ``compare``), with head notes: what the downloads hold."""
-        return [r.trace for r in self._runs(model, text, compare)[1]]
+        return [r.trace for r in self._runs(model, text, compare, sampling)[1]]
 
     def run(self, model: str, text: str, *, compare: str | None = None, layer: int | None = None,
-            head: int | None = None) -> dict[str, Any]:
+            head: int | None = None, sampling: Any = None) -> dict[str, Any]:
         """One run of the API: the task output, tokens, head notes and viewer payload of ``text`` (and of
-        ``compare`` beside it, with the difference of the two attentions), plus the server time in ms."""
+        ``compare`` beside it, with the difference of the two attentions), plus the server time in ms.
+        ``sampling``: a language model's settings (:func:`lm_settings`), None for the defaults."""
         from ..viz.html import payload
 
         start = time.perf_counter()
-        entry, runs, caught = self._runs(model, text, compare)
+        entry, runs, caught = self._runs(model, text, compare, sampling)
         first = runs[0]
         result: dict[str, Any] = {
             "model": entry.name,
@@ -253,10 +264,36 @@ def _run_translator(translator: Any, entry: ModelEntry, text: str) -> _Run:
     return _Run(trace, list(translation.source_tokens), output)
 
 
-def _run_lm(lm: Any, entry: ModelEntry, text: str) -> _Run:
-    """The greedy continuation of ``text`` (:data:`CONTINUATION` characters, ``attnlab generate --top-k 1``) with
-    the attention of the text and its continuation; a text that would push the window past the model's context is
-    refused, not cut."""
+def lm_settings(sampling: Any) -> dict[str, Any]:
+    """A language model's settings for one run: ``sampling`` (a dict of :data:`SAMPLING_FIELDS`, or None) over the
+    library's defaults (``attnlab.trained.SAMPLING``, not greedy, seed 0), checked as ``attnlab generate`` checks
+    its options."""
+    from ..trained import SAMPLING, check_sampling
+
+    if sampling is None:
+        sampling = {}
+    if not isinstance(sampling, dict):
+        raise InputError(f'"sampling" must be an object such as {{"temperature": 0.8, "top_p": 0.9, "seed": 0}}, got '
+                         f"a {type(sampling).__name__}")
+    unknown = sorted(set(sampling) - set(SAMPLING_FIELDS))
+    if unknown:
+        raise InputError(f'unknown "sampling" field(s) {", ".join(map(repr, unknown))[:100]}; the fields are '
+                         f"{', '.join(SAMPLING_FIELDS)}")
+    settings = {**SAMPLING, "greedy": False, "seed": 0, **sampling}
+    check_sampling(CONTINUATION, settings["temperature"], settings["top_k"], settings["top_p"],
+                   settings["repetition_penalty"], settings["no_repeat_ngram"])
+    if not isinstance(settings["greedy"], bool):
+        raise InputError(f'"greedy" must be true or false, got {settings["greedy"]!r}')
+    seed = settings["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise InputError(f'"seed" must be an integer from 0, got {seed!r}; the same seed gives the same text')
+    return settings
+
+
+def _run_lm(lm: Any, entry: ModelEntry, text: str, settings: dict[str, Any]) -> _Run:
+    """The continuation of ``text`` (:data:`CONTINUATION` characters, sampled with ``settings`` as ``attnlab
+    generate`` samples) with the attention of the text and its continuation; a text that would push the window past
+    the model's context is refused, not cut.  A loop at the end is in ``loop`` (and among the warnings)."""
     from ..capturing import trace_generation
     from ..errors import TooLongError
 
@@ -265,11 +302,14 @@ def _run_lm(lm: Any, entry: ModelEntry, text: str) -> _Run:
         raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} (its "
                            f"context of {lm.context} less the {CONTINUATION} it writes); shorten the text",
                            len(text), limit)
-    generated, trace = trace_generation(lm, text, max_tokens=CONTINUATION, top_k=1)
+    generated, trace = trace_generation(lm, text, max_tokens=CONTINUATION, **settings)
     trace.meta["model"] = entry.name
     chars = lm.characters()
+    loop = generated.loop
     output = {"continuation": "".join(chars[i] for i in generated.ids),
-              "log_probability": round(sum(generated.model_log_probs) / len(generated.model_log_probs), ROUND)}
+              "log_probability": round(sum(generated.model_log_probs) / len(generated.model_log_probs), ROUND),
+              "settings": settings,
+              "loop": None if loop is None else loop.message(chars, settings["greedy"] or settings["top_k"] == 1)}
     return _Run(trace, [chars[i] for i in generated.prompt_ids], output)
 
 
