@@ -137,13 +137,13 @@ def attribute(lm: Any, generated: Any, prompt: str, stage: Path) -> float:
     import json
 
     from .._io import atomic_write_text
-    from ..analysis._lm_attribution import attribute_generation, attribution_figure
+    from ..analysis import attribute_generation, generation_attribution_figure
     from ..viz import save
 
     got = attribute_generation(lm.model, generated.prompt_ids, generated.ids)
     chars = lm.characters()
     title = f"{lm.name}: which earlier characters each generated character used (logit contributions)"
-    save(attribution_figure(got, chars, title), stage / ATTRIBUTION_FIGURE)
+    save(generation_attribution_figure(got, chars, title), stage / ATTRIBUTION_FIGURE)
     agreement = got.agreement()
 
     def rows(matrix: Any) -> list[list[float | None]]:

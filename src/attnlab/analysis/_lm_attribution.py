@@ -239,13 +239,11 @@ def attribution_figure(attribution: GenerationAttribution, characters: Sequence[
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm
 
-    from ..viz import _fonts
-    from ..viz.static import figure, set_ticks
+    from ..viz.static import families, figure, set_ticks
 
     g, s = attribution.alti_logit.shape
     sources = [characters[i] for i in attribution.sources]
     generated = [characters[i] for i in attribution.generated]
-    _fonts.check_glyphs([*sources, *generated])
     cell = min(0.4, max(0.13, 9.0 / max(s, g, 1)))
     fig = figure(2.4 + 2 * cell * s, 1.6 + cell * g)
     axes = fig.subplots(1, 2, sharey=True)
@@ -264,5 +262,5 @@ def attribution_figure(attribution: GenerationAttribution, characters: Sequence[
     set_ticks(axes[0], generated, "y", height * 0.8)
     axes[0].set_ylabel("generated character")
     if title:
-        fig.suptitle(title, fontsize=9, fontfamily=_fonts.families())
+        fig.suptitle(title, fontsize=9, fontfamily=families(title))
     return fig

@@ -13,7 +13,7 @@ import os
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,8 @@ class ModelEntry:
 
     def describe(self) -> dict[str, Any]:
         example = EXAMPLES.get(self.source) if self.source == self.name else None  # bundled models only
-        out = {"name": self.name, "kind": KIND_NAMES[self.kind], "languages": list(self.languages), "example": example}
+        out: dict[str, Any] = {"name": self.name, "kind": KIND_NAMES[self.kind], "languages": list(self.languages),
+                               "example": example}
         if self.kind == "lm":  # the page's sampling controls start at the library's defaults
             out["sampling"] = lm_settings(None)
         return out
@@ -313,7 +314,8 @@ def _run_lm(lm: Any, entry: ModelEntry, text: str, settings: dict[str, Any]) -> 
     return _Run(trace, [chars[i] for i in generated.prompt_ids], output)
 
 
-_RUNS = {"huggingface": _run_encoder, "classifier": _run_classifier, "translator": _run_translator, "lm": _run_lm}
+_RUNS: dict[str, Callable[..., _Run]] = {"huggingface": _run_encoder, "classifier": _run_classifier,
+                                         "translator": _run_translator, "lm": _run_lm}
 
 
 def _main_tokens(trace: Any) -> list[str]:
