@@ -151,7 +151,7 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     assert lab.js("attnlab.state.kind") == "cross" and lab.js("attnlab.state.focus.i") == 3
     lab.shot("serve-dates")
 
-    # the language model: a Chinese text first (zh-lm knows no English), then the model; its greedy continuation
+    # the language model: a Chinese text first (zh-lm knows no English), then the model; its sampled continuation
     lab.page.select_option("#model", "zh-sentiment")
     type_text(lab, "#text", "中国")
     runs = lab.js("attnlabLab.runs")
