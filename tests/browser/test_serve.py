@@ -20,6 +20,8 @@ import pytest
 from helpers.hostile import HOSTILE
 
 import attnlab as al
+from attnlab.serve._lab import CONTINUATION
+from attnlab.trained import SAMPLING, find_loop, load_language_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -153,7 +155,7 @@ def test_switching_models_shows_each_task_output(lab: Lab) -> None:
     assert lab.js("attnlab.state.kind") == "cross" and lab.js("attnlab.state.focus.i") == 3
     lab.shot("serve-dates")
 
-    # the language model: a Chinese text first (zh-lm knows no English), then the model; its greedy continuation
+    # the language model: a Chinese text first (zh-lm knows no English), then the model; its sampled continuation
     lab.page.select_option("#model", "zh-sentiment")
     type_text(lab, "#text", "中国")
     runs = lab.js("attnlabLab.runs")
@@ -273,3 +275,37 @@ def test_clicking_a_head_ablates_it(lab: Lab) -> None:
     lab.shot("lab-ablation")
     lab.page.uncheck("#ablate-on")
     assert lab.page.inner_text("#ablation") == ""
+
+
+def test_the_language_model_offers_sampling_and_does_not_loop(lab: Lab) -> None:
+    """The sampling controls (temperature, top-k, top-p, seed) appear for zh-lm at the library's defaults and only
+    there, its first answer on its own example does not loop, a changed control runs again with it (issue 31)."""
+    assert lab.page.is_hidden("#sampling")  # MiniLM: nothing to sample
+    runs = lab.js("attnlabLab.runs")
+    lab.page.select_option("#model", "zh-lm")
+    wait_runs(lab, runs + 1)
+    assert lab.page.input_value("#text") == "中国"  # its own example
+    assert lab.page.is_visible("#sampling")
+    shown = {name: float(lab.page.input_value(f"#{name}")) for name in ("temperature", "top-k", "top-p", "seed")}
+    assert shown == {"temperature": SAMPLING["temperature"], "top-k": SAMPLING["top_k"], "top-p": SAMPLING["top_p"],
+                     "seed": 0}
+    continuation = lab.js("attnlabLab.last.output.continuation")
+    assert len(continuation) == CONTINUATION and lab.js("attnlabLab.last.output.loop") is None
+    assert find_loop(list(continuation)) is None
+    out = lab.page.text_content("#output") or ""
+    assert "中国" + continuation in out and "top-p 0.9" in out and "⚠" not in out
+    lab.shot("serve-zh-lm-sampling")
+
+    runs = lab.js("attnlabLab.runs")
+    lab.page.fill("#temperature", "0.5")
+    lab.page.dispatch_event("#temperature", "input")
+    wait_runs(lab, runs + 1)
+    assert lab.js("attnlabLab.last.output.settings.temperature") == 0.5
+    lm = load_language_model("zh-lm")
+    want = lm.generate("中国", max_tokens=CONTINUATION, temperature=0.5, seed=0)
+    assert lab.js("attnlabLab.last.output.continuation") == "".join(lm.characters()[i] for i in want.ids)
+
+    runs = lab.js("attnlabLab.runs")
+    lab.page.select_option("#model", "zh-sentiment")
+    wait_runs(lab, runs + 1)
+    assert lab.page.is_hidden("#sampling")

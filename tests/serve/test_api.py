@@ -62,7 +62,8 @@ def test_a_folder_named_at_start_is_offered_by_its_folder_name(tmp_path: Path) -
     assert [(e.name, e.kind) for e in entries] == [
         (folder.name, "classifier"), (f"{folder.name}-2", "classifier"), ("minilm", "huggingface"),
         (lm_folder.name, "lm")]
-    assert Lab(entries).models()[-1] == {"name": lm_folder.name, "kind": "lm", "languages": [], "example": None}
+    assert Lab(entries).models()[-1] == {"name": lm_folder.name, "kind": "lm", "languages": [], "example": None,
+                                         "sampling": {**al.trained.SAMPLING, "greedy": False, "seed": 0}}
     assert Lab(entries).models()[2]["example"] == "The cat sat on the mat because it was tired."  # named: bundled
     assert all(isinstance(e, ModelEntry) for e in entries)
     with pytest.raises(al.errors.ModelLoadError):
@@ -143,19 +144,19 @@ def test_the_translator_gives_its_translation_confidence_and_alignment(client: T
     assert "cross" in kinds
 
 
-def test_the_language_model_gives_its_greedy_continuation_as_attnlab_generate_does(client: TestClient,
-                                                                                   tmp_path: Path) -> None:
+def test_the_language_model_gives_its_continuation_as_attnlab_generate_does(client: TestClient,
+                                                                            tmp_path: Path) -> None:
     from attnlab.trained import SHOWN_SAMPLING
 
     text = "中国"
     body = run(client, model="zh-lm", text=text).json()
     lm = al.training.load_language_model("zh-lm")
-    expected = lm.generate(text, **SHOWN_SAMPLING)  # the shown run of every surface
+    expected = lm.generate(text, **SHOWN_SAMPLING)  # the shown run of every surface: generate's defaults, seed 0
     continuation = "".join(lm.characters()[i] for i in expected.ids)
     assert body["kind"] == "lm" and body["tokens"] == list(text)
     out = body["output"]
     assert out["continuation"] == continuation and len(continuation) == SHOWN_SAMPLING["max_tokens"]
-    # the model's own mean log-probability of the continuation (greedy's truncated distribution gives 0 each time)
+    # the model's own mean log-probability of the continuation (not that of the penalised, truncated distribution)
     # written differently from the lab (generate's cached decoding): one uncached forward per generated character
     with torch.no_grad():
         steps = [torch.log_softmax(lm.model(torch.tensor([[*expected.prompt_ids, *expected.ids[:j]]]))[0, -1].float(),

@@ -138,7 +138,8 @@ def test_generation_is_seeded_and_its_cache_matches_a_full_forward(tiny_run: Pat
     a = lm.generate("中国", max_tokens=15, seed=3)
     assert a.ids == lm.generate("中国", max_tokens=15, seed=3).ids
     assert a.slid  # 2 + 15 characters > a context of 12: the window slid
-    greedy = lm.generate("中国", max_tokens=8, top_k=1)  # top-1 sampling is the argmax
+    greedy = lm.generate("中国", max_tokens=8, top_k=1, repetition_penalty=1.0,
+                         no_repeat_ngram=0)  # top-1 sampling without the penalties is the argmax
     seq = list(greedy.prompt_ids)
     with torch.no_grad():
         for _ in range(8):

@@ -8,6 +8,16 @@ Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.we
 back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
+from ._lm_attribution import (
+    GenerationAttribution,
+    LMLogitAttribution,
+    attribute_generation,
+    generation_windows,
+    lm_alti_logit,
+    lm_gradient_x_input,
+    lm_logit_directions,
+)
+from ._lm_attribution import attribution_figure as generation_attribution_figure
 from .attribution import (
     AttributionSummary,
     LayerRun,
@@ -66,9 +76,11 @@ __all__ = [
     "CharCounts",
     "CorpusMetrics",
     "DependencyCounts",
+    "GenerationAttribution",
     "HeadImportance",
     "HeadLabels",
     "HeadSums",
+    "LMLogitAttribution",
     "LayerRun",
     "LogitAttribution",
     "NormAttention",
@@ -83,6 +95,7 @@ __all__ = [
     "alti_vectors",
     "analyze_trace",
     "attention_vectors",
+    "attribute_generation",
     "attribute_text",
     "band_mass",
     "blank_out_importance",
@@ -98,6 +111,8 @@ __all__ = [
     "embedding_vectors",
     "flow",
     "flow_error_bound",
+    "generation_attribution_figure",
+    "generation_windows",
     "gradient_x_input",
     "head_gates",
     "head_importance",
@@ -109,6 +124,9 @@ __all__ = [
     "js_sums",
     "label_heads",
     "layer_parts",
+    "lm_alti_logit",
+    "lm_gradient_x_input",
+    "lm_logit_directions",
     "logit_directions",
     "mds",
     "norm_attention",

@@ -62,7 +62,11 @@ def apply_rotary(x: Tensor, *, offset: int = 0, base: float = ROTARY_BASE, posit
                          f"{tuple(positions.shape)}; pass the positions of x's rows")
     angles = rotary_angles(x.shape[-2], d, offset=offset, base=base, device=x.device, positions=positions)  # (L, D/2)
     cos, sin = angles.cos().to(work), angles.sin().to(work)  # (L, D/2) each
+    # pair (a, b) -> (a cos - b sin, b cos + a sin), written as x * [cos, cos] + swapped(x) * [-sin, sin]: the same
+    # products and sums, so the same bits as rotating the even and odd features apart, in the forward and the backward
+    # (each gradient is a sum of two terms either way), without the strided slices whose backward fills zeros
+    cos2 = cos.repeat_interleave(2, dim=-1)  # (L, D): cos_i on both features of pair i
+    sin2 = torch.stack((-sin, sin), dim=-1).flatten(-2)  # (L, D): -sin_i on the first feature, sin_i on the second
     xw = x.to(work)
-    even, odd = xw[..., 0::2], xw[..., 1::2]  # (..., L, D/2) each
-    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)  # (..., L, D/2, 2)
-    return rotated.flatten(-2).to(x.dtype)  # (..., L, D): pairs back in place
+    swapped = xw.unflatten(-1, (d // 2, 2)).flip(-1).flatten(-2)  # (..., L, D): (b, a) in place of each (a, b)
+    return (xw * cos2 + swapped * sin2).to(x.dtype)  # (..., L, D)

@@ -94,6 +94,7 @@ class CausalBlock(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, mlp: bool = True, norm: bool = True) -> None:
         super().__init__()
+        self.config = cfg  # pre-norm (cfg.norm_first): what attribution's layer_parts reads
         self.self_attn = MultiHeadAttention.from_config(cfg.attention())
         self.ff: FeedForward | None = FeedForward.from_config(cfg.feed_forward()) if mlp else None
         self.norm1 = _norm(cfg.d_model, cfg.eps, norm)

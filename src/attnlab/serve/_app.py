@@ -61,7 +61,9 @@ _OPTIONS = {"max_chars": "--max-chars (Limits.max_chars)", "queue": "--queue (Li
 # what each request field is, for the one-line messages of a bad request
 FIELDS = {"model": "a model name from GET /api/models", "text": "the text to run the model on",
           "compare": "a second text to compare with", "layer": "a layer index (from 0; negative from the end)",
-          "head": "a head index (from 0)", "what": '"trace" or "viewer"'}
+          "head": "a head index (from 0)", "what": '"trace" or "viewer"',
+          "sampling": "a language model's settings: temperature, top_k, top_p, repetition_penalty, no_repeat_ngram, "
+                      "greedy, seed"}
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
@@ -111,7 +113,9 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         model = lab.entry(body.get("model")).name  # an unknown model is refused before it queues
         text, compare = _text(body, "text", limits), _text(body, "compare", limits)
         layer, head = _index(body, "layer"), _index(body, "head")
-        result = await queue.call(request, lambda: lab.run(model, text, compare=compare, layer=layer, head=head))
+        sampling = body.get("sampling")
+        result = await queue.call(request, lambda: lab.run(model, text, compare=compare, layer=layer, head=head,
+                                                     sampling=sampling))
         return JSONResponse(result)
 
     @app.post("/api/ablate", openapi_extra=schema.ablate_body(names, limits.max_chars),
@@ -138,7 +142,8 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
             raise ApiError(422, f'"what" must be "trace" or "viewer", got {str(what)[:40]!r}')
         if what == "trace" and compare is not None:
             raise ApiError(422, 'a trace file holds one text: download "trace" without "compare"')
-        data = await queue.call(request, lambda: _file(lab, model, text, compare, str(what)))
+        sampling = body.get("sampling")
+        data = await queue.call(request, lambda: _file(lab, model, text, compare, str(what), sampling))
         name, media = ("trace.attn", "application/octet-stream") if what == "trace" else ("viewer.html", "text/html")
         return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
@@ -257,11 +262,11 @@ def _index(body: dict[str, Any], field: str) -> int | None:
     return value
 
 
-def _file(lab: Lab, model: str, text: str, compare: str | None, what: str) -> bytes:
+def _file(lab: Lab, model: str, text: str, compare: str | None, what: str, sampling: Any = None) -> bytes:
     """The bytes of a run's trace file or standalone viewer (the same run as /api/run, written to a temp folder)."""
     from ..viz.html import to_html
 
-    traces = lab.traces(model, text, compare)
+    traces = lab.traces(model, text, compare, sampling)
     if what == "viewer":
         return to_html(traces if len(traces) == 2 else traces[0]).encode("utf-8")
     with tempfile.TemporaryDirectory(prefix="attnlab-serve-") as tmp:

@@ -20,8 +20,11 @@ from typing import Any
 from .._bundled import KINDS, MODELS, ModelKind, bundled_folder, locate
 from ..errors import InputError, ModelLoadError
 
-__all__ = ["Lab", "ModelEntry", "UnknownModelError"]
+__all__ = ["SAMPLING_FIELDS", "Lab", "ModelEntry", "UnknownModelError", "lm_settings"]
 
+# what a run's "sampling" object may set for a language model (attnlab generate's options; the rest keep the defaults)
+CONTINUATION = 20  # characters a language model writes after the text (attnlab.trained.SHOWN_SAMPLING's)
+SAMPLING_FIELDS = ("temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "greedy", "seed")
 ROUND = 5  # decimals of the numbers a run returns (weights in the viewer payload have their own 8-bit codes)
 
 
@@ -40,8 +43,11 @@ class ModelEntry:
 
     def describe(self) -> dict[str, Any]:
         example = MODELS[self.source].example if self.source == self.name else None  # bundled models only
-        return {"name": self.name, "kind": KINDS[self.kind].api, "languages": list(self.languages),
-                "example": example}
+        out: dict[str, Any] = {"name": self.name, "kind": KINDS[self.kind].api, "languages": list(self.languages),
+                               "example": example}
+        if self.kind == "lm":  # the page's sampling controls start at the library's defaults
+            out["sampling"] = lm_settings(None)
+        return out
 
 
 def catalogue(folders: Sequence[str | os.PathLike[str]] = (), *, bundled: bool = True) -> list[ModelEntry]:
@@ -86,7 +92,7 @@ class Lab:
         self._loaded: OrderedDict[str, Any] = OrderedDict()
         # the last run made (model, text, compare) -> its runs: what the page's downloads ask for, so a download
         # reuses it instead of running the model again; one only (a 512-token MiniLM trace is 75 MB of weights)
-        self._last: tuple[tuple[str, str, str | None], list[_Run]] | None = None
+        self._last: tuple[tuple[str, str, str | None, str], list[_Run]] | None = None
         self.model_calls = 0  # runs of a model on a text (or two) since the lab started
 
     def models(self) -> list[dict[str, Any]]:
@@ -113,40 +119,47 @@ class Lab:
     def cached(self) -> list[str]:
         return list(self._loaded)
 
-    def _runs(self, model: str, text: str, compare: str | None) -> tuple[ModelEntry, list[_Run], list[str]]:
-        """The run of ``text`` (and of ``compare``), each trace with its head notes, and the warnings they gave."""
+    def _runs(self, model: str, text: str, compare: str | None, sampling: Any = None
+              ) -> tuple[ModelEntry, list[_Run], list[str]]:
+        """The run of ``text`` (and of ``compare``), each trace with its head notes, and the warnings they gave;
+        ``sampling`` (a language model's settings, :func:`lm_settings`) is refused for another kind of model."""
         from ..analysis import head_notes
 
         entry = self.entry(model)
+        if sampling is not None and entry.kind != "lm":
+            raise InputError(f'"sampling" sets how a language model writes; {entry.name} is a '
+                             f"{KINDS[entry.kind].api}: leave it out")
+        options = {"settings": lm_settings(sampling)} if entry.kind == "lm" else {}
         loaded = self.loaded(entry)
         self.model_calls += 1
         with warnings.catch_warnings():  # each run's warnings are in its outcome
             warnings.simplefilter("ignore")
-            runs = [_run(loaded, entry, t) for t in (text, compare) if t is not None]
+            runs = [_run(loaded, entry, t, **options) for t in (text, compare) if t is not None]
         for r in runs:
             r.trace.meta["heads"] = head_notes(r.trace)
         doubts = {d for r in runs for d in (r.output or {}).get("doubts", ())}  # in the output already
         said = dict.fromkeys(w for r in runs for w in r.warnings)
         return entry, runs, [m for m in said if m not in doubts]
 
-    def traces(self, model: str, text: str, compare: str | None = None) -> list[Any]:
+    def traces(self, model: str, text: str, compare: str | None = None, sampling: Any = None) -> list[Any]:
         """The traces of a run (one, or two with ``compare``), with head notes: what the downloads hold.  The run
-        :meth:`run` made last for the same model and texts is reused (the page downloads what it shows); any other
-        is run now."""
-        key = (self.entry(model).name, text, compare)
+        :meth:`run` made last for the same model, texts and sampling is reused (the page downloads what it shows);
+        any other is run now."""
+        key = (self.entry(model).name, text, compare, repr(sampling))
         if self._last is not None and self._last[0] == key:
             return [r.trace for r in self._last[1]]
-        return [r.trace for r in self._runs(model, text, compare)[1]]
+        return [r.trace for r in self._runs(model, text, compare, sampling)[1]]
 
     def run(self, model: str, text: str, *, compare: str | None = None, layer: int | None = None,
-            head: int | None = None) -> dict[str, Any]:
+            head: int | None = None, sampling: Any = None) -> dict[str, Any]:
         """One run of the API: the task output, tokens, head notes and viewer payload of ``text`` (and of
-        ``compare`` beside it, with the difference of the two attentions), plus the server time in ms."""
+        ``compare`` beside it, with the difference of the two attentions), plus the server time in ms.
+        ``sampling``: a language model's settings (:func:`lm_settings`), None for the defaults."""
         from ..viz.html import payload
 
         start = time.perf_counter()
-        entry, runs, caught = self._runs(model, text, compare)
-        self._last = ((entry.name, text, compare), runs)
+        entry, runs, caught = self._runs(model, text, compare, sampling)
+        self._last = ((entry.name, text, compare, repr(sampling)), runs)
         first = runs[0]
         result: dict[str, Any] = {
             "model": entry.name,
@@ -167,7 +180,6 @@ class Lab:
             result["difference"] = difference(first.trace, second.trace)
         result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
         return result
-
 
     def ablate(self, model: str, text: str, layer: int, head: int) -> dict[str, Any]:
         """The output of ``text`` before and after zero-ablating head ``layer.head`` (its output at every position;
@@ -200,20 +212,20 @@ def _load(entry: ModelEntry) -> Any:
     return Model.load(entry.source)
 
 
-def _run(model: Any, entry: ModelEntry, text: str) -> _Run:
+def _run(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None = None) -> _Run:
     """One run of ``model`` (an :class:`attnlab.Model`) on ``text`` and the part of its output the page shows."""
     from ..errors import TooLongError
-    from ..trained import SHOWN_SAMPLING
-
     if model.kind == "lm":
-        writes = int(SHOWN_SAMPLING["max_tokens"])  # the characters it writes after the text
+        settings = settings or lm_settings(None)
+        writes = CONTINUATION  # the characters it writes after the text
         limit = model.loaded.context - writes
         if len(text) > limit:  # the window would slide: the page shows one window of attention
             raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} "
                                f"(its context of {model.loaded.context} less the {writes} it writes); shorten "
                                f"the text, or continue a longer one with attnlab generate (it slides the window)",
                                len(text), limit)
-    outcome = model.run(text)  # a language model: its shown run (attnlab.trained.SHOWN_SAMPLING)
+    # a language model: its shown run, with the request's sampling settings (lm_settings)
+    outcome = model.run(text, max_tokens=CONTINUATION, **(settings or {})) if model.kind == "lm" else model.run(text)
     outcome.trace.meta["model"] = entry.name
     o = outcome.output
     if model.kind == "classifier":
@@ -225,12 +237,43 @@ def _run(model: Any, entry: ModelEntry, text: str) -> _Run:
                   "doubts": list(outcome.warnings), "source_tokens": o["source_tokens"],
                   "target_tokens": o["target_tokens"],
                   "alignment": [[round(float(x), ROUND) for x in row] for row in o["alignment"]]}  # (T, S)
-    elif model.kind == "lm":
-        output = {"continuation": o["continuation"], "log_probability": o["log_probability"]}
+    elif model.kind == "lm" and settings is not None:
+        loop = outcome.result.loop
+        chars = model.loaded.characters()
+        output = {"continuation": o["continuation"], "log_probability": o["log_probability"], "settings": settings,
+                  "loop": None if loop is None else loop.message(chars, settings["greedy"] or settings["top_k"] == 1)}
     else:
         output = None
     tokens = _main_tokens(outcome.trace) if model.kind in ("huggingface", "classifier") else outcome.tokens
     return _Run(outcome.trace, tokens, output, outcome.warnings)
+
+
+def lm_settings(sampling: Any) -> dict[str, Any]:
+    """A language model's settings for one run: ``sampling`` (a dict of :data:`SAMPLING_FIELDS`, or None) over the
+    library's defaults (``attnlab.trained.SAMPLING``, not greedy, seed 0), checked as ``attnlab generate`` checks
+    its options."""
+    from ..trained import SAMPLING, check_sampling
+
+    if sampling is None:
+        sampling = {}
+    if not isinstance(sampling, dict):
+        raise InputError(f'"sampling" must be an object such as {{"temperature": 0.8, "top_p": 0.9, "seed": 0}}, got '
+                         f"a {type(sampling).__name__}")
+    unknown = sorted(set(sampling) - set(SAMPLING_FIELDS))
+    if unknown:
+        raise InputError(f'unknown "sampling" field(s) {", ".join(map(repr, unknown))[:100]}; the fields are '
+                         f"{', '.join(SAMPLING_FIELDS)}")
+    settings = {**SAMPLING, "greedy": False, "seed": 0, **sampling}
+    check_sampling(CONTINUATION, settings["temperature"], settings["top_k"], settings["top_p"],
+                   settings["repetition_penalty"], settings["no_repeat_ngram"])
+    if not isinstance(settings["greedy"], bool):
+        raise InputError(f'"greedy" must be true or false, got {settings["greedy"]!r}')
+    seed = settings["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise InputError(f'"seed" must be an integer from 0, got {seed!r}; the same seed gives the same text')
+    return settings
+
+
 
 
 def _main_tokens(trace: Any) -> list[str]:

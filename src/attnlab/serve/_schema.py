@@ -47,7 +47,11 @@ def _body(models: Sequence[str], max_chars: int, extra: dict[str, Any]) -> dict[
     schema = {"type": "object", "required": ["model", "text", *extra], "additionalProperties": False,
               "properties": {"model": {"type": "string", "enum": list(models)}, "text": text,
                              "compare": {"anyOf": [text, {"type": "null"}]}, "layer": index,
-                             "head": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}, **extra}}
+                             "head": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]},
+                             "sampling": {"anyOf": [{"type": "object"}, {"type": "null"}],
+                                          "description": "a language model's sampling settings (temperature, "
+                                                         "top_k, top_p, repetition_penalty, no_repeat_ngram, greedy, "
+                                                         "seed); another model refuses it"}, **extra}}
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
@@ -93,7 +97,8 @@ def run_answers() -> dict[int | str, dict[str, Any]]:
 def ablate_body(models: Sequence[str], max_chars: int) -> dict[str, Any]:
     """The ``openapi_extra`` of ``POST /api/ablate``: a run's body with the head to ablate."""
     body = _body(models, max_chars, {"layer": {"type": "integer"}, "head": {"type": "integer", "minimum": 0}})
-    body["requestBody"]["content"]["application/json"]["schema"]["properties"].pop("compare")
+    for field in ("compare", "sampling"):  # an ablation reads one text, with the model's own distribution
+        body["requestBody"]["content"]["application/json"]["schema"]["properties"].pop(field)
     return body
 
 

@@ -24,7 +24,16 @@ from ._classifier import (
     sha256,
     windows,
 )
-from ._lm import SHOWN_SAMPLING, Generated, LanguageModel, check_sampling, load_language_model
+from ._lm import (
+    SAMPLING,
+    SHOWN_SAMPLING,
+    Generated,
+    LanguageModel,
+    Loop,
+    check_sampling,
+    find_loop,
+    load_language_model,
+)
 from ._translator import CONFIDENCE_KEY, Translation, Translator, load_translator, translator_folder
 
 __all__ = [
@@ -32,17 +41,20 @@ __all__ = [
     "CONFIDENCE_KEY",
     "ECE_BINS",
     "RELIABILITY_FILE",
+    "SAMPLING",
     "SHOWN_SAMPLING",
     "UNKNOWN_WARN_SHARE",
     "Classifier",
     "Generated",
     "LanguageModel",
+    "Loop",
     "Translation",
     "Translator",
     "Windows",
     "check_sampling",
     "confidence_of",
     "expected_calibration_error",
+    "find_loop",
     "fit_temperature",
     "load_language_model",
     "load_trained",

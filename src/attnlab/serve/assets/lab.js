@@ -9,6 +9,17 @@
  * @property {string} kind  "encoder", "classifier", "translator" or "lm"
  * @property {string[]} languages
  * @property {string | null} example  a text to start with (bundled models), or null
+ * @property {LabSampling} [sampling]  a language model's default sampling settings
+ */
+/**
+ * @typedef {Object} LabSampling  how a language model writes (attnlab generate's options)
+ * @property {number} temperature
+ * @property {number} top_k
+ * @property {number} top_p
+ * @property {number} [repetition_penalty]
+ * @property {number} [no_repeat_ngram]
+ * @property {boolean} [greedy]
+ * @property {number} seed
  */
 /**
  * @typedef {Object} LabOutput  a run's task output (null for an encoder)
@@ -21,8 +32,10 @@
  * @property {string[]} [source_tokens]
  * @property {string[]} [target_tokens]
  * @property {number[][]} [alignment]  (T, S)
- * @property {string} [continuation]  a language model's greedy continuation of the text
+ * @property {string} [continuation]  a language model's continuation of the text
  * @property {number} [log_probability]  its mean log-probability per character
+ * @property {LabSampling} [settings]  how it was sampled
+ * @property {string | null} [loop]  the loop it ended in, said in words, or null
  */
 /**
  * @typedef {Object} LabSide  what a run says of one text
@@ -105,11 +118,20 @@
   const ablateField = node("label", { class: "lab-field", title: "on a language model or a classifier: pick one head "
     + "in the viewer and see the output without it (its output zeroed at every position)" }, ablateOn, " click a head to ablate it");
   const ablation = node("section", { id: "ablation", "aria-label": "head ablation" });
+  // a language model's sampling controls, shown for a model of kind "lm", set from its defaults (GET /api/models)
+  const number = (/** @type {string} */ id, /** @type {string} */ min, /** @type {string} */ step, max = "") =>
+    node("input", { id, type: "number", min, step, ...(max ? { max } : {}), "aria-label": id.replace("-", " ") });
+  const temperatureBox = number("temperature", "0.05", "0.05");
+  const topKBox = number("top-k", "0", "1");
+  const topPBox = number("top-p", "0.05", "0.05", "1");
+  const seedBox = number("seed", "0", "1");
+  const samplingBox = node("section", { id: "sampling", class: "lab-bar", "aria-label": "sampling", hidden: "" },
+    field("temperature ", temperatureBox), field("top-k ", topKBox), field("top-p ", topPBox), field("seed ", seedBox));
   root.replaceChildren(
     node("header", { class: "lab-bar" }, node("h1", {}, "attnlab lab"), field("model ", modelSelect),
       node("label", { class: "lab-field" }, compareOn, " compare with a second text"), ablateField, traceButton,
       viewerButton),
-    node("div", { class: "lab-texts" }, textBox, compareBox),
+    node("div", { class: "lab-texts" }, textBox, compareBox), samplingBox,
     status, output, ablation, tokens, warningsList, difference, stepsBox, host);
 
   /** `x.toFixed(digits)` without a minus sign on a number that rounds to zero ("-0.000") */
@@ -125,18 +147,22 @@
     status.className = "lab-error";
   }
 
-  /** @returns {Record<string, string>} */
+  /** @returns {Record<string, unknown>} */
   function request() {
-    /** @type {Record<string, string>} */
+    /** @type {Record<string, unknown>} */
     const body = { model: modelSelect.value, text: textBox.value };
     if (compareOn.checked && compareBox.value.trim()) body.compare = compareBox.value;
+    if (!samplingBox.hidden) {
+      body.sampling = { temperature: Number(temperatureBox.value), top_k: Number(topKBox.value),
+        top_p: Number(topPBox.value), seed: Number(seedBox.value) };
+    }
     return body;
   }
 
   /**
    * POSTs a JSON body; the answer, or an Error carrying the server's one-line message.
    * @param {string} path
-   * @param {Record<string, string | number>} body
+   * @param {Record<string, unknown>} body
    * @returns {Promise<Response>}
    */
   async function post(path, body) {
@@ -198,8 +224,11 @@
       line.append(node("strong", {}, `${who}${out.translation}`), ` confidence ${fixed(out.confidence, 3)} (mean log-probability per token)`);
       for (const d of out.doubts || []) line.append(node("span", { class: "lab-doubt" }, ` ⚠ ${d}`));
     } else if (out && out.continuation !== undefined && out.log_probability !== undefined) {
+      const s = out.settings;
+      const how = !s ? "" : s.greedy ? "greedy; " : `temperature ${s.temperature}, top-k ${s.top_k}, top-p ${s.top_p}, seed ${s.seed}; `;
       line.append(`${who}${text}`, node("strong", { class: "lab-continuation" }, out.continuation),
-        ` (greedy continuation, mean log-probability ${fixed(out.log_probability, 3)} per character)`);
+        ` (${how}mean log-probability ${fixed(out.log_probability, 3)} per character)`);
+      if (out.loop) line.append(node("span", { class: "lab-doubt" }, ` ⚠ ${out.loop}`));
     } else {
       line.append(`${who}tokens and attention (an encoder has no task output)`);
     }
@@ -341,6 +370,20 @@
   ablateOn.addEventListener("change", () => { ablated = ""; if (ablateOn.checked) ablate(); else ablation.replaceChildren(); });
 
   textBox.addEventListener("input", later);
+  for (const box of [temperatureBox, topKBox, topPBox, seedBox]) box.addEventListener("input", later);
+  /** @type {Map<string, LabModel>} */
+  const models = new Map();
+  /** The sampling controls: shown for a language model, at its defaults when the model changes. */
+  function showSampling() {
+    const m = models.get(modelSelect.value);
+    const s = m && m.kind === "lm" ? m.sampling : undefined;
+    samplingBox.hidden = !s;
+    if (!s) return;
+    temperatureBox.value = String(s.temperature);
+    topKBox.value = String(s.top_k);
+    topPBox.value = String(s.top_p);
+    seedBox.value = String(s.seed);
+  }
   compareBox.addEventListener("input", later);
   /** @type {Map<string, string | null>} each model's example text */
   const examples = new Map();
@@ -351,6 +394,7 @@
     const example = examples.get(modelSelect.value);
     if (example && (!text || text === examples.get(shownModel))) textBox.value = example;
     shownModel = modelSelect.value;
+    showSampling();
     run();
   });
   compareOn.addEventListener("change", () => {
@@ -366,8 +410,10 @@
       const langs = m.languages.length ? `, ${m.languages.join("/")}` : "";
       modelSelect.append(node("option", { value: m.name }, `${m.name} (${m.kind}${langs})`));
       examples.set(m.name, m.example);
+      models.set(m.name, m);
     }
     shownModel = modelSelect.value;
+    showSampling();
     textBox.value = examples.get(shownModel) || "The cat sat on the mat because it was tired.";
     run();
   }).catch((e) => showError(`cannot list the models: ${e instanceof Error ? e.message : String(e)}`));
