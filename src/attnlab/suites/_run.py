@@ -204,10 +204,16 @@ def batched(predict: Callable[[list[str]], list[Observation]], size: int = 64) -
     return observe
 
 
+# what a language model's suite reads of its continuation: its likeliest characters, unpenalised (attnlab generate
+# --greedy --repetition-penalty 1 --no-repeat-ngram 0), so that "continues" asks what the model itself predicts
+LM_OBSERVED = {"max_tokens": 8, "greedy": True, "repetition_penalty": 1.0, "no_repeat_ngram": 0}
+
+
 def observer(model: Any) -> Observe:
     """The :data:`Observe` of a loaded :class:`attnlab.Model`: what :meth:`~attnlab.Model.run_many` returns, the
     output and the first warning of each text, as every surface tells it (a classifier's label and probabilities, a
-    translator's greedy translation, a language model's shown continuation and how likely it finds the text itself,
+    translator's greedy translation, a language model's greedy continuation (:data:`LM_OBSERVED`) and how likely it
+    finds the text itself,
     a sentence encoder's embedding); a refused text (an :class:`InputError`) is observed as refused."""
 
     def probs(outcome: Any) -> dict[str, float]:
@@ -232,7 +238,7 @@ def observer(model: Any) -> Observe:
     def predict(texts: list[str]) -> list[Observation]:
         with warnings.catch_warnings():  # each warning is in its outcome; the report shows it with its case
             warnings.simplefilter("ignore")
-            return [seen(o) for o in model.run_many(texts)]
+            return [seen(o) for o in model.run_many(texts, **(LM_OBSERVED if model.kind == "lm" else {}))]
 
     def observe(texts: Sequence[str]) -> list[Observation]:
         out: list[Observation] = []
