@@ -87,8 +87,8 @@ def plot_lm_curve(rows: list[dict[str, Any]], final: dict[str, Any], path: Path,
                    label=f"the best model mixed with the n-gram (lambda {final['mix_lambda']:.2f}): "
                          f"{final['mix_valid_bits_per_char']:.3f}")
     threads = int(final.get("threads", 1))
-    ax.set_xlabel(f"CPU minutes of training ({threads} thread{'s' if threads != 1 else ''}, summed over them; "
-                  f"validations and head probes included)")
+    counted = "one thread" if threads == 1 else f"{threads} threads, their CPU time summed"
+    ax.set_xlabel(f"CPU minutes of training ({counted}; validations and head probes included)")
     ax.set_ylabel("valid bits per character")
     top = [-r["accuracy"] for r in valid]
     low = min([*top, 0.85 * final["ngram_valid_bits_per_char"][best]])
