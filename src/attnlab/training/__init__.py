@@ -4,6 +4,7 @@ object; the text classifier's task and the translator's, each with its use (load
 from ._classify_run import TrainConfig, train_classifier
 from ._classify_use import Classifier, calibrate, evaluate_model, load_trained
 from ._config import RunConfig
+from ._induction_run import InductionConfig, train_induction
 from ._lm_run import LMTrainConfig, train_lm
 from ._lm_use import Generated, LanguageModel, check_sampling, load_language_model
 from ._runtime import Task, accuracy_stderr, lr_at, saved_run
@@ -21,6 +22,7 @@ __all__ = [
     "ARCHITECTURES",
     "Classifier",
     "Generated",
+    "InductionConfig",
     "LMTrainConfig",
     "LanguageModel",
     "RunConfig",
@@ -44,6 +46,7 @@ __all__ = [
     "lr_at",
     "saved_run",
     "train_classifier",
+    "train_induction",
     "train_lm",
     "train_translator",
 ]
