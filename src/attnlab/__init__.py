@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 # every public name below loads its module on first use: ``import attnlab`` imports neither torch nor any heavy
 # library, so ``attnlab --version`` answers at once and each command pays only for what it runs.
 SUBPACKAGES = ("analysis", "capturing", "circuits", "data", "explain", "functional", "layers", "masks", "models",
-               "parallel", "suites", "trace", "training", "viz")
+               "parallel", "suites", "trace", "trained", "training", "viz")
 _LAZY_NAMES = {
     "attention": "attnlab.functional",
     "capture": "attnlab.capturing",
@@ -119,6 +119,7 @@ __all__ = [
     "suites",
     "trace",
     "trace_text",
+    "trained",
     "training",
     "viz",
 ]

@@ -23,7 +23,7 @@ from types import FrameType
 # One entry per command module (attnlab._commands.<name>); each is imported only to add its options, so a module
 # imports nothing heavy at its top (tests/cli/test_cold_start.py checks `--version` and `--help`).
 COMMANDS = ("show", "bench", "explain", "analyze", "train", "evaluate", "predict", "translate", "serve",
-            "generate")
+            "generate", "patch", "circuit")
 
 
 def build_parser() -> argparse.ArgumentParser:

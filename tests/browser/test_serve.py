@@ -201,3 +201,25 @@ def test_hostile_text_runs_nothing(lab: Lab) -> None:
         assert lab.js("document.scripts.length") == 1
         assert lab.js("window.attnlabLab.last.tokens.length") >= 2
     lab.page.wait_for_timeout(300)  # an injected handler would have fired by now (the fixture fails on a dialog)
+
+
+def test_clicking_a_head_ablates_it(lab: Lab) -> None:
+    """With "click a head to ablate it" on, choosing one head in the viewer shows the language model's next
+    characters before and after that head's output is zeroed (POST /api/ablate, attnlab.circuits)."""
+    lab.page.select_option("#model", "zh-lm")
+    wait_runs(lab, 2)
+    lab.page.check("#ablate-on")
+    lab.js("attnlab.set({view: 'matrix', head: 0})")
+    lab.page.click(".heads button[data-head='2']")
+    deadline = time.monotonic() + 60
+    while lab.js("attnlabLab.ablations") < 1:
+        assert time.monotonic() < deadline and lab.js("attnlabLab.error") == "", lab.js("attnlabLab.error")
+        lab.page.wait_for_timeout(50)
+    text = lab.page.inner_text("#ablation")
+    layer = lab.js("attnlab.records.filter((r) => r.kind === attnlab.records[attnlab.state.rec].kind)"
+                   ".indexOf(attnlab.records[attnlab.state.rec])")
+    assert f"head {layer}.2 ablated" in text and "total variation" in text, text
+    assert lab.page.locator("#ablation table tr").count() == 6  # the header and the 5 likeliest next characters
+    lab.shot("lab-ablation")
+    lab.page.uncheck("#ablate-on")
+    assert lab.page.inner_text("#ablation") == ""

@@ -25,7 +25,7 @@ REFUSAL = {"huggingface": "is a Hugging Face model: use attnlab show or attnlab 
 # the kinds each command reads
 READS = {"show": {"huggingface", "classifier", "translator"}, "analyze": {"huggingface", "classifier", "lm"},
          "predict": {"classifier"}, "evaluate": {"classifier"}, "translate": {"translator"}, "explain": {"classifier"},
-         "generate": {"lm"}}
+         "generate": {"lm"}, "patch": {"classifier", "lm"}, "circuit": {"classifier", "lm"}}
 SLOW = {("show", "minilm"), ("analyze", "minilm"), ("analyze", "zh-sentiment"), ("evaluate", "zh-sentiment"),
         ("explain", "zh-sentiment"), ("analyze", "zh-lm")}
 
@@ -46,7 +46,9 @@ def command(name: str, model: str, out: Path) -> list[str]:
             "evaluate": ["evaluate", "--model", model],
             "translate": ["translate", text, "--model", model, "--out", str(out), "--no-viewer"],
             "explain": ["explain", "seeing", "--classifier", model, "--out", str(out), "--no-figures"],
-            "generate": ["generate", text, "--model", model, "--max-tokens", "5", "--out", str(out)]}[name]
+            "generate": ["generate", text, "--model", model, "--max-tokens", "5", "--out", str(out)],
+            "patch": ["patch", "--model", model, "--clean", text, "--corrupt", text[:-1] + "差", "--out", str(out)],
+            "circuit": ["circuit", "--model", model, "--out", str(out)]}[name]
 
 
 @pytest.mark.parametrize(("name", "model"), [
@@ -72,6 +74,10 @@ def test_every_bundled_name_in_every_command(name: str, model: str, tmp_path: Pa
             assert f"A trained classifier ({model})" in printed
         if name == "generate":
             assert printed.startswith("这本书写得很好") and (out / "trace.attn").is_file()
+        if name == "patch":
+            assert printed.startswith("heads: logit difference ") and (out / "patch.json").is_file()
+        if name == "circuit":
+            assert (out / "circuit.json").is_file() and (out / "circuit.png").is_file()
     else:
         assert code == 2
         err = one_error_line(capsys, name)

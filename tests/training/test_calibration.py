@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnlab.training import _classify_use as use
+from attnlab import trained as use
+from attnlab.errors import InputError, ModelLoadError
 from attnlab.training import calibrate, load_trained
 
 
@@ -23,7 +24,7 @@ def test_the_fit_recovers_the_temperature_the_labels_were_drawn_at(temperature: 
 
 
 def test_the_fit_refuses_mismatched_shapes() -> None:
-    with pytest.raises(use.InputError, match=r"\(4, 2\) and \(3,\)"):
+    with pytest.raises(InputError, match=r"\(4, 2\) and \(3,\)"):
         use.fit_temperature(torch.zeros(4, 2), torch.zeros(3, dtype=torch.long))
 
 
@@ -64,7 +65,9 @@ def test_calibrate_fits_on_valid_only_and_load_trained_reads_it(run: Path, monke
 
     seen: list[int] = []
     fit = use.fit_temperature
-    monkeypatch.setattr(use, "fit_temperature", lambda z, y: seen.append(len(y)) or fit(z, y))
+    from attnlab.training import _classify_use as fitting  # where calibrate looks the fit up
+
+    monkeypatch.setattr(fitting, "fit_temperature", lambda z, y: seen.append(len(y)) or fit(z, y))
     record = calibrate(run)
     splits = load_data(json.loads(load_trained(run).meta["run"])["data"])
     assert seen == [len(splits.valid)] and len(splits.valid) != len(splits.test)  # one fit, on valid
@@ -86,10 +89,10 @@ def test_a_calibration_of_another_model_is_not_used_and_a_broken_one_is_refused(
     with pytest.warns(UserWarning, match="fit for another model file"):
         assert load_trained(run).temperature == 1.0
     file.write_text(json.dumps({"temperature": -1.0, "model_sha256": "0" * 64}))
-    with pytest.raises(use.ModelLoadError, match="a temperature is a number > 0"):
+    with pytest.raises(ModelLoadError, match="a temperature is a number > 0"):
         load_trained(run)
     file.write_text("{")
-    with pytest.raises(use.ModelLoadError, match="cannot be read"):
+    with pytest.raises(ModelLoadError, match="cannot be read"):
         load_trained(run)
 
 

@@ -247,7 +247,7 @@ def _run_segmented(args: argparse.Namespace) -> int:
     name = args.model or "minilm"  # any model trace_text runs (found or refused by it), or a language model
     max_chars, trace_of = 120, lambda text: trace_text(text, model=name, truncate=True)
     if _is_lm(args):
-        from ..training import load_language_model
+        from ..trained import load_language_model
 
         lm = load_language_model(name)
         max_chars, trace_of = lm.context, lambda text: _lm_trace(lm, text)
@@ -355,7 +355,7 @@ def _capture(args: argparse.Namespace, text: str) -> Any:
 
 def _capture_lm(args: argparse.Namespace, text: str) -> Any:
     """A character language model's attention on ``text`` (at most its context; unknown characters as [UNK])."""
-    from ..training import load_language_model
+    from ..trained import load_language_model
 
     lm = load_language_model(args.model)
     limit = min(lm.context, args.max_length or lm.context)
@@ -385,7 +385,7 @@ def _causal_scores(args: argparse.Namespace) -> Any:
     from ..capturing import load_model
 
     if _is_lm(args):
-        from ..training import load_language_model
+        from ..trained import load_language_model
 
         lm = load_language_model(args.model)  # random characters, [UNK] (id 0) left out
         return detect_causal_heads(lm.model, len(lm.vocab), length=min(20, lm.context // 2), low=1)

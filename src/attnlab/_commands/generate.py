@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..capturing import trace_generation
-    from ..training import check_sampling, load_language_model
+    from ..trained import check_sampling, load_language_model
     from ..viz import save_html
 
     check_sampling(args.max_tokens, args.temperature, args.top_k)

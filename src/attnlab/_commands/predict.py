@@ -90,7 +90,7 @@ def _explain(clf: Any, model: str, text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..training import load_trained
+    from ..trained import load_trained
 
     texts = read_texts(args.text)
     clf = load_trained(args.model)

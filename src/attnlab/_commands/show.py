@@ -196,7 +196,7 @@ def _capture(args: argparse.Namespace) -> Any:
 
 def _prediction(args: argparse.Namespace) -> str:
     """The line a classifier's show prints first: its label for TEXT and the calibrated probability, rounded."""
-    from ..training import load_trained
+    from ..trained import load_trained
 
     [(label, prob)] = load_trained(args.model).predict([args.text])
     return f"prediction: {label} {prob:.2f} (calibrated probability)"
@@ -205,7 +205,7 @@ def _prediction(args: argparse.Namespace) -> str:
 def _translate(args: argparse.Namespace) -> Any:
     """The captured cross-attention of a translator translating TEXT (see `attnlab translate`)."""
     from ..capturing import trace_translation
-    from ..training import load_translator
+    from ..trained import load_translator
 
     given = [o for o, v in (("--pair", args.pair), ("--merge", args.merge), ("--max-length", args.max_length),
                             ("--truncate", args.truncate)) if v]

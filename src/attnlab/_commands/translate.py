@@ -71,7 +71,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import viz
     from ..capturing import trace_translation
-    from ..training import load_translator
+    from ..trained import load_translator
 
     if args.beam < 1:
         raise InputError(f"--beam must be at least 1, got {args.beam}; 1 is greedy, 4 a usual beam")

@@ -648,7 +648,7 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
     score: Callable[[], Tensor] | None = None
     label = reader = embedding = logit = None
     if found.kind == "classifier":
-        from ..training import load_trained
+        from ..trained import load_trained
 
         clf = load_trained(found.path)
         net = clf.model.eval()

@@ -93,11 +93,12 @@ def anatomy(model: nn.Module) -> Anatomy:
         norm = model.norm if isinstance(model.norm, nn.LayerNorm) else None
         return Anatomy("lm", layers, norm, model.embed.weight)
     if isinstance(model, AttentionClassifier) and model.encoder is not None:
-        return Anatomy("classifier", tuple(_attnlab_layer(b, b.config.norm_first)
-                                                  for b in model.encoder.layers), None, None)
+        blocks: list[Any] = list(model.encoder.layers)
+        return Anatomy("classifier", tuple(_attnlab_layer(b, b.config.norm_first) for b in blocks), None, None)
     if isinstance(model, BertEncoder):
+        bert: list[Any] = list(model.encoder.layer)
         layers = tuple(Layer(b, b.attention.get_submodule("self"), b.attention, True, b.output, None, False)
-                       for b in model.encoder.layer)
+                       for b in bert)
         return Anatomy("bert", layers, None, None)
     raise InputError(f"circuits need named hook points, which attnlab builds for its own models: CausalLM, an "
                      f"AttentionClassifier with encoder layers, BertEncoder; got {type(model).__name__}; load the "
@@ -296,7 +297,7 @@ def _replace_output(name: str, touch: Touch) -> Callable[..., Any]:
 
 def _replace_first(name: str, touch: Touch) -> Callable[..., Any]:
     def hook(_m: nn.Module, _args: tuple[Any, ...], out: tuple[Tensor, Any]) -> tuple[Tensor, Any]:
-        return (touch(name, out[0]), *out[1:])  # type: ignore[return-value]
+        return (touch(name, out[0]), *out[1:])
 
     return hook
 

@@ -226,13 +226,16 @@ def path_patch(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric,
     a = _inputs(model, clean, corrupt)
     if into not in ("q", "k", "v"):
         raise InputError(f"into must be 'q', 'k' or 'v' (the receiver's input the path reaches), got {into!r}")
-    for what, head in ([("receiver", receiver)] if receiver is not None else []) + [
+    for what, given in ([("receiver", receiver)] if receiver is not None else []) + [
             ("sender", s) for s in (senders or [])]:
-        assert head is not None
-        if not (0 <= head[0] < a.n_layers and 0 <= head[1] < a.n_heads):
-            raise InputError(f"{what} head {head[0]}.{head[1]} does not exist; the model has layers 0-"
+        assert given is not None
+        if not (0 <= given[0] < a.n_layers and 0 <= given[1] < a.n_heads):
+            raise InputError(f"{what} head {given[0]}.{given[1]} does not exist; the model has layers 0-"
                              f"{a.n_layers - 1} and heads 0-{a.n_heads - 1}")
     top = a.n_layers if receiver is None else receiver[0]
+    if top == 0:
+        raise InputError(f"a path runs from an earlier layer to a later one: no head is below receiver "
+                         f"{receiver[0]}.{receiver[1]}; pick a receiver in layer 1 or above")  # type: ignore[index]
     if senders is not None:
         for s in senders:
             if s[0] >= top:
@@ -286,7 +289,7 @@ def ablate(model: nn.Module, inputs: Tensor, metric: Metric, heads: Sequence[tup
     """The metric with each head of ``heads`` (``(layer, head)``) replaced in its output ``z``: by zeros, by its
     mean over ``reference`` (a batch of other inputs of the same length; per position), or by its output on a
     row of ``reference`` drawn with ``seed`` for each input row (resample)."""
-    a = anatomy(model)
+    anatomy(model)  # refuses a model without hook points before anything runs
     if how not in ("zero", "mean", "resample"):
         raise InputError(f"how must be 'zero', 'mean' or 'resample', got {how!r}")
     if how != "zero" and (reference is None or reference.shape[1] != inputs.shape[1]):
@@ -317,7 +320,6 @@ def ablate(model: nn.Module, inputs: Tensor, metric: Metric, heads: Sequence[tup
 
     before, _ = run_with_hooks(model, inputs, **kwargs)
     after, _ = run_with_hooks(model, inputs, {f"blocks.{i}.attn.hook_z": replace(i) for i in layers}, **kwargs)
-    del a
     return Ablation(tuple((int(i), int(h)) for i, h in heads), how, _score(metric, before), _score(metric, after))
 
 
@@ -342,19 +344,14 @@ def attribution_patching(model: nn.Module, clean: Tensor, corrupt: Tensor, metri
     a = _inputs(model, clean, corrupt)
     names = [f"blocks.{i}.attn.hook_z" for i in range(a.n_layers)]
     _, clean_cache = run_with_cache(model, clean, names, **kwargs)
-    leaves: dict[str, Tensor] = {}
 
-    def leaf(name: str) -> Edit:
-        def edit(x: Tensor) -> Tensor:
-            leaves[name] = x.detach().clone().requires_grad_(True)
-            return leaves[name]
+    def tracked(x: Tensor) -> Tensor:  # the graph's own tensor (a copy would cut the paths through later heads)
+        return x if x.requires_grad else x.requires_grad_(True)
 
-        return edit
-
-    out, _ = run_with_hooks(model, corrupt, {n: leaf(n) for n in names}, grad=True, **kwargs)
-    grads = torch.autograd.grad(metric(out), [leaves[n] for n in names])
-    estimate = np.stack([((clean_cache[n] - leaves[n].detach()) * g).sum((0, 1, 3)).double().numpy() / clean.shape[0]
-                         for n, g in zip(names, grads, strict=True)])  # (N, H), per input row
+    out, kept = run_with_hooks(model, corrupt, dict.fromkeys(names, tracked), keep=names, grad=True, **kwargs)
+    grads = torch.autograd.grad(metric(out), [kept[n] for n in names])
+    estimate = np.stack([((clean_cache[n] - kept[n].detach()) * g).sum((0, 1, 3)).double().numpy()
+                         for n, g in zip(names, grads, strict=True)])  # (N, H)
     exact = patch_heads(model, clean, corrupt, metric, "z", **kwargs)
     change = exact.values - exact.corrupted
     rho = float(spearmanr(estimate.ravel(), change.ravel()).statistic)

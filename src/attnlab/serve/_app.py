@@ -94,7 +94,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
         return _error(404, f"no such page {request.url.path[:80]!r}; the API is GET /api/models, POST /api/run, "
-                      f"POST /api/download and GET /healthz")
+                      f"POST /api/ablate, POST /api/download and GET /healthz")
 
     @app.exception_handler(405)
     async def wrong_method(request: Request, exc: Exception) -> Response:
@@ -154,6 +154,17 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         layer, head = _index(body, "layer"), _index(body, "head")
         result = await call(request, lambda: lab.run(model, text, compare=compare, layer=layer, head=head))
         return JSONResponse(result)
+
+    @app.post("/api/ablate")
+    async def ablate(request: Request) -> Response:
+        """A language model's or classifier's output before and after zero-ablating one head."""
+        body = await _body(request, limits)
+        model = lab.entry(body.get("model")).name
+        text = _text(body, "text", limits)
+        layer, head = _index(body, "layer"), _index(body, "head")
+        if layer is None or head is None:
+            raise ApiError(422, '"layer" and "head" are needed: the head to ablate, e.g. {"layer": 1, "head": 0}')
+        return JSONResponse(await call(request, lambda: lab.ablate(model, text, layer, head)))
 
     @app.post("/api/download")
     async def download(request: Request) -> Response:

@@ -178,6 +178,23 @@ class Lab:
         return result
 
 
+    def ablate(self, model: str, text: str, layer: int, head: int) -> dict[str, Any]:
+        """The output of ``text`` before and after zero-ablating head ``layer.head`` (its output at every position;
+        :func:`attnlab.circuits.ablate_text`): a language model's likeliest next characters, a classifier's labels,
+        with their probabilities and the total variation between the two distributions; plus the server time."""
+        from ..circuits import ablate_text, text_model
+
+        start = time.perf_counter()
+        entry = self.entry(model)
+        if entry.kind not in ("lm", "classifier"):
+            kind = KIND_NAMES[entry.kind]
+            raise InputError(f"{entry.name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}; ablating a head needs a "
+                             f"language model or a classifier (attnlab.circuits has hook points on their heads)")
+        result = ablate_text(text_model(self.loaded(entry), entry.name), text, layer, head)
+        result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
+        return result
+
+
 @dataclass
 class _Run:
     trace: Any  # AttentionTrace
@@ -191,14 +208,14 @@ def _load(entry: ModelEntry) -> Any:
 
         return load_encoder(entry.source)
     if entry.kind == "classifier":
-        from ..training import load_trained
+        from ..trained import load_trained
 
         return load_trained(entry.source)
     if entry.kind == "lm":
-        from ..training import load_language_model
+        from ..trained import load_language_model
 
         return load_language_model(entry.source)
-    from ..training import load_translator
+    from ..trained import load_translator
 
     return load_translator(entry.source)
 

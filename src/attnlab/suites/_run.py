@@ -180,7 +180,7 @@ def batched(predict: Callable[[list[str]], list[Observation]], size: int = 64) -
 def observer(model: Any) -> Observe:
     """The :data:`Observe` of a loaded :class:`~attnlab.training.Classifier` or
     :class:`~attnlab.training.Translator` (greedy decoding)."""
-    from ..training import Classifier
+    from ..trained import Classifier
 
     if isinstance(model, Classifier):
         labels = model.labels
@@ -201,7 +201,7 @@ def model_kind(model: str | os.PathLike[str]) -> str:
 
 
 def _load(model: str | os.PathLike[str], suite: Suite) -> Any:
-    from ..training import load_trained, load_translator
+    from ..trained import load_trained, load_translator
 
     kind = model_kind(model)
     if kind != suite.kind:

@@ -294,7 +294,7 @@ def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[
                           log: Callable[[str], None]) -> torch.Tensor:
     """``(N, C)`` the mean probability the classifiers in ``teachers`` (folders, comma-separated) give ``texts``;
     each must have ``labels``, in that order."""
-    from ._classify_use import load_trained
+    from ..trained import load_trained
 
     probs = []
     for folder in teacher_folders(teachers):

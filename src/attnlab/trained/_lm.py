@@ -1,4 +1,4 @@
-"""Using a trained character language model: load it by name or folder (:func:`load_language_model`), generate
+"""A trained character language model in use: load it by name or folder (:func:`load_language_model`), generate
 text from a prompt one character at a time with its key/value cache (:meth:`LanguageModel.generate`, streamed
 through a callback); ``attnlab.capturing.trace_generation`` captures its attention while it does.
 

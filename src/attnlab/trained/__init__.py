@@ -1,0 +1,50 @@
+"""Trained models in use: the classes that load a model ``attnlab train`` wrote (or a bundled one) once and run it,
+calibrated, with the warnings a user is owed.  Below ``capturing`` (which runs them under capture, one way for every
+surface: :class:`attnlab.Model`) and ``training`` (which fits their calibration and bundles them).
+
+- :class:`Classifier` (:func:`load_trained`): calibrated probabilities, every character of a long text read in
+  overlapping windows pooled as the model pools, leave-one-out importance, doubts about a text;
+- :class:`Translator` (:func:`load_translator`): greedy or beam translation with its alignment, confidence and doubts;
+- :class:`LanguageModel` (:func:`load_language_model`): seeded sampling with a key/value cache.
+"""
+
+from ._classifier import (
+    CALIBRATION_FILE,
+    ECE_BINS,
+    RELIABILITY_FILE,
+    UNKNOWN_WARN_SHARE,
+    Classifier,
+    confidence_of,
+    expected_calibration_error,
+    fit_temperature,
+    load_trained,
+    model_file,
+    reliability_bins,
+    sha256,
+)
+from ._lm import Generated, LanguageModel, check_sampling, load_language_model
+from ._translator import CONFIDENCE_KEY, Translation, Translator, load_translator, translator_folder
+
+__all__ = [
+    "CALIBRATION_FILE",
+    "CONFIDENCE_KEY",
+    "ECE_BINS",
+    "RELIABILITY_FILE",
+    "UNKNOWN_WARN_SHARE",
+    "Classifier",
+    "Generated",
+    "LanguageModel",
+    "Translation",
+    "Translator",
+    "check_sampling",
+    "confidence_of",
+    "expected_calibration_error",
+    "fit_temperature",
+    "load_language_model",
+    "load_trained",
+    "load_translator",
+    "model_file",
+    "reliability_bins",
+    "sha256",
+    "translator_folder",
+]
