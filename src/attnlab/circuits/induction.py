@@ -244,7 +244,7 @@ def find_induction_circuit(model: nn.Module, inputs: InductionInputs | None = No
         previous_token_head=prev, induction_head=ind, previous_token_heads=prevs, induction_heads=inds, scores=scores,
         k_pair=k_pair, k_composition=float(pairs.ravel()[top]),
         k_composition_others=others, composition_baseline=baseline, patching=patched.restored,
-        top_patched=_argmax(patched.restored), clean_logit_diff=patched.clean, corrupt_logit_diff=patched.corrupted,  # type: ignore[arg-type]
+        top_patched=_argmax(patched.restored), clean_logit_diff=patched.clean, corrupt_logit_diff=patched.corrupted,
         group_patching=group_patched, loss=clean_loss, ablation=mean, zero_ablation=zero, group_ablation=group,
         paths=paths, attribution=attribution.estimate,
         spearman=attribution.spearman)
