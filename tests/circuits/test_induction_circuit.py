@@ -18,6 +18,8 @@ from attnlab import locate
 from attnlab.circuits.induction import InductionCircuit, find_induction_circuit, induction_inputs
 from attnlab.models.lm import CausalLM, load_lm
 
+pytestmark = pytest.mark.slow  # every tool on the model: ~5 CPU seconds
+
 
 @pytest.fixture(scope="module")
 def model() -> CausalLM:

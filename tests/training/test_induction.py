@@ -83,6 +83,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_a_tiny_run_writes_the_scores_the_change_and_the_figure(tiny_run: Path) -> None:
     for name in ("model.safetensors", "config.json", "tokenizer.json", "run.json", "final.json", "metrics.jsonl",
                  "curves.png", "phase.png", "train.log"):
