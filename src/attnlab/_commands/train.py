@@ -1,6 +1,7 @@
 """``attnlab train classify``: train the tutorials' attention text classifier; ``attnlab train translate``: a
 sequence-to-sequence translator (Bahdanau, Luong or transformer); ``attnlab train lm``: a character language model
-beside its Kneser-Ney baselines.  The work lives in
+beside its Kneser-Ney baselines; ``attnlab train induction``: the two-layer attention-only toy whose induction circuit
+forms in minutes.  The work lives in
 ``attnlab.training``; this module only parses the options and calls it.  Under ``torchrun`` the same command
 runs as one rank of a data-parallel job."""
 
@@ -93,7 +94,8 @@ FLAGS: dict[str, tuple[str, str]] = {  # --flag -> (section, help); sets the opt
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("train", help="train a model (classify: the attention text classifier; translate: a "
-                       "sequence-to-sequence translator; lm: a character language model)",
+                       "sequence-to-sequence translator; lm: a character language model; induction: the "
+                       "attention-only toy with an induction circuit)",
                        description="Train a model on local data, offline.")
     tasks = p.add_subparsers(dest="task", metavar="TASK", required=True)
     c = tasks.add_parser("classify", help="train an attention text classifier", epilog=EXAMPLES,
@@ -118,6 +120,7 @@ def add_parser(sub: Any) -> None:
     c.set_defaults(run=run)
     _add_translate(tasks)
     _add_lm(tasks)
+    _add_induction(tasks)
 
 
 # --- what both tasks share ------------------------------------------------------------------------------------------
@@ -408,4 +411,72 @@ def run_lm(args: argparse.Namespace) -> int:
     if speaks():
         print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, lm_curve.png, heads.png, "
               f"checkpoints/")
+    return 0
+
+
+# --- induction ------------------------------------------------------------------------------------------------------
+
+
+INDUCTION_EXAMPLES = """\
+The model is fixed: two attention-only layers (no MLP, no LayerNorm) of 4 heads, width 64, context 64, over the 64
+tokens 0-9 a-z A-Z + / (and [UNK], never drawn); it is an ordinary language model (attnlab generate, show, analyze).
+It trains on sequences [x1..xL, x1..xL] of random tokens, L drawn per batch from --min-length to --max-length.
+The run writes into --out: model.safetensors and config.json (the best model by valid repeated-half loss),
+tokenizer.json, run.json, metrics.jsonl (each validation row: the loss on the repeated half of fixed sequences of
+every L, its accuracy, every head's previous-token and induction score), train.log, curves.png, phase.png (that
+loss and those scores against steps, the phase change marked), final.json (the repeated-half loss and accuracy
+at every L, the change step, the CPU time) and checkpoints/ (--resume).
+
+examples:
+  attnlab train induction --out induction-run                  # what `make train-induction` runs (induction-2l)
+  attnlab train induction --seed 1 --out induction-seed1
+  attnlab generate --model induction-run --prompt "abc123XYabc1" --temperature 0.01
+  attnlab train induction --out induction-run --resume          # after a crash or Ctrl-C: the saved options
+"""
+
+INDUCTION_TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
+    "seed": (int, "one seed fixes initialisation and every sequence drawn (default 0)"),
+    "max_steps": (int, "optimizer steps in all (default 3000)"),
+    "batch_size": (int, "sequences per step, over all processes (default 32)"),
+    "lr": (float, "peak learning rate of AdamW (default 1e-3; 3e-3 lets a layer-0 positional copy win)"),
+    "warmup": (float, "share of steps with linear warm-up before the cosine decay (default 0.05)"),
+    "weight_decay": (float, "AdamW weight decay on matrices (default 0.01)"),
+    "eval_every": (int, "steps between validations and head probes (default 20)"),
+    "checkpoint_every": (int, "steps between checkpoints (default 100)"),
+    "min_length": (int, "the shortest half L (default 4)"),
+    "max_length": (int, "the longest half L; 2L must fit the context of 64 (default 31)"),
+    "eval_per_length": (int, "validation sequences at every L (default 4)"),
+}
+
+INDUCTION_CONFIG_KEYS = {"train", "comment"}
+
+
+def _add_induction(tasks: Any) -> None:
+    t = tasks.add_parser("induction", help="train the two-layer attention-only toy on repeated random tokens",
+                         epilog=INDUCTION_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Train a two-layer attention-only transformer on [x1..xL, x1..xL] of random "
+                         "tokens and catch its induction circuit forming: the loss on the repeated half and every "
+                         "head's previous-token and induction score at every validation, the step of the phase "
+                         "change in final.json.")
+    t.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
+    t.add_argument("--config", type=Path, help="a JSON file {\"train\": {...}} (configs/induction-2l.json is one); "
+                   "options given on the command line win")
+    _add_options(t, INDUCTION_TRAIN_OPTIONS)
+    _add_run_options(t)
+    t.set_defaults(run=run_induction)
+
+
+def run_induction(args: argparse.Namespace) -> int:
+    from ..training import InductionConfig, train_induction
+
+    file = _options_file(args, INDUCTION_CONFIG_KEYS, ", ".join(sorted(INDUCTION_CONFIG_KEYS)))
+    train = _section(file, "train", args, INDUCTION_TRAIN_OPTIONS)
+    config = _train_config(InductionConfig, train, ", ".join(INDUCTION_TRAIN_OPTIONS))
+    final = train_induction(args.out, config=config, resume=args.resume, device=args.device,
+                            progress=not args.no_progress)
+    if speaks():
+        step = final["change_step"]
+        print(f"repeated-half loss {final['repeat_loss']:.4f} nats, accuracy {final['repeat_accuracy']:.4f}; phase "
+              f"change {'at step ' + str(step) if step is not None else 'not found'}; wrote the run to {args.out}/: "
+              f"model.safetensors, final.json, metrics.jsonl, phase.png, checkpoints/")
     return 0

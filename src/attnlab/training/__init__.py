@@ -17,6 +17,7 @@ from ..trained import (
 from ._classify_run import TrainConfig, train_classifier
 from ._classify_use import calibrate, evaluate_model
 from ._config import RunConfig
+from ._induction_run import InductionConfig, train_induction
 from ._lm_run import LMTrainConfig, train_lm
 from ._runtime import Task, accuracy_stderr, lr_at, saved_run
 from ._translate_run import ARCHITECTURES, TranslateConfig, build_translator, exact_match, train_translator
@@ -26,6 +27,7 @@ __all__ = [
     "ARCHITECTURES",
     "Classifier",
     "Generated",
+    "InductionConfig",
     "LMTrainConfig",
     "LanguageModel",
     "RunConfig",
@@ -49,6 +51,7 @@ __all__ = [
     "lr_at",
     "saved_run",
     "train_classifier",
+    "train_induction",
     "train_lm",
     "train_translator",
 ]
