@@ -20,7 +20,8 @@ from attnlab.cli import main
 
 # one text per bundled model the lab offers; each chosen to carry a warning where the model has one to give
 TEXTS = {"minilm": "The cat sat on the mat.", "zh-sentiment": "☃这本书写得很好", "dates-zh": "Feb 30, 2021",
-         "tutorial-en-zh": "The cat sat on the mat.", "zh-lm": "中国"}
+         "dates-zh/luong": "Feb 30, 2021", "tutorial-en-zh": "The cat sat on the mat.", "zh-lm": "中国",
+         "induction-2l": "abcXYZ+/abcX"}
 # 140 neutral characters of a restaurant visit; a strongly positive ending must move the prediction on every surface
 NEUTRAL = ("这家店在市中心的一条小街上，我们是周六下午三点左右到的，店里有六七张桌子，墙上挂着几幅画，"
            "服务员给我们拿了菜单，菜单上有二十多个菜，我们点了四个菜和两碗饭，等了大约二十分钟菜才上齐，"
@@ -88,7 +89,7 @@ def surfaces(name: str, text: str, tmp: Path, capsys: pytest.CaptureFixture[str]
         [line], warned = _cli(capsys, "translate", text, text, "--model", name)[0][:1], []
         out["translate (list)"] = (line.split("\t")[0], float(line.split("\t")[1]), 4, ran.warnings)
     if kind == "lm":
-        lines, warned = _cli(capsys, "generate", text, "--model", name, "--max-tokens", "20", "--top-k", "1",
+        lines, warned = _cli(capsys, "generate", text, "--model", name, "--max-tokens", "20",  # the shown run
                              "--out", str(tmp / "gen"))
         out["generate"] = (lines[0][len(text):], ran.output["log_probability"], 17, tuple(warned))
     if kind in ("classifier", "translator"):
@@ -123,8 +124,8 @@ class _nothing:
         return None
 
 
-def test_every_kind_has_a_runner() -> None:
-    assert set(RUNNERS) == set(al.KINDS)
+def test_every_kind_has_a_runner_and_every_bundled_model_a_text_here() -> None:
+    assert set(RUNNERS) == set(al.KINDS) and set(TEXTS) == set(al.MODELS)
 
 
 @pytest.mark.slow
