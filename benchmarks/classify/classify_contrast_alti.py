@@ -8,7 +8,7 @@ which clause the prediction rests on: in 这本书写得很好，但是太贵了
 towards pos and 贵 +0.02, a case that does not count.  ``right_and_after`` counts the cases where also the
 prediction is the expected label.
 
-    PYTHONPATH=src python benchmarks/classify_contrast_alti.py [MODEL ...]    # default: zh-sentiment
+    PYTHONPATH=src python benchmarks/classify/classify_contrast_alti.py [MODEL ...]    # default: zh-sentiment
 """
 
 from __future__ import annotations

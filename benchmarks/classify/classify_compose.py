@@ -6,7 +6,7 @@ word alone when the pair is rare), and new phrases are written with hand-written
 two clauses of opposite polarity joined by ``但是``/``可是``/``不过`` (the second decides). No valid or test text is
 read; a phrase equal to a case of the zh-sentiment suite (normalised) is left out and counted.
 
-    PYTHONPATH=src python benchmarks/classify_compose.py --out /tmp/zh-routes/compose.jsonl [--share 1.0]
+    PYTHONPATH=src python benchmarks/classify/classify_compose.py --out /tmp/zh-routes/compose.jsonl [--share 1.0]
         [--contrast] [--family] [--events] [--seed 0]
 
 Issue 30 added two flags. ``--family``: the rest of the contrast family (就是, 只是, 然而 and 虽然…但是/尽管…还是
