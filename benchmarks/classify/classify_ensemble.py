@@ -3,7 +3,7 @@ probabilities), on valid and test, with the standard error; and the CPU time eac
 or final.json, when recorded).  Selection uses valid only: print valid first, and compute test for the chosen
 set (``--test``).
 
-    PYTHONPATH=src python benchmarks/classify_ensemble.py RUN_DIR [RUN_DIR ...] [--test] [--out FILE.json]
+    PYTHONPATH=src python benchmarks/classify/classify_ensemble.py RUN_DIR [RUN_DIR ...] [--test] [--out FILE.json]
         [--sets "0,1,2;0,3,4"]   # also score these subsets (indices into RUN_DIR ...), each with its CPU seconds
 """
 

