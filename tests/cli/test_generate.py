@@ -24,7 +24,7 @@ def test_it_streams_the_librarys_sample_and_writes_its_trace(tmp_path: Path,
     lm = load_language_model("zh-lm")
     sample = lm.generate("中国", max_tokens=6, seed=2, top_k=5, temperature=0.8)
     assert printed.out.splitlines()[0] == "中国" + lm.vocab.decode(sample.ids)
-    assert any(line.startswith("6 characters, mean log-probability ") and "top-k 5, seed 2" in line
+    assert any(line.startswith("6 characters, mean log-probability ") and "top-k 5," in line and "seed 2)" in line
                for line in printed.out.splitlines())
     assert printed.err == ""
     trace = al.AttentionTrace.load(out / "trace.attn")

