@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from attnlab.serve import Lab, Limits, catalogue, create_app
 from attnlab import MODELS
+from attnlab.serve import Lab, Limits, catalogue, create_app
 from attnlab.serve._lab import CONTINUATION
 from attnlab.trained import SAMPLING, find_loop, load_language_model
 
