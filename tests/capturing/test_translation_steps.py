@@ -20,7 +20,7 @@ class _Replayed:
     def encode(self, texts: list[str]) -> list[list[int]]:
         return [[5, 6, 7, 8, EOS]]
 
-    def translate(self, texts: list[str], *, beam: int = 1) -> list[SimpleNamespace]:
+    def translate(self, texts: list[str], *, beam: int = 1, warn: bool = True) -> list[SimpleNamespace]:
         return [SimpleNamespace(ids=[4, 5, 6], source_tokens=["s1", "s2", "s3", "s4", "[EOS]"],
                                 target_tokens=["甲", "乙", "丙"])]
 
