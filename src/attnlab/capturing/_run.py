@@ -231,6 +231,8 @@ def _classified(clf: Any, logits: torch.Tensor, n_windows: int) -> dict[str, Any
 
 
 def _many_classifier(m: Model, texts: list[str], **options: Any) -> list[Outcome]:
+    from ..trained import windows
+
     _refuse(m.kind, options, ())
     clf = m.loaded
     for t in texts:
@@ -241,16 +243,10 @@ def _many_classifier(m: Model, texts: list[str], **options: Any) -> list[Outcome
     out = []
     for text, row, z in zip(texts, ids, logits, strict=True):
         doubt = clf.doubt(text)
-        n_windows = 1 if len(row) <= limit else len(_windows(len(row), limit).starts)
+        n_windows = len(windows(len(row), limit).starts)
         out.append(Outcome(m.name, m.kind, text, _classified(clf, z, n_windows), (doubt,) if doubt else (),
                            [clf.tokenizer.id_to_token(i) or "[UNK]" for i in row]))
     return out
-
-
-def _windows(n: int, limit: int) -> Any:
-    from ..trained import windows
-
-    return windows(n, limit)
 
 
 def _stitched(trace: AttentionTrace, plan: Any) -> AttentionTrace:
@@ -268,7 +264,7 @@ def _stitched(trace: AttentionTrace, plan: Any) -> AttentionTrace:
         for query in range(n):
             window = 0 if query == 0 else plan.owner[query - 1]
             start = plan.starts[window]
-            row = 0 if query == 0 else 1 + query - 1 - start
+            row = 0 if query == 0 else query - start  # its row in its window ([CLS] is row 0 of every window)
             full[0, :, query, 0] = w[window, :, row, 0]
             full[0, :, query, 1 + start: 1 + start + plan.width] = w[window, :, row, 1:]
         out.append(AttentionRecord(r.name, r.kind, r.layer, full, step=r.step, scale=r.scale))
