@@ -293,7 +293,7 @@ def test_several_texts_print_one_line_each_and_write_nothing(tmp_path: Path, mon
     (["--file", "missing.txt"], "", "cannot read --file 'missing.txt'"),
     (["Friday", "--file", "empty.txt"], "", "not both"),
     ([], "", "no text to translate"),
-    (["Friday", "Monday", "--out", "o"], "", "--out and --no-viewer draw one text's figures"),
+    (["Friday", "Monday", "--out", "o"], "", "--out, --no-viewer and --attribute draw one text's figures"),
 ])
 def test_bad_lists_of_texts_are_one_line_exit_2_and_write_nothing(
     args: list[str], stdin: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -19,6 +19,8 @@ from ..errors import InputError
 from ._output import DEFAULT_OUT, TRACE_FILE, VIEWER_FILE, check_out, publish, read_stdin_lines, run_name, staging
 
 ALIGNMENT_FILE = "alignment.png"
+ATTRIBUTION_FIGURE = "attribution.png"
+ATTRIBUTION_FILE = "attribution.json"
 
 EXAMPLES = f"""\
 The alignment heatmap ({ALIGNMENT_FILE}) puts the source tokens along x and the generated tokens along y: row i
@@ -45,6 +47,11 @@ examples:
   attnlab translate "the dog that the cat saw" --model ./my-run     # the --out of `attnlab train translate`
   attnlab translate "3 March 2021" "4/5/2021" "Bonjour" --model dates-zh  # one line each, warnings on stderr
   attnlab translate --file dates.txt --model dates-zh             # `--file -` reads stdin
+  attnlab translate "The cat sat on the mat." --model tutorial-en-zh --attribute  # + attribution.png
+
+--attribute attributes every output token to the source tokens and to the output tokens before it: ALTI-Logit
+(the transformer translator; signed logit contributions) and gradient x input (every translator), in
+{ATTRIBUTION_FIGURE} and {ATTRIBUTION_FILE}.
 """
 
 
@@ -64,6 +71,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", type=Path, metavar="DIR", help=f"the folder to write into (default {DEFAULT_OUT}/"
                    f"<first words>-<hash>)")
     p.add_argument("--no-viewer", action="store_true", help=f"write {ALIGNMENT_FILE} only")
+    p.add_argument("--attribute", action="store_true", help="also attribute every output token to the source and "
+                   f"to the output before it (ALTI-Logit for the transformer, gradient x input): {ATTRIBUTION_FIGURE} "
+                   f"and {ATTRIBUTION_FILE}")
     p.set_defaults(run=run)
 
 
@@ -75,14 +85,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--beam must be at least 1, got {args.beam}; 1 is greedy, 4 a usual beam")
     texts = _texts(args.text, args.file)
     if len(texts) > 1 or args.file is not None or args.text == ["-"]:
-        if args.out is not None or args.no_viewer:
-            raise InputError(f"--out and --no-viewer draw one text's figures, but {len(texts)} text(s) were given "
-                             f"as a list; give one TEXT for its figures")
+        if args.out is not None or args.no_viewer or args.attribute:
+            raise InputError(f"--out, --no-viewer and --attribute draw one text's figures, but {len(texts)} text(s) "
+                             f"were given as a list; give one TEXT for its figures")
         for outcome in Model.load(args.model, "translator").run_many(texts, beam=args.beam):
             print(f"{outcome.output['translation']}\t{outcome.output['confidence']:.4f}")
         return 0
     (text,) = texts
-    key = repr((text, args.model, args.beam))
+    key = repr((text, args.model, args.beam, args.attribute))
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(text, key)
     out, base = check_out(out_arg)
     model = Model.load(args.model, "translator")
@@ -97,13 +107,54 @@ def run(args: argparse.Namespace) -> int:
             trace.save(stage / TRACE_FILE, dtype="float32")
             viz.save_html(trace, stage / VIEWER_FILE)
             written += [TRACE_FILE, VIEWER_FILE]
+        agreement = None
+        if args.attribute:
+            agreement = attribute(model.loaded, text, translation, stage)
+            written += [ATTRIBUTION_FIGURE, ATTRIBUTION_FILE]
         publish(stage, out, written)
     print(translation.text)
     threshold = model.loaded.threshold
     shown = "" if threshold is None else f" (warns below {threshold:.4f})"
     print(f"confidence {translation.confidence:.4f}{shown}")
+    if args.attribute:
+        said = ("" if agreement is None or agreement != agreement else
+                f"; ALTI-Logit and gradient x input rank the source tokens with a mean Spearman correlation of "
+                f"{agreement:.2f}")
+        print(f"attribution: each output token over the source and the output before it{said}")
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
+
+
+def attribute(translator: Any, text: str, translation: Any, stage: Path) -> float | None:
+    """Write the attribution figure and its numbers into ``stage``; the two methods' mean rank agreement on the
+    source (None when there is no output token to attribute, NaN for a recurrent model)."""
+    import json
+
+    from .._io import atomic_write_text
+    from ..analysis import attribute_translation, translation_attribution_figure
+    from ..viz import save
+
+    if not translation.ids:
+        raise InputError(f"the translation of {text!r} is empty, so there is nothing to attribute; try another text")
+    (source_ids,) = translator.encode([text])
+    got = attribute_translation(translator.model, source_ids, translation.ids)
+    source, output = list(translation.source_tokens), list(translation.target_tokens)
+    title = f"{translator.name}: what each output token used (logit contributions)"
+    save(translation_attribution_figure(got, source, output, title=title), stage / ATTRIBUTION_FIGURE)
+
+    def rows(matrix: Any) -> list[list[float | None]] | None:
+        if matrix is None:
+            return None
+        return [[None if x != x else round(float(x), 6) for x in row] for row in matrix]
+
+    agreement = got.agreement()
+    record = {"text": text, "translation": translation.text, "source_tokens": source, "output_tokens": output,
+              "logits": [round(float(x), 6) for x in got.logits],
+              "alti_logit": {"source": rows(got.alti_source), "output": rows(got.alti_target)},
+              "grad_x_input": {"source": rows(got.grad_source), "output": rows(got.grad_target)},
+              "spearman_agreement": None if agreement != agreement else round(agreement, 4)}
+    atomic_write_text(stage / ATTRIBUTION_FILE, json.dumps(record, ensure_ascii=False) + "\n")
+    return agreement
 
 
 def _texts(given: list[str], file: str | None) -> list[str]:

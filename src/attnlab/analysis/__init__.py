@@ -18,6 +18,12 @@ from ._lm_attribution import (
     lm_logit_directions,
 )
 from ._lm_attribution import attribution_figure as generation_attribution_figure
+from ._translation_attribution import (
+    TranslationAttribution,
+    attribute_translation,
+    translation_attribution_figure,
+    translation_logit_directions,
+)
 from .attribution import (
     AttributionSummary,
     LayerRun,
@@ -89,6 +95,7 @@ __all__ = [
     "SegmentedSentence",
     "Sentence",
     "TextAttribution",
+    "TranslationAttribution",
     "alti",
     "alti_contributions",
     "alti_logit",
@@ -97,6 +104,7 @@ __all__ = [
     "attention_vectors",
     "attribute_generation",
     "attribute_text",
+    "attribute_translation",
     "band_mass",
     "blank_out_importance",
     "causal_head_scores",
@@ -150,6 +158,8 @@ __all__ = [
     "summarize_attribution",
     "text_detector_scores",
     "trace_for_analysis",
+    "translation_attribution_figure",
+    "translation_logit_directions",
     "value_outputs",
     "value_zeroing",
     "value_zeroing_scores",
