@@ -171,3 +171,26 @@ def test_refusals() -> None:
         attribute_generation(model, [1, 2], [])
     with pytest.raises(InputError, match="training mode"):
         lm_alti_logit(model.train(), IDS, TARGETS)
+
+
+def test_an_attention_only_model_without_layernorm_is_attributed_exactly() -> None:
+    """The circuits toy's shape (``induction-2l``: no feed-forward sublayer, no LayerNorm): the logit is read as
+    ``E_g . h_t`` and each block's contributions plus its bias are its logit change (1e-10)."""
+    torch.manual_seed(5)
+    model = CausalLM(LMConfig(vocab_size=11, context=9, d_model=12, n_heads=3, n_layers=2, mlp=False, norm=False))
+    model = model.double().eval()
+    got = lm_alti_logit(model, IDS, TARGETS)
+    u, h, c = lm_logit_directions(model, IDS, TARGETS)
+    with torch.no_grad():
+        real = model(IDS)[0].gather(1, TARGETS[:, None])[:, 0]
+    assert float(((u * h).sum(-1) + c - real).abs().max()) < 1e-10 and float(c.abs().max()) == 0
+    seen: list[Tensor] = []
+    handles = [b.register_forward_pre_hook(lambda _m, a: seen.append(a[0][0])) for b in model.blocks]
+    handles.append(model.norm.register_forward_pre_hook(lambda _m, a: seen.append(a[0][0])))
+    with torch.no_grad():
+        model(IDS)
+    for handle in handles:
+        handle.remove()
+    for layer in range(2):
+        change = (u * (seen[layer + 1] - seen[layer])).sum(-1).numpy()  # the block is its attention sublayer
+        assert np.abs(got.per_layer[layer].sum(-1) + got.bias[layer] - change).max() < 1e-10, layer

@@ -277,6 +277,47 @@ def test_clicking_a_head_ablates_it(lab: Lab) -> None:
     assert lab.page.inner_text("#ablation") == ""
 
 
+def test_the_output_is_attributed_to_what_it_read(lab: Lab) -> None:
+    """With "attribute the output" on, zh-lm's continuation is shown as a table of its characters (rows) over the
+    characters each one read (columns), one method at a time; a translator's output tokens over the source and the
+    output before them; a model with no output tokens says it has none (POST /api/attribute, issue 31 section 6)."""
+    lab.page.select_option("#model", "zh-lm")
+    wait_runs(lab, 2)
+    lab.page.check("#attribute-on")
+
+    def wait_attributions(n: int) -> None:
+        deadline = time.monotonic() + 90
+        while lab.js("attnlabLab.attributions") < n:
+            assert time.monotonic() < deadline and lab.js("attnlabLab.error") == "", lab.js("attnlabLab.error")
+            lab.page.wait_for_timeout(50)
+
+    wait_attributions(1)
+    continuation = lab.js("attnlabLab.last.output.continuation")
+    rows = lab.page.locator("#attribution table tr")
+    assert rows.count() == 1 + len(continuation)  # the header, then one row per generated character
+    assert [rows.nth(i + 1).locator("th").inner_text() for i in range(3)] == list(continuation[:3])
+    header = [c.strip() for c in rows.nth(0).locator("th").all_inner_texts()]
+    assert header[1:3] == ["中", "国"]  # the prompt first
+    assert lab.page.locator("#attribution td.lab-unread").count() == sum(range(len(continuation)))  # not yet written
+    assert lab.page.input_value("#attribution-method") == "ALTI-Logit"
+    lab.page.select_option("#attribution-method", "gradient x input")
+    assert lab.page.input_value("#attribution-method") == "gradient x input"
+    assert "Spearman" in lab.page.inner_text("#attribution")
+    lab.shot("lab-attribution")
+
+    lab.page.select_option("#model", "tutorial-en-zh")
+    wait_attributions(2)
+    assert lab.page.locator("#attribution table tr").count() == 1 + len(lab.js("attnlabLab.last.output.target_tokens"))
+    assert "the source | the output before" in lab.page.inner_text("#attribution")
+    lab.page.select_option("#model", "minilm")
+    deadline = time.monotonic() + 60
+    while "needs a language model or a translator" not in lab.page.inner_text("#attribution"):
+        assert time.monotonic() < deadline
+        lab.page.wait_for_timeout(50)
+    lab.page.uncheck("#attribute-on")
+    assert lab.page.inner_text("#attribution") == ""
+
+
 def test_the_language_model_offers_sampling_and_does_not_loop(lab: Lab) -> None:
     """The sampling controls (temperature, top-k, top-p, seed) appear for zh-lm at the library's defaults and only
     there, its first answer on its own example does not loop, a changed control runs again with it (issue 31)."""

@@ -5,7 +5,8 @@ For a :class:`~attnlab.models.lm.CausalLM` (pre-norm blocks, a final LayerNorm, 
 row ``t`` of the residual stream predicts the character after position ``t``; the logit of character ``g`` there is
 ``E_g . LN(h_t)``.  With the final LayerNorm's standard deviation ``sigma_t`` fixed at its real value, that is
 ``u_t . h_t + E_g . beta`` with ``u_t = (gamma E_g - mean(gamma E_g)) / sigma_t`` (:func:`lm_logit_directions`;
-exact at the real stream).  Each block's attention sublayer adds ``sum_j T_t(x_j) + b_O`` to row ``t``
+exact at the real stream; a model without LayerNorm, such as the attention-only ``induction-2l``, reads
+``u_t = E_g`` directly).  Each block's attention sublayer adds ``sum_j T_t(x_j) + b_O`` to row ``t``
 (``T_t(x_j) = sum_h alpha^h_tj f^h(x_j)``, :func:`~attnlab.analysis.attention_vectors`; rotary positions only
 rotate queries and keys, so the values split as in any layer), so position ``j`` of the block's input moves the
 logit by ``D_l[t, j] = u_t . T_t(x_j)`` and the output projection's bias by ``u_t . b_O``: together exactly the
@@ -86,6 +87,8 @@ def lm_logit_directions(model: nn.Module, ids: Tensor, targets: Tensor) -> tuple
         handle.remove()
     h = seen[0].double()  # (n, M)
     e = lm.embed.weight.detach().double()[targets]  # (n, M): the tied output rows of the targets
+    if not isinstance(lm.norm, nn.LayerNorm):  # no final LayerNorm (LMConfig(norm=False)): the logit is E_g . h_t
+        return e, h, torch.zeros(len(targets), dtype=h.dtype)
     gamma, beta = lm.norm.weight.detach().double(), lm.norm.bias.detach().double()  # (M,)
     sigma = (h.var(-1, unbiased=False) + lm.norm.eps).sqrt()  # (n,)
     scaled = gamma * e  # (n, M)

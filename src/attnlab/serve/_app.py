@@ -88,7 +88,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
         return _error(404, f"no such page {request.url.path[:80]!r}; the API is GET /api/models, POST /api/run, "
-                      f"POST /api/ablate, POST /api/download and GET /healthz")
+                      f"POST /api/ablate, POST /api/attribute, POST /api/download and GET /healthz")
 
     @app.exception_handler(405)
     async def wrong_method(request: Request, exc: Exception) -> Response:
@@ -129,6 +129,21 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         if layer is None or head is None:
             raise ApiError(422, '"layer" and "head" are needed: the head to ablate, e.g. {"layer": 1, "head": 0}')
         return JSONResponse(await queue.call(request, lambda: lab.ablate(model, text, layer, head)))
+
+    @app.post("/api/attribute", openapi_extra=schema.attribute_body(names, limits.max_chars),
+              responses=schema.attribute_answers())
+    async def attribute(request: Request) -> Response:
+        """Which tokens each output token of a language model's or translator's run used (ALTI-Logit, gradient x
+        input)."""
+        body = await _body(request, limits)
+        model = lab.entry(body.get("model")).name
+        text = _text(body, "text", limits)
+        for field in ("compare", "layer", "head"):
+            if body.get(field) is not None:
+                raise ApiError(422, f'"{field}" is not read here: attribution reads one text\'s run through every '
+                                    f"layer; leave it out")
+        sampling = body.get("sampling")
+        return JSONResponse(await queue.call(request, lambda: lab.attribute(model, text, sampling)))
 
     @app.post("/api/download", openapi_extra=schema.download_body(names, limits.max_chars),
               responses=schema.download_answers())

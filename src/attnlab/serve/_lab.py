@@ -197,6 +197,54 @@ class Lab:
         result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
         return result
 
+    def attribute(self, model: str, text: str, sampling: Any = None) -> dict[str, Any]:
+        """Which tokens each output token used, for the run of ``text`` (the one :meth:`run` made last for the same
+        model, text and sampling, or one made now): a language model's generated characters over the characters it
+        read, a translator's output tokens over the source and the output before them.  ``rows`` the output tokens,
+        ``columns`` what they read (``split`` of them the prompt or the source), ``methods`` each method's signed
+        scores (rows x columns, null where the token was not read), ``agreement`` the mean Spearman correlation of
+        the two methods (null when only one applies); plus the server time."""
+        import numpy as np
+
+        from ..analysis import attribute_generation, attribute_translation
+
+        start = time.perf_counter()
+        entry = self.entry(model)
+        if entry.kind not in ("lm", "translator"):
+            kind = KINDS[entry.kind].api
+            raise InputError(f"{entry.name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}; attribution of output "
+                             f"tokens needs a language model or a translator (a classifier's is attnlab analyze "
+                             f"--attribution)")
+        key = (entry.name, text, None, repr(sampling))
+        runs = self._last[1] if self._last is not None and self._last[0] == key else self._runs(
+            model, text, None, sampling)[1]
+        got, loaded = runs[0].result, self.loaded(entry).loaded
+        if entry.kind == "lm":
+            lm = attribute_generation(loaded.model, got.prompt_ids, got.ids)
+            chars = loaded.characters()
+            rows, columns, split = [chars[i] for i in lm.generated], [chars[i] for i in lm.sources], lm.n_prompt
+            methods = {"ALTI-Logit": lm.alti_logit, "gradient x input": lm.grad_x_input}
+            agreement = lm.agreement()
+        else:
+            if not got.ids:
+                raise InputError(f"the translation of {text[:40]!r} is empty, so there is nothing to attribute")
+            (source_ids,) = loaded.encode([text])
+            tr = attribute_translation(loaded.model, source_ids, got.ids)
+            rows, split = list(got.target_tokens), len(got.source_tokens)
+            columns = [*got.source_tokens, "[BOS]", *rows[:-1]]
+            methods = {"gradient x input": np.hstack([tr.grad_source, tr.grad_target])}
+            if tr.alti_source is not None and tr.alti_target is not None:
+                methods = {"ALTI-Logit": np.hstack([tr.alti_source, tr.alti_target]), **methods}
+            agreement = tr.agreement()
+
+        def cells(matrix: Any) -> list[list[float | None]]:
+            return [[None if x != x else round(float(x), ROUND) for x in row] for row in matrix]
+
+        return {"model": entry.name, "kind": KINDS[entry.kind].api, "rows": rows, "columns": columns, "split": split,
+                "methods": {name: cells(m) for name, m in methods.items()},
+                "agreement": None if agreement != agreement else round(float(agreement), 4),
+                "server_ms": round((time.perf_counter() - start) * 1000, 2)}
+
 
 @dataclass
 class _Run:
@@ -204,6 +252,7 @@ class _Run:
     tokens: list[str]
     output: dict[str, Any] | None
     warnings: tuple[str, ...] = ()
+    result: Any = None  # the runner's own result (a Generation, a Translation): what attribution replays
 
 
 def _load(entry: ModelEntry) -> Any:
@@ -245,7 +294,7 @@ def _run(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | No
     else:
         output = None
     tokens = _main_tokens(outcome.trace) if model.kind in ("huggingface", "classifier") else outcome.tokens
-    return _Run(outcome.trace, tokens, output, outcome.warnings)
+    return _Run(outcome.trace, tokens, output, outcome.warnings, outcome.result)
 
 
 def lm_settings(sampling: Any) -> dict[str, Any]:

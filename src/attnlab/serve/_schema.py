@@ -123,6 +123,32 @@ def ablate_answers() -> dict[int | str, dict[str, Any]]:
             **_BODY_ERRORS, **_ALWAYS}
 
 
+def attribute_body(models: Sequence[str], max_chars: int) -> dict[str, Any]:
+    """The ``openapi_extra`` of ``POST /api/attribute``: a run's body for one text."""
+    body = _body(models, max_chars, {})
+    for field in ("compare", "layer", "head"):  # attribution reads one text's run, every layer
+        body["requestBody"]["content"]["application/json"]["schema"]["properties"].pop(field)
+    return body
+
+
+_CELLS = {"type": "array", "items": {"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}
+_ATTRIBUTED = {
+    "type": "object",
+    "required": ["model", "kind", "rows", "columns", "split", "methods", "agreement", "server_ms"],
+    "properties": {
+        "model": {"type": "string"}, "kind": {"type": "string"}, "rows": _STRINGS, "columns": _STRINGS,
+        "split": {"type": "integer"}, "methods": {"type": "object", "additionalProperties": _CELLS},
+        "agreement": {"anyOf": [{"type": "number"}, {"type": "null"}]}, "server_ms": {"type": "number"},
+    },
+}
+
+
+def attribute_answers() -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of ``POST /api/attribute``: each output token's signed scores over what it read."""
+    return {"200": {"description": "the attribution", "content": {"application/json": {"schema": _ATTRIBUTED}}},
+            **_BODY_ERRORS, **_ALWAYS}
+
+
 def download_answers() -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of ``POST /api/download``: the trace file or the standalone viewer."""
     return {"200": {"description": "trace.attn or viewer.html, as an attachment",

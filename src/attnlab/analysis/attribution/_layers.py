@@ -37,6 +37,9 @@ class LayerParts:
     # over x + attention, which ALTI linearises; it is this module)
     mixed: nn.Module
     post_norm: nn.LayerNorm | None
+    # an attention-only block (no feed-forward sublayer, hence no second LayerNorm): the block's own output is the
+    # attention sublayer's result, read after it runs
+    mixed_is_output: bool = False
 
 
 def layer_parts(model: nn.Module) -> list[LayerParts]:
@@ -51,8 +54,9 @@ def layer_parts(model: nn.Module) -> list[LayerParts]:
         if isinstance(attn, MultiHeadAttention):  # an attnlab encoder or decoder layer
             block: Any = module
             post = None if block.config.norm_first else block.norm1  # pre-norm: x + SA(LN(x)) enters norm2
+            alone = post is None and getattr(block, "norm2", None) is None  # attention-only: nothing follows
             parts.append(LayerParts(module, attn, attn.v_proj, attn.out_proj, attn.n_heads,
-                                    block.norm2 if post is None else post, post))
+                                    module if alone else block.norm2 if post is None else post, post, alone))
         elif _is_own_bert_layer(module):  # attnlab's models.bert: MultiHeadAttention at HF's path, post-norm
             own: Any = module.attention  # BertAttention: .self (MultiHeadAttention) and .LayerNorm
             mha = own.get_submodule("self")
@@ -125,7 +129,9 @@ def run_layers(model: nn.Module, forward: Forward) -> list[LayerRun]:
                 _on(stack, p.attention, _store(got, "weights", lambda out: out[1]))  # (attn_output, attn_weights)
             _on(stack, p.value, _store(got, "values", lambda out: out))
             stack.enter_context(pre_hook(p.block, _store(got, "residual", lambda x: x)))
-            if p.post_norm is None:
+            if p.mixed_is_output:
+                _on(stack, p.mixed, _store(got, "output", lambda out: out[0] if isinstance(out, tuple) else out))
+            elif p.post_norm is None:
                 stack.enter_context(pre_hook(p.mixed, _store(got, "output", lambda x: x)))
             else:
                 def keep_norm(m: Any, args: tuple[Any, ...], out: Tensor, got: dict[str, Tensor] = got) -> None:

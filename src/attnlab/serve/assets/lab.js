@@ -65,6 +65,7 @@
  * @property {boolean} busy  a request is on its way
  * @property {string} error  the last error shown ("" none)
  * @property {number} ablations  head ablations drawn so far
+ * @property {number} attributions  attributions drawn so far
  */
 /**
  * @typedef {Object} LabAblation  the answer of POST /api/ablate
@@ -74,12 +75,22 @@
  * @property {{token: string, before: number, after: number}[]} outputs  the likeliest next characters, or every label
  * @property {number} total_variation  between the output distributions before and after
  */
+/**
+ * @typedef {Object} LabAttribution  the answer of POST /api/attribute
+ * @property {string} model
+ * @property {string} kind
+ * @property {string[]} rows  the output tokens
+ * @property {string[]} columns  what they read: the prompt or source (the first `split`), then the output before them
+ * @property {number} split
+ * @property {Record<string, (number | null)[][]>} methods  each method's signed scores, rows x columns (null: not read)
+ * @property {number | null} agreement  the methods' mean Spearman correlation, null when one method applies
+ */
 
 (() => {
   const DEBOUNCE_MS = 300;
   const root = byId("attnlab-lab");
   /** @type {LabState} */
-  const lab = { last: null, runs: 0, busy: false, error: "", ablations: 0 };
+  const lab = { last: null, runs: 0, busy: false, error: "", ablations: 0, attributions: 0 };
   Object.assign(window, { attnlabLab: lab });
 
   /**
@@ -118,6 +129,10 @@
   const ablateField = node("label", { class: "lab-field", title: "on a language model or a classifier: pick one head "
     + "in the viewer and see the output without it (its output zeroed at every position)" }, ablateOn, " click a head to ablate it");
   const ablation = node("section", { id: "ablation", "aria-label": "head ablation" });
+  const attributeOn = node("input", { id: "attribute-on", type: "checkbox" });
+  const attributeField = node("label", { class: "lab-field", title: "on a language model or a translator: which tokens "
+    + "each output token used (ALTI-Logit, gradient x input; red pushed it up, blue down)" }, attributeOn, " attribute the output");
+  const attribution = node("section", { id: "attribution", "aria-label": "attribution of the output" });
   // a language model's sampling controls, shown for a model of kind "lm", set from its defaults (GET /api/models)
   const number = (/** @type {string} */ id, /** @type {string} */ min, /** @type {string} */ step, max = "") =>
     node("input", { id, type: "number", min, step, ...(max ? { max } : {}), "aria-label": id.replace("-", " ") });
@@ -129,10 +144,10 @@
     field("temperature ", temperatureBox), field("top-k ", topKBox), field("top-p ", topPBox), field("seed ", seedBox));
   root.replaceChildren(
     node("header", { class: "lab-bar" }, node("h1", {}, "attnlab lab"), field("model ", modelSelect),
-      node("label", { class: "lab-field" }, compareOn, " compare with a second text"), ablateField, traceButton,
+      node("label", { class: "lab-field" }, compareOn, " compare with a second text"), ablateField, attributeField, traceButton,
       viewerButton),
     node("div", { class: "lab-texts" }, textBox, compareBox), samplingBox,
-    status, output, ablation, tokens, warningsList, difference, stepsBox, host);
+    status, output, ablation, attribution, tokens, warningsList, difference, stepsBox, host);
 
   /** `x.toFixed(digits)` without a minus sign on a number that rounds to zero ("-0.000") */
   const fixed = (/** @type {number} */ x, /** @type {number} */ digits) => {
@@ -197,6 +212,8 @@
   /** A failed run leaves nothing of the previous one on screen: its output, tokens, warnings, steps and viewer go. */
   function clear() {
     output.replaceChildren();
+    attribution.replaceChildren();
+    attributed = "";
     tokens.textContent = "";
     warningsList.replaceChildren();
     difference.textContent = "";
@@ -279,6 +296,9 @@
     ablated = ""; // a new run: the ablation shown was of the last one
     ablation.replaceChildren();
     if (ablateOn.checked) ablate();
+    attributed = "";
+    attribution.replaceChildren();
+    if (attributeOn.checked) attribute();
   }
 
   /** The decoding-step slider of a translator: the tokens generated so far and where the model looked for the last. */
@@ -366,6 +386,57 @@
       showError(e instanceof Error ? e.message : String(e));
     }
   }
+  let attributed = ""; // the request whose attribution is on screen (or on its way)
+  let method = ""; // the method the reader chose, kept across runs
+  async function attribute() {
+    const kind = lab.last ? lab.last.kind : "";
+    if (!attributeOn.checked || !lab.last) return;
+    if (kind !== "lm" && kind !== "translator") {
+      attribution.replaceChildren(node("p", { class: "lab-doubt" }, "attribution of output tokens needs a language model or a translator"));
+      return;
+    }
+    const body = request();
+    delete body.compare;
+    const key = JSON.stringify(body);
+    if (key === attributed) return;
+    attributed = key;
+    attribution.replaceChildren(node("p", {}, "attributing…"));
+    try {
+      const answer = /** @type {LabAttribution} */ (await (await post("/api/attribute", body)).json());
+      if (attributed !== key) return;
+      drawAttribution(answer);
+      lab.attributions += 1;
+    } catch (e) {
+      attributed = "";
+      attribution.replaceChildren();
+      showError(e instanceof Error ? e.message : String(e));
+    }
+  }
+  /** One method's table: output tokens (rows) x what they read (columns), red up, blue down, grey not read. */
+  function drawAttribution(/** @type {LabAttribution} */ answer) {
+    const names = Object.keys(answer.methods);
+    if (!names.includes(method)) method = names[0];
+    const picker = node("select", { id: "attribution-method", "aria-label": "attribution method" },
+      ...names.map((n) => node("option", { value: n }, n)));
+    picker.value = method;
+    picker.addEventListener("change", () => { method = picker.value; drawAttribution(answer); });
+    const values = answer.methods[method];
+    const top = Math.max(1e-9, ...values.flat().map((v) => (v === null ? 0 : Math.abs(v))));
+    const head = node("tr", {}, node("th", {}, ""), ...answer.columns.map((c, j) =>
+      node("th", { class: j === answer.split ? "lab-split" : "" }, c)));
+    const rows = answer.rows.map((r, i) => node("tr", {}, node("th", {}, r), ...values[i].map((v, j) => {
+      const cell = node("td", { class: j === answer.split ? "lab-split" : "", title: v === null ? "not read" : `${answer.columns[j]} → ${r}: ${fixed(v, 4)}` });
+      if (v === null) cell.classList.add("lab-unread");
+      else cell.style.backgroundColor = v >= 0 ? `rgba(178, 24, 43, ${(v / top).toFixed(3)})` : `rgba(33, 102, 172, ${(-v / top).toFixed(3)})`;
+      return cell;
+    })));
+    const said = answer.agreement === null ? "" : `; the two methods agree with a mean Spearman correlation of ${answer.agreement.toFixed(2)}`;
+    attribution.replaceChildren(
+      node("p", {}, node("strong", {}, "which tokens each output token used"), " ", picker,
+        ` (rows: the output; columns: ${answer.kind === "lm" ? "the prompt | the characters generated before" : "the source | the output before"}; red pushed it up, blue down${said})`),
+      node("table", { class: "lab-attribution" }, head, ...rows));
+  }
+  attributeOn.addEventListener("change", () => { attributed = ""; if (attributeOn.checked) attribute(); else attribution.replaceChildren(); });
   host.addEventListener("click", () => { void currentApi()?.idle().then(ablate); });
   ablateOn.addEventListener("change", () => { ablated = ""; if (ablateOn.checked) ablate(); else ablation.replaceChildren(); });
 
