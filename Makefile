@@ -91,8 +91,8 @@ train-induction: $(STAMP)
 	$(REPRODUCIBLE) PYTHONUNBUFFERED=1 $(VENV)/bin/attnlab train induction --config $(INDUCTION_CONFIG) \
 	  --out $(INDUCTION_OUT) --no-progress $(TRAIN_ARGS)
 	mkdir -p $(INDUCTION_BUNDLED)
-	cp $(addprefix $(INDUCTION_OUT)/,model.safetensors config.json tokenizer.json run.json final.json metrics.jsonl \
-	  phase.png train.log) $(INDUCTION_BUNDLED)/
+	cp $(addprefix $(INDUCTION_OUT)/,model.safetensors config.json tokenizer.json sampling.json run.json final.json \
+	  metrics.jsonl phase.png train.log) $(INDUCTION_BUNDLED)/
 
 # The bundled translators, trained from scratch on one thread (configs/dates-zh.json, configs/tutorial-en-zh.json),
 # then copied into src/attnlab/_bundled/ with float16 weights; bundle_translator re-tests the stored weights on every

@@ -202,3 +202,42 @@ def test_generate_refuses_bad_settings(folder: Path, tmp_path: Path, child_env: 
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
     assert not out.exists()
+
+
+def test_a_models_own_sampling_defaults_come_from_its_folder(tmp_path: Path) -> None:
+    """The bundled induction toy copies by default (its sampling.json: greedy, no penalties), on every surface that
+    runs it without settings; any sampling option asked for still wins, and a bad sampling.json is refused on load
+    with its path."""
+    from attnlab import Model
+    from attnlab.errors import ModelLoadError
+    from attnlab.trained import SAMPLING_FILE, load_language_model, sampling_defaults
+
+    toy = load_language_model("induction-2l")
+    assert toy.defaults == {**SAMPLING, "greedy": True, "repetition_penalty": 1.0, "no_repeat_ngram": 0}
+    assert load_language_model("zh-lm").defaults == {**SAMPLING, "greedy": False}
+    shown = Model.load("induction-2l").run("abcXYZ+/abcX").output["continuation"]
+    assert shown.startswith("YZ+/abcX")  # the repeat, continued
+    sampled = Model.load("induction-2l").run("abcXYZ+/abcX", max_tokens=8, greedy=False, temperature=1.0, seed=1)
+    assert len(sampled.output["continuation"]) == 8
+
+    torch.manual_seed(0)
+    save_lm(tmp_path, tiny_lm().model, {"tokenizer": tiny_lm().vocab.to_str()})
+    assert sampling_defaults(tmp_path) == {**SAMPLING, "greedy": False}  # no file: the library's
+    for text, message in [("{", "cannot read"), ('{"beam": 2}', "keys among"), ('["greedy"]', "JSON object"),
+                          ('{"top_p": 2}', "top-p must be in"), ('{"greedy": 1}', "greedy")]:
+        (tmp_path / SAMPLING_FILE).write_text(text, encoding="utf-8")
+        with pytest.raises(ModelLoadError, match=message) as caught:
+            load_language_model(tmp_path)
+        assert SAMPLING_FILE in str(caught.value)
+
+
+def test_generate_samples_a_greedy_model_when_a_temperature_is_given(tmp_path: Path) -> None:
+    from attnlab._commands.generate import sampling
+
+    args = type("Args", (), {"temperature": None, "top_k": None, "top_p": None, "repetition_penalty": None,
+                             "no_repeat_ngram": None, "greedy": False})()
+    greedy = {**SAMPLING, "greedy": True, "repetition_penalty": 1.0, "no_repeat_ngram": 0}
+    assert sampling(args, greedy)["greedy"] is True
+    args.temperature = 0.7
+    assert sampling(args, greedy) == {**greedy, "greedy": False, "temperature": 0.7}
+    assert sampling(args)["greedy"] is False and sampling(args)["no_repeat_ngram"] == SAMPLING["no_repeat_ngram"]

@@ -68,14 +68,18 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def sampling(args: argparse.Namespace) -> dict[str, Any]:
-    """The sampling settings of the command line, the library's defaults (``attnlab.trained.SAMPLING``) where none
-    was given."""
+def sampling(args: argparse.Namespace, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The sampling settings of the command line over the model's ``defaults`` (``LanguageModel.defaults``; None:
+    the library's, ``attnlab.trained.SAMPLING``).  A model whose defaults are greedy samples when a temperature,
+    top-k or top-p is given."""
     from ..trained import SAMPLING
 
+    base = defaults if defaults is not None else {**SAMPLING, "greedy": False}
     given = {"temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p,
              "repetition_penalty": args.repetition_penalty, "no_repeat_ngram": args.no_repeat_ngram}
-    return {**SAMPLING, **{k: v for k, v in given.items() if v is not None}, "greedy": bool(args.greedy)}
+    sampled = any(given[k] is not None for k in ("temperature", "top_k", "top_p"))
+    greedy = bool(args.greedy) or (bool(base.get("greedy")) and not sampled)
+    return {**base, **{k: v for k, v in given.items() if v is not None}, "greedy": greedy}
 
 
 def described(settings: dict[str, Any], seed: int) -> str:
@@ -90,11 +94,12 @@ def described(settings: dict[str, Any], seed: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._bundled import locate
     from ..capturing import Model
-    from ..trained import check_sampling
+    from ..trained import check_sampling, sampling_defaults
     from ..viz import save_html
 
-    settings = sampling(args)
+    settings = sampling(args, sampling_defaults(locate(args.model, "lm").path))  # the model's own defaults beneath
     check_sampling(args.max_tokens, settings["temperature"], settings["top_k"], settings["top_p"],
                    settings["repetition_penalty"], settings["no_repeat_ngram"])
     key = repr((args.prompt, args.model, args.max_tokens, sorted(settings.items()), args.seed, args.attribute))

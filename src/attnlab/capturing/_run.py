@@ -308,13 +308,14 @@ def _many_translator(m: Model, texts: list[str], *, beam: int = 1, **options: An
 
 # ----- a language model -----------------------------------------------------------------------------------------------
 def _run_lm(m: Model, text: str, *, trace: bool = True, **sampling: Any) -> Outcome:
-    """The continuation of ``text``: ``sampling`` as ``LanguageModel.generate`` takes it, by default the one shown
-    run of every surface (``attnlab.trained.SHOWN_SAMPLING``)."""
+    """The continuation of ``text``: ``sampling`` as ``LanguageModel.generate`` takes it over the model's own
+    defaults (``LanguageModel.defaults``), by default the one shown run of every surface
+    (``attnlab.trained.SHOWN_SAMPLING``)."""
     from ..trained import SHOWN_SAMPLING
     from ._generation import trace_generation
 
     lm = m.loaded
-    sampling = sampling or dict(SHOWN_SAMPLING)
+    sampling = {**lm.defaults, **(sampling or SHOWN_SAMPLING)}  # the model's own defaults (sampling.json) beneath
     if trace:
         generated, captured = trace_generation(lm, text, **sampling)
     else:

@@ -45,8 +45,11 @@ class ModelEntry:
         example = MODELS[self.source].example if self.source == self.name else None  # bundled models only
         out: dict[str, Any] = {"name": self.name, "kind": KINDS[self.kind].api, "languages": list(self.languages),
                                "example": example}
-        if self.kind == "lm":  # the page's sampling controls start at the library's defaults
-            out["sampling"] = lm_settings(None)
+        if self.kind == "lm":  # the page's sampling controls start at the model's defaults
+            from .._bundled import locate
+            from ..trained import sampling_defaults
+
+            out["sampling"] = lm_settings(None, sampling_defaults(locate(self.source, "lm").path))
         return out
 
 
@@ -129,8 +132,8 @@ class Lab:
         if sampling is not None and entry.kind != "lm":
             raise InputError(f'"sampling" sets how a language model writes; {entry.name} is a '
                              f"{KINDS[entry.kind].api}: leave it out")
-        options = {"settings": lm_settings(sampling)} if entry.kind == "lm" else {}
         loaded = self.loaded(entry)
+        options = {"settings": lm_settings(sampling, loaded.loaded.defaults)} if entry.kind == "lm" else {}
         self.model_calls += 1
         with warnings.catch_warnings():  # each run's warnings are in its outcome
             warnings.simplefilter("ignore")
@@ -265,7 +268,7 @@ def _run(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | No
     """One run of ``model`` (an :class:`attnlab.Model`) on ``text`` and the part of its output the page shows."""
     from ..errors import TooLongError
     if model.kind == "lm":
-        settings = settings or lm_settings(None)
+        settings = settings or lm_settings(None, model.loaded.defaults)
         writes = CONTINUATION  # the characters it writes after the text
         limit = model.loaded.context - writes
         if len(text) > limit:  # the window would slide: the page shows one window of attention
@@ -297,10 +300,10 @@ def _run(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | No
     return _Run(outcome.trace, tokens, output, outcome.warnings, outcome.result)
 
 
-def lm_settings(sampling: Any) -> dict[str, Any]:
+def lm_settings(sampling: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """A language model's settings for one run: ``sampling`` (a dict of :data:`SAMPLING_FIELDS`, or None) over the
-    library's defaults (``attnlab.trained.SAMPLING``, not greedy, seed 0), checked as ``attnlab generate`` checks
-    its options."""
+    model's ``defaults`` (``LanguageModel.defaults``; None: the library's, ``attnlab.trained.SAMPLING``, not greedy),
+    seed 0, checked as ``attnlab generate`` checks its options."""
     from ..trained import SAMPLING, check_sampling
 
     if sampling is None:
@@ -312,7 +315,7 @@ def lm_settings(sampling: Any) -> dict[str, Any]:
     if unknown:
         raise InputError(f'unknown "sampling" field(s) {", ".join(map(repr, unknown))[:100]}; the fields are '
                          f"{', '.join(SAMPLING_FIELDS)}")
-    settings = {**SAMPLING, "greedy": False, "seed": 0, **sampling}
+    settings = {**(defaults if defaults is not None else {**SAMPLING, "greedy": False}), "seed": 0, **sampling}
     check_sampling(CONTINUATION, settings["temperature"], settings["top_k"], settings["top_p"],
                    settings["repetition_penalty"], settings["no_repeat_ngram"])
     if not isinstance(settings["greedy"], bool):

@@ -26,6 +26,7 @@ from ._classifier import (
 )
 from ._lm import (
     SAMPLING,
+    SAMPLING_FILE,
     SHOWN_SAMPLING,
     Generated,
     LanguageModel,
@@ -33,6 +34,7 @@ from ._lm import (
     check_sampling,
     find_loop,
     load_language_model,
+    sampling_defaults,
 )
 from ._translator import CONFIDENCE_KEY, Translation, Translator, load_translator, translator_folder
 
@@ -42,6 +44,7 @@ __all__ = [
     "ECE_BINS",
     "RELIABILITY_FILE",
     "SAMPLING",
+    "SAMPLING_FILE",
     "SHOWN_SAMPLING",
     "UNKNOWN_WARN_SHARE",
     "Classifier",
@@ -61,6 +64,7 @@ __all__ = [
     "load_translator",
     "model_file",
     "reliability_bins",
+    "sampling_defaults",
     "sha256",
     "translator_folder",
     "windows",

@@ -16,6 +16,7 @@ Past the model's context the window slides: the cache is rebuilt from the last `
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import warnings
@@ -25,13 +26,14 @@ from typing import Any
 
 import torch
 
+from .. import _validate as check
 from .._bundled import locate
 from ..data import CharVocab
-from ..errors import InputError
+from ..errors import AttnLabError, InputError, ModelLoadError
 from ..models.lm import CausalLM, load_lm
 
-__all__ = ["SAMPLING", "SHOWN_SAMPLING", "Generated", "LanguageModel", "Loop", "check_sampling", "find_loop",
-           "load_language_model"]
+__all__ = ["SAMPLING", "SAMPLING_FILE", "SHOWN_SAMPLING", "Generated", "LanguageModel", "Loop", "check_sampling",
+           "find_loop", "load_language_model", "sampling_defaults"]
 
 # the defaults of every surface (generate, the lab, the API): sampled, and no loop on zh-lm (docs/lm.md, "Generation")
 SAMPLING: dict[str, Any] = {"temperature": 0.8, "top_k": 0, "top_p": 0.9, "repetition_penalty": 1.2,
@@ -39,6 +41,9 @@ SAMPLING: dict[str, Any] = {"temperature": 0.8, "top_k": 0, "top_p": 0.9, "repet
 # The one default run of a language model on a text where no sampling is asked for: what `attnlab show`, the lab and
 # the Python API (attnlab.Model.run, trace_text) show first, SAMPLING's settings for this many characters.
 SHOWN_SAMPLING: dict[str, Any] = {"max_tokens": 20}
+# A model's own defaults over SAMPLING, when its folder has this file (JSON, e.g. {"greedy": true,
+# "repetition_penalty": 1, "no_repeat_ngram": 0}): the bundled induction-2l copies, which the penalties forbid.
+SAMPLING_FILE = "sampling.json"
 LOOP_REPEATS = 3  # a unit said this many times back to back at the end of a generation is a loop ...
 LOOP_CHARACTERS = 6  # ... when the repeats cover at least this many characters ("哈哈哈" is not one)
 
@@ -67,6 +72,8 @@ class LanguageModel:
     vocab: CharVocab
     meta: dict[str, str]
     name: str = ""
+    # how it writes unless told otherwise: SAMPLING (sampled) with the folder's sampling.json over it
+    defaults: dict[str, Any] = field(default_factory=lambda: {**SAMPLING, "greedy": False})
 
     @property
     def context(self) -> int:
@@ -242,5 +249,35 @@ def load_language_model(model: str | os.PathLike[str]) -> LanguageModel:
     model is refused with the command that reads it."""
     found = locate(model, "lm")
     net, meta = load_lm(found.path)
-    return LanguageModel(net, CharVocab.from_str(meta["tokenizer"]), meta, found.given)
+    return LanguageModel(net, CharVocab.from_str(meta["tokenizer"]), meta, found.given, sampling_defaults(found.path))
+
+
+def sampling_defaults(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """How the model in ``folder`` writes unless told otherwise: :data:`SAMPLING`, not greedy, with the folder's
+    :data:`SAMPLING_FILE` over it when there is one (read without loading the model).  A file that is not a JSON
+    object of those settings, or whose settings ``generate`` would refuse, is a ModelLoadError naming it."""
+    from pathlib import Path
+
+    out: dict[str, Any] = {**SAMPLING, "greedy": False}
+    path = Path(folder)
+    path = (path if path.is_dir() else path.parent) / SAMPLING_FILE
+    if not path.is_file():
+        return out
+    try:
+        given = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ModelLoadError(f"cannot read {path} ({exc}); it must be a JSON object of sampling settings such as "
+                             f'{{"greedy": true}}, or remove it') from None
+    if not isinstance(given, dict) or set(given) - set(out):
+        shown = sorted(set(given) - set(out)) if isinstance(given, dict) else type(given).__name__
+        raise ModelLoadError(f"{path} must be a JSON object with keys among {', '.join(out)}, got {shown}; fix or "
+                             f"remove it")
+    out.update(given)
+    try:
+        check.boolean("greedy", out["greedy"], "true = take the likeliest character")
+        check_sampling(1, out["temperature"], out["top_k"], out["top_p"], out["repetition_penalty"],
+                       out["no_repeat_ngram"])
+    except AttnLabError as exc:
+        raise ModelLoadError(f"{path}: {exc}") from None
+    return out
 

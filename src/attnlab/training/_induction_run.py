@@ -34,10 +34,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import _validate as check
+from .._io import atomic_write_text
 from ..data import CharVocab
 from ..errors import ConfigError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
+from ..trained import SAMPLING_FILE
 from ._config import RunConfig
 from ._distributed import World, world
 from ._runtime import Judged, Result, Runtime, StepLoss, check_global_batch, open_log, prepare_out, seed_everything
@@ -51,6 +53,8 @@ PHASE_FIGURE = "phase.png"
 # the model the issue asks for; the CLI and the bundled recipe take it as it is
 INDUCTION_MODEL: dict[str, Any] = {"context": 64, "d_model": 64, "n_heads": 4, "n_layers": 2, "mlp": False,
                                    "norm": False, "dropout": 0.0, "kernel": "dense"}
+# the toy's own sampling defaults (trained.SAMPLING_FILE): greedy, no penalties, so that it copies
+INDUCTION_SAMPLING: dict[str, Any] = {"greedy": True, "repetition_penalty": 1.0, "no_repeat_ngram": 0}
 SEQ_SPACE = 1 << 31  # per-sequence seeds are drawn below this; an item is seed * 64 + L
 
 
@@ -204,6 +208,8 @@ class InductionTask:
 
     def save(self, folder: Path, model: nn.Module, meta: dict[str, str]) -> None:
         save_lm(folder, model, meta)  # type: ignore[arg-type]
+        # how the toy writes by default: it copies, which the library's penalties (no repeated 4-gram) forbid
+        atomic_write_text(folder / SAMPLING_FILE, json.dumps(INDUCTION_SAMPLING) + "\n")
 
     def load(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
         return load_lm(folder)
