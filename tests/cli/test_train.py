@@ -245,7 +245,7 @@ def test_predict_prints_the_calibrated_probability_and_explains_it(capsys: pytes
     text = "这本书写得很好"
     probs = torch.softmax(clf.logits([text])[0] / clf.temperature, -1)
     assert main(["predict", "--model", "zh-sentiment", "--explain", text]) == 0
-    first, blanked, attended = capsys.readouterr().out.splitlines()
+    first, blanked, built, attended = capsys.readouterr().out.splitlines()
     assert first == f"{clf.labels[int(probs.argmax())]}\t{float(probs.max()):.4f}\t{text}"
     label, p, drops = clf.blank_out(text)
     top = max(drops, key=lambda d: d[1])
@@ -253,11 +253,18 @@ def test_predict_prints_the_calibrated_probability_and_explains_it(capsys: pytes
     without = torch.softmax(clf.logits([text[:top[0]] + blank + text[top[0] + 1:]])[0] / clf.temperature, -1)
     assert top[1] == pytest.approx(p - float(without[clf.labels.index(label)]), abs=1e-6)
     assert blanked.startswith(f"  matters most (drop in P({label}) when blanked out): {text[top[0]]} {top[1]:+.3f}")
+    from attnlab.analysis import alti_logit
+
+    alti = alti_logit(clf.model.eval(), torch.tensor([clf.tokenizer.encode(text).ids]), clf.labels.index(label))
+    j = int(abs(alti.tokens[1:]).argmax()) + 1  # position 0 is [CLS], not a character
+    assert built.startswith(f"  built the {label} logit (ALTI-Logit, signed: + pushed it up): "
+                            f"{text[j - 1]} {alti.tokens[j]:+.2f}"), built
+    assert len(built.split("): ")[1].split()) == 10  # five characters, each with its signed share
     shares = [float(s) for s in attended.split(":")[1].split()[1::2]]
     assert attended.startswith("  attended most (pooled attention") and shares == sorted(shares, reverse=True)
     assert len(shares) == 5 and 0 < sum(shares) <= 1
     assert main(["predict", "--model", "zh-sentiment", "--explain", "☃☃☃☃☃"]) == 0
-    attended = capsys.readouterr().out.splitlines()[2]
+    attended = capsys.readouterr().out.splitlines()[3]
     assert attended.split(":")[1].split()[::2] == ["☃"] * 5  # the character an [UNK] hides, not "[UNK]"
 
 

@@ -1,5 +1,6 @@
 """``attnlab predict``: the label and its calibrated probability for each TEXT, from a trained classifier; with
-``--explain``, the characters that matter most (leave-one-out) beside the ones the pooled classifier attends to."""
+``--explain``, the characters that matter most (leave-one-out) and that built the logit (ALTI-Logit, signed) beside
+the ones the pooled classifier attends to."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ its characters unknown to the model gets a one-line warning on stderr (its predi
 than the model's window (127 characters for zh-sentiment) is read whole, in overlapping windows pooled as one text;
 nothing is cut.
 
---explain adds two lines per text: the characters whose blanking out (each replaced by one the model never saw)
-lowers the predicted label's probability the most, with that drop, and the characters the pooled classifier attends
-to most (last encoder layer, mean over heads and over the queries the pooling reads), with their attention share.
+--explain adds three lines per text: the characters whose blanking out (each replaced by one the model never saw)
+lowers the predicted label's probability the most, with that drop; the characters that built the predicted label's
+logit, ALTI-Logit's signed shares (largest in size first; + pushed the label up, - pushed it down; the method that
+met the faithfulness goal, docs/analysis.md); and the characters the pooled classifier attends to most (last
+encoder layer, mean over heads and over the queries the pooling reads), with their attention share.
 
 examples:
   attnlab predict --model zh-sentiment "这本书写得很好" "送货太慢了"
@@ -38,8 +41,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--model", required=True, metavar="NAME_OR_FOLDER",
                    help="'zh-sentiment' (the bundled Chinese sentiment classifier) or the --out folder of "
                    "`attnlab train` (or a checkpoint)")
-    p.add_argument("--explain", action="store_true", help="also print the characters that matter most (leave-one-out) "
-                   "and the ones attended most (the pooled attention)")
+    p.add_argument("--explain", action="store_true", help="also print the characters that matter most (leave-one-out), "
+                   "the ones that built the logit (ALTI-Logit, signed) and the ones attended most (the pooled "
+                   "attention)")
     p.set_defaults(run=run)
 
 
@@ -77,9 +81,31 @@ def _explain(model: Any, text: str) -> list[str]:
     shown = sorted(attended, key=lambda a: -a[1])[:TOP]
     return [f"  matters most (drop in P({label}) when blanked out): "
             + "  ".join(f"{text[i]} {d:+.3f}" for i, d in top),
+            _alti_line(clf, text, label, pieces),
             "  attended most (pooled attention, share): "
             + ("  ".join(f"{t} {w:.3f}" for t, w in shown) if shown else "(the model has no attention before its "
                "pooling)")]
+
+
+def _alti_line(clf: Any, text: str, label: str, pieces: list[str]) -> str:
+    """ALTI-Logit's signed share of the predicted label's logit, the characters with the largest in size: where the
+    verdict was built (leave-one-out above says what removing one character would change)."""
+    import torch
+
+    from ..analysis import alti_logit
+
+    head = f"  built the {label} logit (ALTI-Logit, signed: + pushed it up): "
+    ids = clf.tokenizer.encode(text).ids
+    if len(ids) > clf.model.config.max_length:
+        return head + f"(the text is {len(ids)} tokens, read in windows; ALTI-Logit reads one window of " \
+                      f"{clf.model.config.max_length})"
+    try:
+        got = alti_logit(clf.model.eval(), torch.tensor([ids]), clf.labels.index(label))
+    except InputError as exc:  # a post-norm encoder, or none (the tutorials' pooling model)
+        return head + f"(not for this model: {str(exc).split(';')[0]})"
+    named = [(pieces[i] if i < len(pieces) and pieces[i] else None, float(v)) for i, v in enumerate(got.tokens)]
+    top = sorted([(t, v) for t, v in named if t], key=lambda a: -abs(a[1]))[:TOP]
+    return head + "  ".join(f"{t} {v:+.2f}" for t, v in top)
 
 
 def run(args: argparse.Namespace) -> int:
