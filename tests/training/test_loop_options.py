@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from attnlab.errors import ConfigError
 from attnlab.models import load_classifier
-from attnlab.training import TrainConfig, train_classifier
+from attnlab.training import ClassifyTrainConfig, train_classifier
 from attnlab.training._classify_pretrain import mask_tokens
 from attnlab.training._classify_run import data_order
 
@@ -53,7 +53,7 @@ def test_bad_options() -> None:
     for bad in ({"ema": 1.0}, {"label_smoothing": -0.1}, {"mask_rate": 0.0}, {"fused": 1}, {"pretrain_epochs": -1},
                 {"pretrain_lr": -1.0}, {"bucket": True}, {"bucket": -1}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
-            TrainConfig(**bad)  # type: ignore[arg-type]
+            ClassifyTrainConfig(**bad)  # type: ignore[arg-type]
 
 
 class Stop(Exception):
@@ -64,7 +64,7 @@ class Stop(Exception):
 def test_a_run_with_every_option_resumes_exactly(reviews: Path, tmp_path: Path, one_thread: None) -> None:
     """Pre-training, then EMA + buckets + smoothing + fused AdamW + bigrams; stopped at the one validation
     (step 38, after the step-35 checkpoint), resumed: the same final metrics and weights as a run that never stopped."""
-    config = TrainConfig(**OPTIONS)  # type: ignore[arg-type]
+    config = ClassifyTrainConfig(**OPTIONS)  # type: ignore[arg-type]
     whole = train_classifier(reviews, tmp_path / "whole", model=MODEL, config=config, max_length=24,
                              log=lambda _: None, progress=False)
     assert whole["pretrain_losses"][-1] < whole["pretrain_losses"][0]  # the masked-token loss goes down

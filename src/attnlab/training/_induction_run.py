@@ -42,7 +42,7 @@ from ._config import RunConfig
 from ._distributed import World, world
 from ._runtime import Judged, Result, Runtime, StepLoss, check_global_batch, open_log, prepare_out, seed_everything
 
-__all__ = ["ALPHABET", "INDUCTION_MODEL", "InductionConfig", "InductionTask", "change_step", "induction_vocab",
+__all__ = ["ALPHABET", "INDUCTION_MODEL", "InductionTask", "InductionTrainConfig", "change_step", "induction_vocab",
            "repeated_half", "train_induction"]
 
 ALPHABET = string.digits + string.ascii_lowercase + string.ascii_uppercase + "+/"  # ids 1..64
@@ -60,7 +60,7 @@ def induction_vocab() -> CharVocab:
 
 
 @dataclass(frozen=True)
-class InductionConfig(RunConfig):
+class InductionTrainConfig(RunConfig):
     """How to train the toy: the shared :class:`RunConfig` with the toy's defaults (one epoch of ``max_steps``
     batches of fresh sequences), the lengths drawn and the size of the validation and probe sets."""
 
@@ -136,7 +136,7 @@ class InductionTask:
     judged = Judged(metric="repeated-half loss", shown_sign=-1.0, key="valid_neg_repeat_loss", unit="sequences",
                     per_token=True)
 
-    def __init__(self, model: CausalLM, vocab: CharVocab, config: InductionConfig, run: dict[str, Any], out: Path,
+    def __init__(self, model: CausalLM, vocab: CharVocab, config: InductionTrainConfig, run: dict[str, Any], out: Path,
                  w: World) -> None:
         self.model, self.vocab, self.config, self.run, self.out, self.w = model, vocab, config, run, out, w
         self.n_train = config.max_steps * config.batch_size
@@ -278,7 +278,7 @@ def plot_phase(rows: list[dict[str, Any]], final: dict[str, Any], path: Path, ti
 def train_induction(
     out: str | os.PathLike[str],
     *,
-    config: InductionConfig | None = None,
+    config: InductionTrainConfig | None = None,
     model: dict[str, Any] | None = None,
     resume: bool = False,
     device: str | None = None,
@@ -293,7 +293,7 @@ def train_induction(
             ``metrics.jsonl`` (each validation row holds every head's previous-token and induction scores and the
             repeated-half accuracy), ``train.log``, ``curves.png``, ``phase.png``, ``final.json`` and
             ``checkpoints/``.
-        config: the :class:`InductionConfig`.
+        config: the :class:`InductionTrainConfig`.
         model: :class:`LMConfig` fields over :data:`INDUCTION_MODEL` (tests use a smaller one).
         resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
 
@@ -301,8 +301,9 @@ def train_induction(
         final.json's content: the best model's repeated-half loss and accuracy (overall and per ``L``), the change
         step (None when no head's induction score rose by more than 0.3) and what it was found from, the CPU time.
     """
-    config = config if config is not None else InductionConfig()
-    check.instance("config", config, InductionConfig, "an InductionConfig", "build one with InductionConfig(...)")
+    config = config if config is not None else InductionTrainConfig()
+    check.instance("config", config, InductionTrainConfig, "an InductionTrainConfig",
+                   "build one with InductionTrainConfig(...)")
     options = {**INDUCTION_MODEL, **(model or {})}
     if "vocab_size" in options:
         raise ConfigError("the model option vocab_size is fixed by the toy's 64 tokens (and [UNK]); leave it out")

@@ -44,7 +44,7 @@ from ._runtime import (
     seed_everything,
 )
 
-__all__ = ["ARCHITECTURES", "TranslateConfig", "TranslateTask", "build_translator", "exact_match",
+__all__ = ["ARCHITECTURES", "TranslateTask", "TranslateTrainConfig", "build_translator", "exact_match",
            "train_translator"]
 
 ARCHITECTURES = ("bahdanau", "luong", "transformer")
@@ -54,7 +54,7 @@ SHOWN_ERRORS = 20  # wrong translations listed per test set in final.json
 
 
 @dataclass(frozen=True)
-class TranslateConfig(RunConfig):
+class TranslateTrainConfig(RunConfig):
     """How to train a translator: the shared :class:`RunConfig` with a translator's defaults, and its own stop and
     validation size (the model's shape is its Seq2SeqConfig / TransformerSeq2SeqConfig)."""
 
@@ -215,7 +215,7 @@ class TranslateTask:
     teacher-forced token cross-entropy over the global batch, validation greedy exact match (ties broken by the
     loss), the model a folder (``model.safetensors`` and ``config.json``)."""
 
-    def __init__(self, config: TranslateConfig, run: dict[str, Any], splits: PairSplits, tokenizer: Any,
+    def __init__(self, config: TranslateTrainConfig, run: dict[str, Any], splits: PairSplits, tokenizer: Any,
                  model: nn.Module, w: World, log: Callable[[str], None]) -> None:
         self.config, self.run, self.splits, self.w = config, run, splits, w
         self.tokenizer, self.model = tokenizer, model
@@ -313,7 +313,7 @@ def train_translator(
     *,
     arch: str = "bahdanau",
     model: dict[str, Any] | None = None,
-    config: TranslateConfig | None = None,
+    config: TranslateTrainConfig | None = None,
     max_length: int = 64,
     data_options: dict[str, Any] | None = None,
     resume: bool = False,
@@ -331,7 +331,7 @@ def train_translator(
             ``curves.png``, ``final.json``, ``train.log`` and ``checkpoints/``.
         arch: ``"bahdanau"`` or ``"luong"`` (:class:`attnlab.models.Seq2Seq`) or ``"transformer"``.
         model: fields of the model's config other than the vocabularies, ``max_length`` and the special ids.
-        config: the :class:`TranslateConfig`.
+        config: the :class:`TranslateTrainConfig`.
         max_length: the most tokens of a source or a target (EOS included), and the longest generation.
         data_options: keyword arguments of ``make_dates`` / ``make_sentences`` (e.g. ``{"n_train": 20000}``).
         resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
@@ -342,7 +342,7 @@ def train_translator(
     """
     from ..data import PairTokenizer, build_pair_tokenizer
 
-    config = config if config is not None else TranslateConfig()
+    config = config if config is not None else TranslateTrainConfig()
     check.one_of("arch", arch, ARCHITECTURES)
     check.positive_int("max_length", max_length)
     options = dict(model or {})
