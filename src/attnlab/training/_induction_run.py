@@ -24,7 +24,6 @@ import os
 import string
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from ..data import CharVocab
 from ..errors import ConfigError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
-from ._config import RunConfig
+from ._config import InductionTrainConfig
 from ._distributed import World, world
 from ._runtime import Judged, Result, Runtime, StepLoss, check_global_batch, open_log, prepare_out, seed_everything
 
@@ -57,36 +56,6 @@ SEQ_SPACE = 1 << 31  # per-sequence seeds are drawn below this; an item is seed 
 def induction_vocab() -> CharVocab:
     """``[UNK]`` then ``0-9 a-z A-Z + /``: the house character vocabulary over the toy's 64 tokens."""
     return CharVocab(["[UNK]", *ALPHABET])
-
-
-@dataclass(frozen=True)
-class InductionTrainConfig(RunConfig):
-    """How to train the toy: the shared :class:`RunConfig` with the toy's defaults (one epoch of ``max_steps``
-    batches of fresh sequences), the lengths drawn and the size of the validation and probe sets."""
-
-    epochs: int = 1
-    batch_size: int = 32
-    lr: float = 2e-3  # 3e-3 lets a layer-0 positional copy win; at 1e-3 the change comes later
-    warmup: float = 0.05
-    patience: int = 0
-    eval_every: int = 20
-    checkpoint_every: int = 100
-    max_steps: int = 5000
-    min_length: int = 4  # L, the length of a half, is drawn per batch from min_length .. max_length
-    max_length: int = 31
-    eval_per_length: int = 4  # validation: this many fixed sequences at every L
-    probe_length: int = 16  # the head probe: this many random tokens twice ...
-    probe_batch: int = 8  # ... in this many sequences
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("min_length", "max_length", "eval_per_length", "probe_length", "probe_batch", "max_steps"):
-            check.positive_int(name, getattr(self, name))
-        if not 2 <= self.min_length <= self.max_length < 64:
-            raise ConfigError(f"need 2 <= min_length <= max_length < 64, got min_length={self.min_length}, "
-                              f"max_length={self.max_length}; e.g. 4 and 31")
-        if self.probe_length < 2:
-            raise ConfigError(f"probe_length must be at least 2, got {self.probe_length}; e.g. 16")
 
 
 def repeated_half(length: int) -> slice:

@@ -36,7 +36,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _validate as check
 from ..data import LM_CORPORA, CharVocab, TextSplits, lm_documents, split_documents
 from ..errors import ConfigError, InputError
 from ..functional.detectors import detector_scores, repeated_tokens
@@ -53,7 +51,7 @@ from ..layers import MultiHeadAttention
 from ..models.kneser_ney import KneserNey, bits_per_token
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
 from ..parallel import sequence_parallel, token_mean
-from ._config import RunConfig
+from ._config import LMTrainConfig
 from ._curves import plot_head_scores, plot_lm_curve
 from ._distributed import World, world
 from ._hits import top1_hits
@@ -75,39 +73,6 @@ LM_CURVE = "lm_curve.png"
 HEADS_FIGURE = "heads.png"
 LOG2E = 1 / math.log(2)  # bits per nat
 EXACT_KERNELS = ("dense", "memory_efficient")  # the kernels whose attention kernel "ring" computes, sharded
-
-
-@dataclass(frozen=True)
-class LMTrainConfig(RunConfig):
-    """How to train the language model: the shared :class:`RunConfig` with a language model's defaults (a step is
-    ``batch_size`` random windows; ``max_steps`` sets the length of the run), and the baseline and the probes."""
-
-    epochs: int = 1
-    batch_size: int = 32
-    lr: float = 2e-3
-    warmup: float = 0.05
-    patience: int = 0
-    eval_every: int = 100
-    checkpoint_every: int = 100
-    max_steps: int = 2000
-    ngram_order: int = 5  # the Kneser-Ney baselines have orders 2 .. ngram_order (the best on valid is reported)
-    probe_length: int = 0  # the repeated random sequences of the head probe: this many tokens twice; 0 = context // 2
-    probe_batch: int = 8  # how many such sequences
-    sequence_parallel: bool = False  # under torchrun: each rank holds 1/world of every window (ring attention)
-    copy_share: float = 0.0  # share of training windows with a span of their own text repeated later (copy_spans)
-    ngram_mix: bool = False  # at the end: the model mixed per character with the chosen n-gram, lambda fit on valid
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check.boolean("sequence_parallel", self.sequence_parallel, "True = shard every window over the ranks")
-        check.positive_int("ngram_order", self.ngram_order)
-        check.non_negative_int("probe_length", self.probe_length)
-        check.positive_int("probe_batch", self.probe_batch)
-        check.probability("copy_share", self.copy_share)
-        check.boolean("ngram_mix", self.ngram_mix, "True = report the model mixed with the n-gram")
-        if self.ngram_order < 2:
-            raise ConfigError(f"ngram_order must be at least 2 (the baselines have orders 2 .. ngram_order), got "
-                              f"{self.ngram_order}; e.g. 5")
 
 
 def fit_ngrams(train: np.ndarray, valid: np.ndarray, max_order: int, vocab_size: int) -> dict[int, tuple[KneserNey,

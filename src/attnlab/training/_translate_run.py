@@ -18,9 +18,8 @@ import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +28,7 @@ from torch import nn
 from .. import _validate as check
 from ..data import Pairs, PairSplits, collate
 from ..errors import ConfigError
-from ._config import RunConfig
+from ._config import TranslateTrainConfig
 from ._distributed import World, world
 from ._runtime import (
     Judged,
@@ -51,32 +50,6 @@ ARCHITECTURES = ("bahdanau", "luong", "transformer")
 RUN = "run.json"
 FIXED = ("src_vocab", "tgt_vocab", "max_length", "pad_id", "bos_id", "eos_id", "attention")
 SHOWN_ERRORS = 20  # wrong translations listed per test set in final.json
-
-
-@dataclass(frozen=True)
-class TranslateTrainConfig(RunConfig):
-    """How to train a translator: the shared :class:`RunConfig` with a translator's defaults, and its own stop and
-    validation size (the model's shape is its Seq2SeqConfig / TransformerSeq2SeqConfig)."""
-
-    TOKENIZERS: ClassVar[tuple[str, ...]] = ("char", "bpe", "wordpiece", "word")  # the source side; the target
-    # side is characters
-
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 2e-3
-    warmup: float = 0.05
-    checkpoint_every: int = 200
-    bucket: int = 50
-    min_frequency: int = 1
-    stop_at: float = 0.0  # early stopping: stop once the valid exact match reaches this; 0 = off
-    eval_size: int = 0  # validate on the first this-many valid pairs; 0 = all of them
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check.non_negative_int("eval_size", self.eval_size)
-        stop = self.stop_at
-        if isinstance(stop, bool) or not isinstance(stop, (int, float)) or not 0 <= stop <= 1:
-            raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(stop)}; 0 turns it off")
 
 
 # --- data and model -----------------------------------------------------------------------------------------
