@@ -1,6 +1,5 @@
-"""The classifier's data routes: clause crops, extra training texts, distillation from teachers, and masked-language
-pre-training on People's Daily: each adds what it says to the training split alone, and a run with them resumes
-exactly."""
+"""The classifier's data routes: clause crops, extra training texts, distillation from teachers: each adds what it
+says to the training split alone, and a run with them resumes exactly."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ def test_extra_texts_join_training_alone_and_must_share_the_labels(reviews: Path
 
 
 def test_bad_route_options() -> None:
-    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"pretrain_data": "wikipedia"}, {"teachers": " , "},
-                {"rdrop": -1.0}):
+    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"teachers": " , "}, {"rdrop": -1.0}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             ClassifyTrainConfig(**bad)  # type: ignore[arg-type]
 
@@ -113,14 +111,3 @@ def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_
     assert resumed == whole
     a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("whole", "cut"))
     assert all(torch.equal(a[k], b[k]) for k in a)
-
-
-@pytest.mark.slow
-def test_pretraining_reads_peoples_daily(reviews: Path, tmp_path: Path, one_thread: None) -> None:
-    lines: list[str] = []
-    config = ClassifyTrainConfig(**{**TRAIN, "batch_size": 64, "max_steps": 2}, pretrain_epochs=1,  # type: ignore[arg-type]
-                         pretrain_data="peoples-daily")
-    final = train_classifier(reviews, tmp_path / "pd", model=MODEL, config=config, max_length=24, log=lines.append,
-                             progress=False)
-    assert any(line.startswith("pre-training on People's Daily 1998: 27791 pieces") for line in lines)
-    assert final["pretrain_steps"] == 27791 // 64  # People's Daily, not the 400 reviews

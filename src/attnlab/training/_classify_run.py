@@ -1,5 +1,5 @@
 """The classifier's training task: texts and labels, a tokenizer, :class:`AttentionClassifier`, cross-entropy over the
-classes, validation accuracy, and masked-language pre-training (:mod:`._classify_pretrain`) before the first step;
+classes, validation accuracy;
 :func:`train_classifier` builds it and runs it on the shared :class:`~._runtime.Runtime` (AdamW with warm-up +
 cosine, clipping, a moving average of the weights, early stopping, checkpoints that resume exactly, data parallelism
 under ``torchrun``).
@@ -32,7 +32,6 @@ from ..data import (
     collate,
     encode,
     load_data,
-    load_peoples_daily,
     load_table,
     normalise,
     tokenizer_from_json,
@@ -47,7 +46,6 @@ from ..models import (
     load_classifier,
     save_classifier,
 )
-from ._classify_pretrain import pretrain_mlm
 from ._config import ClassifyTrainConfig, teacher_folders
 from ._distributed import World
 from ._runtime import (
@@ -151,10 +149,10 @@ class ClassifyTask:
         self.texts += texts
         return len(texts)
 
-    def order(self, epoch: int, offset: int = 0) -> list[int]:
-        """The data order of ``epoch`` (``offset`` gives the pre-training its own): fixed by the seed alone."""
+    def order(self, epoch: int) -> list[int]:
+        """The data order of ``epoch``: fixed by the seed alone."""
         c = self.config
-        return data_order(self.ids["train"], c.seed * 1_000_003 + offset + epoch, c.batch_size, c.bucket)
+        return data_order(self.ids["train"], c.seed * 1_000_003 + epoch, c.batch_size, c.bucket)
 
     def batch(self, epoch: int, index: int) -> list[int]:
         if self._order[0] != epoch:
@@ -202,29 +200,13 @@ class ClassifyTask:
     def load(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
         return load_classifier(folder / MODEL_FILE)
 
-    def pretrain(self) -> dict[str, Any]:
-        """Masked-language pre-training on the training texts or People's Daily (see :mod:`._classify_pretrain`);
-        what it found."""
-        c, w = self.config, self.w
-        if c.pretrain_data == "peoples-daily":
-            ids = encode(self.tokenizer, load_peoples_daily(), self.model.config.max_length).ids
-            self.log(f"pre-training on People's Daily 1998: {len(ids)} pieces, {sum(map(len, ids)):,} tokens")
-        else:
-            ids = self.ids["train"][: len(self.splits.train)]
-        info = pretrain_mlm(self.model, ids, c, w,
-                            lambda epoch: data_order(ids, c.seed * 1_000_003 + 500_000 + epoch, c.batch_size,
-                                                     c.bucket),
-                            lambda seqs: collate(seqs, w.device, self.model.config.pad_id), self.log)
-        return {k: v for k, v in info.items() if k != "pretrain_cpu_s"}
-
     def finish(self, state: dict[str, Any]) -> Result:
         """Test the best model; final.json, and config.json holding the model's config and the run."""
         test_loss, test_acc, n = evaluate_ids(self.model, self.ids["test"], self.splits.test.labels,
                                               self.config.batch_size, self.w)
         final = {"test_accuracy": test_acc, "test_stderr": accuracy_stderr(test_acc, n), "test_loss": test_loss,
                  "test_n": n, "valid_accuracy": state["best"], "best_step": state["best_step"],
-                 "steps": state["step"], "early_stopped": state["stopped"], "labels": list(self.splits.label_names),
-                 **state.get("pretrain", {})}
+                 "steps": state["step"], "early_stopped": state["stopped"], "labels": list(self.splits.label_names)}
         return Result(final, final, "config.json", {"model": self.model.config.to_dict(), **self.run},
                       f"{self.run['data']}: test accuracy {test_acc:.4f} ± {final['test_stderr']:.4f} (n={n})")
 
@@ -343,12 +325,7 @@ def train_classifier(
         task = ClassifyTask(splits, tokenizer, net, config, opened.run, w, say)
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, {schedule(config, task.n_train)[1]} "
             f"steps of {config.batch_size} texts on {w.size} process(es), {w.device}")
-        pretrained = task.pretrain() if checkpoint is None and config.pretrain_epochs else None
-        runtime = opened.runtime(task)
-        if pretrained is not None:  # the moving average and the best model start from the pre-trained weights
-            runtime.state["pretrain"] = pretrained
-            runtime.checkpoint()
-        final = runtime.loop()
+        final = opened.runtime(task).loop()
         say(f"test accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f} (standard error, "
             f"n={final['test_n']}); best valid accuracy {final['valid_accuracy']:.4f} at step {final['best_step']}")
         say(f"time: {time.perf_counter() - started[0]:.1f} s wall, {time.process_time() - started[1]:.1f} s CPU "

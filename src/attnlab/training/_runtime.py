@@ -528,7 +528,7 @@ def start_run(out: str | os.PathLike[str], run: dict[str, Any], config: RunConfi
     ``whole_batch``, where every rank takes the whole batch), and leave them cleanly at the end."""
     out = Path(out)
     run = json.loads(json.dumps(run))  # as a checkpoint records it (tuples are lists)
-    checkpoint = prepare_out(out, start.get("resume", False), run)
+    checkpoint = prepare_out(out, start.get("resume", False), run, type(config))
     w = world(start.get("device"))
     try:
         if not whole_batch:
@@ -538,8 +538,9 @@ def start_run(out: str | os.PathLike[str], run: dict[str, Any], config: RunConfi
         w.close()
 
 
-def prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
-    """Refuse what would lose work before anything is written; the checkpoint to resume from, if any."""
+def prepare_out(out: Path, resume: bool, run: dict[str, Any], config: type[RunConfig] = RunConfig) -> Path | None:
+    """Refuse what would lose work before anything is written; the checkpoint to resume from, if any (its saved
+    ``train`` options are read without the keys ``config`` retired)."""
     folder = latest_checkpoint(out) if out.is_dir() else None
     if resume and folder is None:
         raise InputError(f"--resume: {str(out)!r} holds no checkpoint to continue; run without --resume to start")
@@ -548,6 +549,8 @@ def prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
                          f"it, or choose another --out (nothing was changed)")
     if folder is not None:
         saved = saved_run(out)
+        if saved is not None and isinstance(saved.get("train"), dict):
+            saved = {**saved, "train": config.retire(saved["train"])}
         diffs = differing_keys(saved, run) if saved is not None else ["run (missing from the checkpoint)"]
         if diffs:
             raise ConfigError(f"cannot resume {str(out)!r} with other settings: {'; '.join(diffs)}; resume with the "
