@@ -55,35 +55,49 @@ MODEL_OPTIONS: dict[str, tuple[type, str]] = {
     "embed_dropout": (float, "dropout on the embeddings; none = --dropout"),
     "head_dropout": (float, "dropout before the head; none = --dropout"),
 }
-TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
+# RunConfig's fields as every task words them (a task may word one its own way: run_options' keyword arguments)
+RUN_OPTIONS: dict[str, tuple[type, str]] = {
     "epochs": (int, "passes over the training split"),
     "batch_size": (int, "global batch, over all processes"),
     "lr": (float, "peak learning rate of AdamW"),
     "weight_decay": (float, "AdamW weight decay on matrices"),
     "warmup": (float, "share of steps with linear warm-up before the cosine decay"),
     "clip_norm": (float, "gradient norm clipping, 0 = off"),
+    "label_smoothing": (float, "label smoothing of the cross-entropy"),
     "patience": (int, "stop after this many validations without improvement, 0 = off"),
     "eval_every": (int, "steps between validations, 0 = each epoch"),
     "checkpoint_every": (int, "steps between checkpoints"),
     "max_steps": (int, "stop after this many steps, 0 = no limit"),
     "seed": (int, "one seed fixes initialisation, data order and dropout"),
-    "tokenizer": (str, "char | char_bigram (Chinese) | wordpiece | bpe (English)"),
-    "vocab_size": (int, "the most tokens the tokenizer learns"),
-    "min_frequency": (int, "the fewest occurrences for a token (or a bigram) to get an id"),
-    "label_smoothing": (float, "label smoothing of the cross-entropy"),
-    "ema": (float, "validate and keep a moving average of the weights with this decay, e.g. 0.999; 0 = off"),
-    "extra": (str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or "
-              "test; texts equal to a valid or test text are left out)"),
-    "teachers": (str, "distil from these trained classifiers (folders, comma-separated): their mean probability "
-                 "on each training item is a second target"),
-    "distill": (float, "the teachers' share of the loss, the label's is the rest"),
-    "crops": (float, "also train on this share of the clauses of multi-clause training texts, each with its "
-              "text's label (short inputs seen in training); 0 = off"),
-    "rdrop": (float, "R-Drop: run each batch twice under other dropout and add this weight times the symmetric KL "
-              "of the two predictions; 0 = off"),
     "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, e.g. 50 (less "
                "padding); 0 = off"),
+    "vocab_size": (int, "the most tokens the tokenizer learns"),
+    "min_frequency": (int, "the fewest occurrences for a token to get an id"),
 }
+
+
+def run_options(*names: str, **own: tuple[type, str]) -> dict[str, tuple[type, str]]:
+    """The entries ``names`` of :data:`RUN_OPTIONS`, in that order, with a task's ``own`` options (or its own wording
+    of one of them) over and after them."""
+    return {**{name: RUN_OPTIONS[name] for name in names}, **own}
+
+
+TRAIN_OPTIONS = run_options(
+    "epochs", "batch_size", "lr", "weight_decay", "warmup", "clip_norm", "patience", "eval_every", "checkpoint_every",
+    "max_steps", "seed", "vocab_size", "min_frequency", "label_smoothing", "bucket",
+    tokenizer=(str, "char | char_bigram (Chinese) | wordpiece | bpe (English)"),
+    min_frequency=(int, "the fewest occurrences for a token (or a bigram) to get an id"),
+    ema=(float, "validate and keep a moving average of the weights with this decay, e.g. 0.999; 0 = off"),
+    extra=(str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or test; "
+           "texts equal to a valid or test text are left out)"),
+    teachers=(str, "distil from these trained classifiers (folders, comma-separated): their mean probability on "
+              "each training item is a second target"),
+    distill=(float, "the teachers' share of the loss, the label's is the rest"),
+    crops=(float, "also train on this share of the clauses of multi-clause training texts, each with its text's "
+           "label (short inputs seen in training); 0 = off"),
+    rdrop=(float, "R-Drop: run each batch twice under other dropout and add this weight times the symmetric KL of "
+           "the two predictions; 0 = off"),
+)
 FLAGS: dict[str, tuple[str, str]] = {  # --flag -> (section, help); sets the option to True
     "embed_norm": ("model", "LayerNorm over the summed embeddings"),
     "fused": ("train", "fused AdamW (much faster on CPU with large embedding tables)"),
@@ -292,26 +306,16 @@ SEQ2SEQ_OPTIONS: dict[str, tuple[type, str]] = {  # defaults: Seq2SeqConfig's, t
     "d_ff": (int, "the transformer's feed-forward width; none = 4 * d_model"),
     "dropout": (float, "dropout"),
 }
-TRANSLATE_OPTIONS: dict[str, tuple[type, str]] = {  # defaults: TranslateTrainConfig's
-    "epochs": (int, "passes over the training split"),
-    "batch_size": (int, "global batch of pairs, over all processes"),
-    "lr": (float, "peak learning rate of AdamW"),
-    "weight_decay": (float, "AdamW weight decay on matrices"),
-    "warmup": (float, "share of steps with linear warm-up before the cosine decay"),
-    "clip_norm": (float, "gradient norm clipping, 0 = off"),
-    "label_smoothing": (float, "label smoothing of the loss"),
-    "patience": (int, "stop after this many validations without improvement, 0 = off"),
-    "stop_at": (float, "stop once the valid exact match reaches this, 0 = off"),
-    "eval_every": (int, "steps between validations, 0 = each epoch"),
-    "eval_size": (int, "validate on this many valid pairs, 0 = all"),
-    "checkpoint_every": (int, "steps between checkpoints"),
-    "max_steps": (int, "stop after this many steps, 0 = no limit"),
-    "seed": (int, "one seed fixes initialisation, data order and dropout"),
-    "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, 0 = off"),
-    "tokenizer": (str, "the source side: char | bpe | wordpiece | word (the target is characters)"),
-    "vocab_size": (int, "the most source tokens bpe/wordpiece learn"),
-    "min_frequency": (int, "the fewest occurrences for a token to get an id"),
-}
+TRANSLATE_OPTIONS = run_options(  # defaults: TranslateTrainConfig's
+    "epochs", "batch_size", "lr", "weight_decay", "warmup", "clip_norm", "label_smoothing", "patience", "eval_every",
+    "checkpoint_every", "max_steps", "seed", "bucket", "vocab_size", "min_frequency",
+    batch_size=(int, "global batch of pairs, over all processes"),
+    label_smoothing=(float, "label smoothing of the loss"),
+    stop_at=(float, "stop once the valid exact match reaches this, 0 = off"),
+    eval_size=(int, "validate on this many valid pairs, 0 = all"),
+    tokenizer=(str, "the source side: char | bpe | wordpiece | word (the target is characters)"),
+    vocab_size=(int, "the most source tokens bpe/wordpiece learn"),
+)
 
 
 def _add_translate(tasks: Any) -> None:
@@ -388,23 +392,20 @@ LM_MODEL_OPTIONS: dict[str, tuple[type, str]] = {  # defaults: LMConfig's
     "dropout": (float, "dropout on attention weights and residual branches"),
     "kernel": (str, "any causal attention kernel: dense, memory_efficient, local, ..."),
 }
-LM_TRAIN_OPTIONS: dict[str, tuple[type, str]] = {  # defaults: LMTrainConfig's
-    "max_steps": (int, "optimizer steps in all: the length of the run"),
-    "batch_size": (int, "random windows per step, over all processes"),
-    "lr": (float, "peak learning rate of AdamW"),
-    "weight_decay": (float, "AdamW weight decay on matrices"),
-    "warmup": (float, "share of steps with linear warm-up before the cosine decay"),
-    "clip_norm": (float, "gradient norm clipping, 0 = off"),
-    "eval_every": (int, "steps between validations and head probes"),
-    "checkpoint_every": (int, "steps between checkpoints"),
-    "seed": (int, "one seed fixes initialisation, the windows drawn and dropout"),
-    "min_frequency": (int, "a character seen fewer times in train is [UNK]"),
-    "ngram_order": (int, "the Kneser-Ney baselines have orders 2 .. N; the best on valid is reported"),
-    "probe_length": (int, "the head probe's random sequences: N tokens repeated twice, 0 = context / 2"),
-    "probe_batch": (int, "how many such sequences"),
-    "copy_share": (float, "share of training windows with a span of their own text repeated later, 0 = none; the "
-                          "probe then also scores induction on repeated valid text"),
-}
+LM_TRAIN_OPTIONS = run_options(  # defaults: LMTrainConfig's
+    "max_steps", "batch_size", "lr", "weight_decay", "warmup", "clip_norm", "eval_every", "checkpoint_every", "seed",
+    "min_frequency",
+    max_steps=(int, "optimizer steps in all: the length of the run"),
+    batch_size=(int, "random windows per step, over all processes"),
+    eval_every=(int, "steps between validations and head probes"),
+    seed=(int, "one seed fixes initialisation, the windows drawn and dropout"),
+    min_frequency=(int, "a character seen fewer times in train is [UNK]"),
+    ngram_order=(int, "the Kneser-Ney baselines have orders 2 .. N; the best on valid is reported"),
+    probe_length=(int, "the head probe's random sequences: N tokens repeated twice, 0 = context / 2"),
+    probe_batch=(int, "how many such sequences"),
+    copy_share=(float, "share of training windows with a span of their own text repeated later, 0 = none; the probe "
+                "then also scores induction on repeated valid text"),
+)
 LM_FLAGS = {  # --flag -> help; sets the LMTrainConfig field to True
     "fused": "fused AdamW",
     "ngram_mix": "at the end, also score the model mixed per character with the chosen n-gram (lambda * p_model + "
@@ -473,19 +474,17 @@ examples:
   attnlab train induction --out induction-run --resume          # after a crash or Ctrl-C: the saved options
 """
 
-INDUCTION_TRAIN_OPTIONS: dict[str, tuple[type, str]] = {  # defaults: InductionTrainConfig's
-    "seed": (int, "one seed fixes initialisation and every sequence drawn"),
-    "max_steps": (int, "optimizer steps in all"),
-    "batch_size": (int, "sequences per step, over all processes"),
-    "lr": (float, "peak learning rate of AdamW (3e-3 lets a layer-0 positional copy win)"),
-    "warmup": (float, "share of steps with linear warm-up before the cosine decay"),
-    "weight_decay": (float, "AdamW weight decay on matrices"),
-    "eval_every": (int, "steps between validations and head probes"),
-    "checkpoint_every": (int, "steps between checkpoints"),
-    "min_length": (int, "the shortest half L"),
-    "max_length": (int, "the longest half L; 2L must fit the context of 64"),
-    "eval_per_length": (int, "validation sequences at every L"),
-}
+INDUCTION_TRAIN_OPTIONS = run_options(  # defaults: InductionTrainConfig's
+    "seed", "max_steps", "batch_size", "lr", "warmup", "weight_decay", "eval_every", "checkpoint_every",
+    seed=(int, "one seed fixes initialisation and every sequence drawn"),
+    max_steps=(int, "optimizer steps in all"),
+    batch_size=(int, "sequences per step, over all processes"),
+    lr=(float, "peak learning rate of AdamW (3e-3 lets a layer-0 positional copy win)"),
+    eval_every=(int, "steps between validations and head probes"),
+    min_length=(int, "the shortest half L"),
+    max_length=(int, "the longest half L; 2L must fit the context of 64"),
+    eval_per_length=(int, "validation sequences at every L"),
+)
 
 INDUCTION_CONFIG_KEYS = {"train", "comment"}
 
