@@ -363,7 +363,7 @@ def train_lm(
     # sequence-parallel ranks all take the whole batch
     with start_run(out, {"data": source, "model": options, "train": config.to_dict()}, config,
                    whole_batch=config.sequence_parallel, **start) as opened:
-        w, checkpoint, run = opened.w, opened.checkpoint, dict(opened.run)
+        w, checkpoint, run = opened.w, opened.checkpoint, dict(opened.run)  # + the n-grams below
         check_sequence_parallel(config, shape, w)
         splits = split_documents(lm_documents(data))
         for name, documents in zip(("train", "valid", "test"), splits.documents, strict=True):
@@ -395,7 +395,7 @@ def train_lm(
         net = CausalLM(lm_config).to(w.device)
         task = LMTask(splits, ids, vocab, net, config, run, w, say)
         task.ngram = kept
-        runtime = opened.runtime(task, sum_gradients=config.sequence_parallel)  # the run without the n-gram's figures
+        runtime = opened.runtime(task, sum_gradients=config.sequence_parallel)  # records opened.run: no n-grams
         sharded = f" (sequence-parallel: 1/{w.size} of every window each)" if config.sequence_parallel else ""
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, vocabulary {len(vocab)} characters "
             f"(seen {config.min_frequency}+ times in train; the rest [UNK]), context {lm_config.context}; "

@@ -509,11 +509,11 @@ class Opened:
         self.say = open_log(self.out, self.w, self.checkpoint is None, self.log)
         return self.say
 
-    def runtime(self, task: Task, *, run: dict[str, Any] | None = None, sum_gradients: bool = False) -> Runtime:
-        """The :class:`Runtime` of ``task``, restored from the checkpoint when resuming; ``run`` is what the
-        checkpoints record, when not :attr:`run`."""
-        runtime = Runtime(task, self.config, self.run if run is None else run, self.out, self.w, self.say,
-                          self.progress, sum_gradients=sum_gradients)
+    def runtime(self, task: Task, *, sum_gradients: bool = False) -> Runtime:
+        """The :class:`Runtime` of ``task`` (its checkpoints record :attr:`run`), restored from the checkpoint when
+        resuming."""
+        runtime = Runtime(task, self.config, self.run, self.out, self.w, self.say, self.progress,
+                          sum_gradients=sum_gradients)
         if self.checkpoint is not None:
             runtime.restore(self.checkpoint)
         return runtime
