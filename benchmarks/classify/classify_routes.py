@@ -4,7 +4,7 @@ valid accuracy, valid accuracy on texts under 20 characters, valid expected cali
 any temperature) and the zh-sentiment suite's pass rates by group. Never the test split: the run's log prints its
 test accuracy, and this script does not read it.
 
-    PYTHONPATH=src python benchmarks/classify/classify_routes.py ROUTE...        # e.g. base crops30 pd2
+    PYTHONPATH=src python benchmarks/classify/classify_routes.py ROUTE...        # e.g. base crops30 seed1
     PYTHONPATH=src python benchmarks/classify/classify_routes.py --list
 
 The compose routes read phrases that benchmarks/classify/classify_compose.py writes first into $ROUTES_DIR
@@ -35,7 +35,8 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "base": {},  # the configuration bundled before (seed 0)
     "seed1": {"seed": 1},
     "seed2": {"seed": 2},
-    "pd2": {"pretrain_epochs": 2, "pretrain_data": "peoples-daily"},  # MLM on People's Daily 1998 first
+    # "pd2" (MLM pre-training on People's Daily 1998 first) is gone with the pre-training options; its row stays in
+    # classify_routes.jsonl and docs/training.md
     "crops30": {"crops": 0.3},  # 30% of the clauses of multi-clause texts, with their text's label
     "crops30-seed1": {"crops": 0.3, "seed": 1},
     "crops30-seed2": {"crops": 0.3, "seed": 2},

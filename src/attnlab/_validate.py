@@ -1,4 +1,5 @@
-"""The one place where attnlab checks what it is given: numbers, choices, flags and tensors.
+"""The one place where attnlab checks what it is given: numbers, choices, flags and tensors (the checks of plain
+values live in :mod:`attnlab._checks`, which imports no torch, and are re-exported here).
 
 Every module (masks, kernels, layers, their configs) builds its checks from these primitives, so one
 rule holds everywhere: an int is never a bool, a probability is in ``[0, 1)``, a size is an int >= 1.
@@ -8,105 +9,36 @@ what it needed, and the fix.  Every check returns the value it checked (converte
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
+from ._checks import (
+    boolean,
+    got,
+    instance,
+    integer,
+    non_negative_int,
+    one_of,
+    positive_float,
+    positive_int,
+    probability,
+    window,
+)
 from .errors import AttnLabError, ConfigError, DeviceError, DTypeError, MaskError, ShapeError
+
+# the checks of plain values come from attnlab._checks (torch-free) and are re-exported: every module calls them
+# through here
+__all__ = ["FLOATS", "agree", "boolean", "boolean_tensor", "broadcasts_to", "features", "floating", "got",
+           "indices", "instance", "integer", "kernel_options", "key_padding", "ndim", "non_negative_int",
+           "one_of", "positive_float", "positive_int", "probability", "qkv", "same_batch", "tensor",
+           "window"]
 
 T = TypeVar("T")
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-
-
-def got(value: object) -> str:
-    """How a received value reads in a message: its repr, saying so when a bool stood in for a number."""
-    if isinstance(value, bool):
-        return f"{value!r} (a bool, which is not taken as a number)"
-    if isinstance(value, Tensor):
-        return f"a tensor of shape {tuple(value.shape)}"
-    if value is None or isinstance(value, (int, float, str, tuple, list)):
-        return repr(value)
-    return f"a {type(value).__name__}"
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-# --- numbers -------------------------------------------------------------------------------------
-
-
-def integer(name: str, value: Any, *, low: int = 0, optional: bool = False, fix: str | None = None) -> Any:
-    """``value`` is an int >= ``low`` (never a bool), or None when ``optional``."""
-    if optional and value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        none = " or None for the default" if optional else ""
-        raise ConfigError(
-            f"{name} must be an int >= {low}{none}, got {got(value)}; {fix or f'pass e.g. {name}={max(low, 1)}'}"
-        )
-    return value
-
-
-def positive_int(name: str, value: Any, *, optional: bool = False, fix: str | None = None) -> Any:
-    """``value`` is an int >= 1 (a size, a count), or None when ``optional``."""
-    return integer(name, value, low=1, optional=optional, fix=fix)
-
-
-def non_negative_int(name: str, value: Any, *, optional: bool = False, fix: str | None = None) -> Any:
-    """``value`` is an int >= 0 (a width, an offset), or None when ``optional``."""
-    return integer(name, value, low=0, optional=optional, fix=fix)
-
-
-def probability(name: str, value: Any) -> Any:
-    """``value`` is a number in ``[0, 1)`` (a dropout probability)."""
-    if not _number(value) or not 0.0 <= value < 1.0:
-        raise ConfigError(f"{name} must be a number in [0, 1), got {got(value)}; use 0.0 for no dropout")
-    return value
-
-
-def positive_float(name: str, value: Any, *, optional: bool = False, fix: str | None = None) -> Any:
-    """``value`` is a finite number > 0 (an epsilon, a scale, a temperature), or None when ``optional``."""
-    if optional and value is None:
-        return None
-    if not _number(value) or not math.isfinite(value) or value <= 0:
-        none = " or None for the default" if optional else ""
-        raise ConfigError(
-            f"{name} must be a finite number > 0{none}, got {got(value)}; {fix or f'pass e.g. {name}=1.0'}"
-        )
-    return value
-
-
-def boolean(name: str, value: Any, meaning: str) -> bool:
-    """``value`` is True or False (not 0/1 or a string); ``meaning`` says what True does."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name} must be True or False ({meaning}), got {got(value)}; pass a bool")
-    return value
-
-
-def one_of(name: str, value: Any, choices: Sequence[T], fix: str = "") -> T:
-    """``value`` is one of ``choices``."""
-    if isinstance(value, bool) or value not in choices:
-        extra = f"; {fix}" if fix else ""
-        raise ConfigError(f"{name} must be one of {tuple(choices)}, got {got(value)}{extra}")
-    return value
-
-
-def window(name: str, value: Any) -> tuple[int, int]:
-    """A window size: an int ``w >= 0`` (``w`` keys on each side) or a pair ``(before, after)`` of ints >= 0."""
-    pair = (value, value) if _number(value) else value
-    if not (isinstance(pair, tuple) and len(pair) == 2 and all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pair
-    )):
-        raise ConfigError(
-            f"{name} must be an int w >= 0 (w keys on each side) or a pair (before, after) of ints >= 0, got "
-            f"{got(value)}; e.g. {name}=256, or {name}=(511, 0) for a causal window of 512"
-        )
-    return pair[0], pair[1]
 
 
 _INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -135,15 +67,6 @@ def indices(name: str, value: Any, *, below: int | None = None, nonempty: bool =
         need = "a non-empty list" if nonempty else "a list"
         raise ConfigError(f"{name} must be {need} of ints {span}, got {shown}; e.g. {name}=[0]")
     return flat
-
-
-def instance(
-    name: str, value: Any, kind: type[T], expected: str, fix: str, error: type[AttnLabError] = ConfigError
-) -> T:
-    """``value`` is an instance of ``kind`` (described as ``expected``)."""
-    if not isinstance(value, kind):
-        raise error(f"{name} must be {expected}, got {type(value).__name__}; {fix}")
-    return value
 
 
 # --- tensors -------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from attnlab import locate, trace_text
 from attnlab.capturing import model_config
 from attnlab.cli import main
 from attnlab.errors import ModelLoadError
-from attnlab.training import TrainConfig, train_classifier
+from attnlab.training import ClassifyTrainConfig, train_classifier
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.set_num_threads(1)
     try:
         train_classifier(data, root / "run", model={"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 16},
-                         config=TrainConfig(epochs=2, batch_size=16, lr=5e-3), max_length=16, device="cpu",
+                         config=ClassifyTrainConfig(epochs=2, batch_size=16, lr=5e-3), max_length=16, device="cpu",
                          progress=False, log=lambda _: None)
     finally:
         torch.set_num_threads(threads)

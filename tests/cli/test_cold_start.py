@@ -1,5 +1,6 @@
-"""The CLI starts without the heavy libraries: ``attnlab --version`` and ``--help`` import neither torch nor
-transformers nor matplotlib (benchmarks/cold_start.py times them; this checks the cause, not the clock)."""
+"""The CLI starts without the heavy libraries: ``attnlab --version`` and ``--help`` (``train TASK --help`` too, whose
+defaults come from the configs) import neither torch nor transformers nor matplotlib (benchmarks/cold_start.py
+times them; this checks the cause, not the clock)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))
 """
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["serve", "--help"]])
+TRAIN_HELP = [["train", task, "--help"] for task in ("classify", "translate", "lm", "induction")]
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["serve", "--help"], ["train", "--help"], *TRAIN_HELP])
 def test_the_cli_answers_without_importing_heavy_libraries(argv: list[str]) -> None:
     done = subprocess.run([sys.executable, "-c", CODE % (HEAVY,), *argv], capture_output=True, text=True,
                           check=True, timeout=120)

@@ -164,10 +164,10 @@ class Stop(Exception):
 @pytest.mark.slow
 def test_resume_reads_the_saved_options_and_a_runs_config_starts_it_again(
         reviews: Path, tmp_path: Path, one_thread: None) -> None:
-    from attnlab.training import TrainConfig, train_classifier
+    from attnlab.training import ClassifyTrainConfig, train_classifier
 
     model = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.2}
-    config = TrainConfig(epochs=2, batch_size=8, lr=4e-3, min_frequency=1, checkpoint_every=10, patience=0)
+    config = ClassifyTrainConfig(epochs=2, batch_size=8, lr=4e-3, min_frequency=1, checkpoint_every=10, patience=0)
     whole = train_classifier(reviews, tmp_path / "whole", model=model, config=config, max_length=20,
                              label_column="label", progress=False, log=lambda _: None)
 

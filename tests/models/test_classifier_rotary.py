@@ -10,7 +10,7 @@ from helpers.reviews import write_reviews
 
 from attnlab.errors import ConfigError
 from attnlab.models import AttentionClassifier, ClassifierConfig, load_classifier, save_classifier
-from attnlab.training import TrainConfig, load_trained, train_classifier
+from attnlab.training import ClassifyTrainConfig, load_trained, train_classifier
 
 
 def tiny(**options: object) -> AttentionClassifier:
@@ -60,7 +60,7 @@ def test_trains_saves_and_loads(tmp_path: Path) -> None:
         final = train_classifier(
             data, tmp_path / "run", model={"d_model": 16, "n_heads": 2, "n_layers": 1, "positional": "rotary",
                                            "pooling": "mean", "dropout": 0.0},
-            config=TrainConfig(epochs=4, batch_size=16, lr=3e-3, patience=0), max_length=16, device="cpu",
+            config=ClassifyTrainConfig(epochs=4, batch_size=16, lr=3e-3, patience=0), max_length=16, device="cpu",
             progress=False, log=lambda _: None)
     finally:
         torch.set_num_threads(threads)

@@ -106,10 +106,10 @@ def test_the_dates_transformer_config_file_builds() -> None:
     """configs/dates-zh-transformer.json (the benchmark's transformer) is a valid model and training config."""
     import json
 
-    from attnlab.training import TranslateConfig
+    from attnlab.training import TranslateTrainConfig
 
     spec = json.loads((Path(__file__).resolve().parents[2] / "configs" / "dates-zh-transformer.json").read_text())
     assert spec["arch"] == "transformer"
-    TranslateConfig(**spec["train"])
+    TranslateTrainConfig(**spec["train"])
     config = TransformerSeq2SeqConfig(SRC_VOCAB, TGT_VOCAB, max_length=spec["max_length"], **spec["model"])
     assert config.positions == "rotary"

@@ -1,6 +1,5 @@
-"""The classifier's data routes: clause crops, extra training texts, distillation from teachers, and masked-language
-pre-training on People's Daily: each adds what it says to the training split alone, and a run with them resumes
-exactly."""
+"""The classifier's data routes: clause crops, extra training texts, distillation from teachers: each adds what it
+says to the training split alone, and a run with them resumes exactly."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from safetensors.torch import load_file
 
 from attnlab.data import load_data
 from attnlab.errors import ConfigError, InputError
-from attnlab.training import TrainConfig, saved_run, train_classifier
+from attnlab.training import ClassifyTrainConfig, saved_run, train_classifier
 from attnlab.training._classify_run import extra_texts, training_crops
 
 MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "bigrams": 20, "pooling": "meanmax",
@@ -50,16 +49,15 @@ def test_extra_texts_join_training_alone_and_must_share_the_labels(reviews: Path
 
 
 def test_bad_route_options() -> None:
-    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"pretrain_data": "wikipedia"}, {"teachers": " , "},
-                {"rdrop": -1.0}):
+    for bad in ({"crops": 1.5}, {"distill": -0.1}, {"teachers": " , "}, {"rdrop": -1.0}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
-            TrainConfig(**bad)  # type: ignore[arg-type]
+            ClassifyTrainConfig(**bad)  # type: ignore[arg-type]
 
 
 def test_rdrop_pulls_two_dropout_passes_together_and_is_nothing_without_dropout(reviews: Path, tmp_path: Path,
                                                                                 one_thread: None) -> None:
     def weights(name: str, model: dict[str, object], **train: object) -> dict[str, torch.Tensor]:
-        train_classifier(reviews, tmp_path / name, model=model, config=TrainConfig(**TRAIN, **train),  # type: ignore[arg-type]
+        train_classifier(reviews, tmp_path / name, model=model, config=ClassifyTrainConfig(**TRAIN, **train),  # type: ignore[arg-type]
                          max_length=24, log=lambda _: None, progress=False)
         return load_file(str(tmp_path / name / "model.safetensors"))
 
@@ -75,7 +73,7 @@ def test_rdrop_pulls_two_dropout_passes_together_and_is_nothing_without_dropout(
 def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_path: Path, one_thread: None,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     teacher = tmp_path / "teacher"
-    train_classifier(reviews, teacher, model=MODEL, config=TrainConfig(**TRAIN), max_length=24,  # type: ignore[arg-type]
+    train_classifier(reviews, teacher, model=MODEL, config=ClassifyTrainConfig(**TRAIN), max_length=24,  # type: ignore[arg-type]
                      log=lambda _: None, progress=False)
     extra = tmp_path / "extra.csv"
     with open(extra, "w", newline="", encoding="utf-8") as f:
@@ -84,7 +82,7 @@ def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_
     with open(reviews, "a", newline="", encoding="utf-8") as f:  # multi-clause texts to crop
         csv.writer(f).writerows([[t, "pos" if "好" in t else "neg"] for t in texts])
     monkeypatch.chdir(tmp_path)  # the run is started with relative paths ...
-    config = TrainConfig(**TRAIN, eval_every=10, crops=0.5, extra="extra.csv", teachers="teacher, teacher",  # type: ignore[arg-type]
+    config = ClassifyTrainConfig(**TRAIN, eval_every=10, crops=0.5, extra="extra.csv", teachers="teacher, teacher",  # type: ignore[arg-type]
                          distill=0.5)
     lines: list[str] = []
     whole = train_classifier(reviews, tmp_path / "whole", model=MODEL, config=config, max_length=24,
@@ -108,19 +106,8 @@ def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_
     assert saved is not None and saved["train"]["extra"] == str(extra)
     assert saved["train"]["teachers"] == f"{teacher},{teacher}"
     monkeypatch.chdir(reviews.parent.parent)  # ... and resumed, with the options it saved, from another folder
-    resumed = train_classifier(reviews, cut, model=MODEL, config=TrainConfig(**saved["train"]), max_length=24,
+    resumed = train_classifier(reviews, cut, model=MODEL, config=ClassifyTrainConfig(**saved["train"]), max_length=24,
                                resume=True, log=lambda _: None, progress=False)
     assert resumed == whole
     a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("whole", "cut"))
     assert all(torch.equal(a[k], b[k]) for k in a)
-
-
-@pytest.mark.slow
-def test_pretraining_reads_peoples_daily(reviews: Path, tmp_path: Path, one_thread: None) -> None:
-    lines: list[str] = []
-    config = TrainConfig(**{**TRAIN, "batch_size": 64, "max_steps": 2}, pretrain_epochs=1,  # type: ignore[arg-type]
-                         pretrain_data="peoples-daily")
-    final = train_classifier(reviews, tmp_path / "pd", model=MODEL, config=config, max_length=24, log=lines.append,
-                             progress=False)
-    assert any(line.startswith("pre-training on People's Daily 1998: 27791 pieces") for line in lines)
-    assert final["pretrain_steps"] == 27791 // 64  # People's Daily, not the 400 reviews

@@ -16,7 +16,7 @@ import torch
 
 from attnlab.errors import ConfigError
 from attnlab.models.lm import load_lm
-from attnlab.training import InductionConfig, train_induction
+from attnlab.training import InductionTrainConfig, train_induction
 from attnlab.training._induction_run import (
     ALPHABET,
     InductionTask,
@@ -46,7 +46,7 @@ def test_the_vocabulary_is_the_64_characters_after_unk() -> None:
 
 def test_a_batch_is_one_length_repeated_and_lengths_vary() -> None:
     task = InductionTask.__new__(InductionTask)
-    task.config = InductionConfig()
+    task.config = InductionTrainConfig()
     lengths = set()
     for index in range(60):
         items = task.batch(0, index)
@@ -79,7 +79,7 @@ def test_the_change_is_where_half_the_fall_is_covered_and_only_with_an_induction
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("induction") / "run"
-    train_induction(out, config=InductionConfig(**TINY), progress=False, log=lambda _: None)
+    train_induction(out, config=InductionTrainConfig(**TINY), progress=False, log=lambda _: None)
     return out
 
 
@@ -124,7 +124,7 @@ def test_bad_options_are_one_line_and_write_nothing(tmp_path: Path, child_env: d
 
 def test_the_config_is_checked() -> None:
     with pytest.raises(ConfigError, match="probe_length must be at least 2"):
-        InductionConfig(probe_length=1)
+        InductionTrainConfig(probe_length=1)
     with pytest.raises(ConfigError, match="vocab_size is fixed"):
         train_induction("unused", model={"vocab_size": 3})
 

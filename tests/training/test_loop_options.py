@@ -1,6 +1,5 @@
-"""The training options of the snownlp recipe: length buckets, masked-language pre-training, EMA of the weights,
-label smoothing, fused AdamW, bigram and trigram embeddings: each does what it says, and a run using them all
-resumes exactly."""
+"""The training options of the snownlp recipe: length buckets, EMA of the weights, label smoothing, fused AdamW, bigram
+and trigram embeddings: each does what it says, and a run using them all resumes exactly."""
 
 from __future__ import annotations
 
@@ -14,15 +13,14 @@ from safetensors.torch import load_file
 
 from attnlab.errors import ConfigError
 from attnlab.models import load_classifier
-from attnlab.training import TrainConfig, train_classifier
-from attnlab.training._classify_pretrain import mask_tokens
+from attnlab.training import ClassifyTrainConfig, train_classifier
 from attnlab.training._classify_run import data_order
 
 MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "dropout": 0.1, "bigrams": 30, "trigrams": 20,
          "pooling": "meanmax", "embed_norm": True, "positional": "learned"}
 OPTIONS = {"epochs": 2, "batch_size": 16, "lr": 3e-3, "min_frequency": 1, "checkpoint_every": 7, "patience": 0,
            "eval_every": 38,
-           "label_smoothing": 0.1, "ema": 0.9, "fused": True, "bucket": 50, "pretrain_epochs": 2}
+           "label_smoothing": 0.1, "ema": 0.9, "fused": True, "bucket": 50}
 
 
 def test_buckets_are_a_permutation_of_similar_lengths() -> None:
@@ -37,23 +35,10 @@ def test_buckets_are_a_permutation_of_similar_lengths() -> None:
                                                                    ).tolist()
 
 
-def test_masking_hides_real_tokens_only_in_the_80_10_10_split() -> None:
-    ids = torch.randint(3, 50, (200, 64), generator=torch.Generator().manual_seed(0))
-    ids[:, 0], ids[:, 50:] = 2, 0  # [CLS] first, padding at the end
-    inputs, hidden = mask_tokens(ids, 0.15, 50, torch.Generator().manual_seed(1))
-    assert not hidden[:, 0].any() and not hidden[:, 50:].any()
-    assert torch.equal(inputs[~hidden], ids[~hidden])
-    assert 0.13 < hidden[:, 1:50].float().mean() < 0.17
-    unk = (inputs[hidden] == 1).float().mean()
-    kept = (inputs[hidden] == ids[hidden]).float().mean()
-    assert 0.76 < unk < 0.84 and 0.07 < kept < 0.14
-
-
 def test_bad_options() -> None:
-    for bad in ({"ema": 1.0}, {"label_smoothing": -0.1}, {"mask_rate": 0.0}, {"fused": 1}, {"pretrain_epochs": -1},
-                {"pretrain_lr": -1.0}, {"bucket": True}, {"bucket": -1}):
+    for bad in ({"ema": 1.0}, {"label_smoothing": -0.1}, {"fused": 1}, {"bucket": True}, {"bucket": -1}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
-            TrainConfig(**bad)  # type: ignore[arg-type]
+            ClassifyTrainConfig(**bad)  # type: ignore[arg-type]
 
 
 class Stop(Exception):
@@ -62,12 +47,11 @@ class Stop(Exception):
 
 @pytest.mark.slow
 def test_a_run_with_every_option_resumes_exactly(reviews: Path, tmp_path: Path, one_thread: None) -> None:
-    """Pre-training, then EMA + buckets + smoothing + fused AdamW + bigrams; stopped at the one validation
+    """EMA + buckets + smoothing + fused AdamW + bigrams and trigrams; stopped at the one validation
     (step 38, after the step-35 checkpoint), resumed: the same final metrics and weights as a run that never stopped."""
-    config = TrainConfig(**OPTIONS)  # type: ignore[arg-type]
+    config = ClassifyTrainConfig(**OPTIONS)  # type: ignore[arg-type]
     whole = train_classifier(reviews, tmp_path / "whole", model=MODEL, config=config, max_length=24,
                              log=lambda _: None, progress=False)
-    assert whole["pretrain_losses"][-1] < whole["pretrain_losses"][0]  # the masked-token loss goes down
 
     def stop_at_validation(line: str) -> None:
         if "valid loss" in line:
@@ -112,15 +96,13 @@ def test_the_cli_takes_the_options(reviews: Path, tmp_path: Path, one_thread: No
                  "--bigrams", "20", "--trigrams", "10", "--pooling", "meanmax", "--embed-norm",
                  "--embed-dropout", "0.2",
                  "--head-dropout", "0.3", "--label-smoothing", "0.1", "--ema", "0.9", "--fused", "--bucket", "50",
-                 "--pretrain-epochs", "1", "--pretrain-lr", "0.002", "--mask-rate", "0.2",
-                 "--crops", "0.4", "--pretrain-data", "train", "--distill", "0.3"]) == 0
+                 "--crops", "0.4", "--distill", "0.3"]) == 0
     saved = json.loads((out / "config.json").read_text())
     assert {k: saved["model"][k] for k in ("bigrams", "trigrams", "pooling", "embed_norm", "embed_dropout",
                                            "head_dropout")} == {
         "bigrams": 20, "trigrams": 10, "pooling": "meanmax", "embed_norm": True, "embed_dropout": 0.2,
         "head_dropout": 0.3}
     train = saved["train"]
-    assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"], train["pretrain_epochs"],
-            train["pretrain_lr"], train["mask_rate"]) == (0.1, 0.9, True, 50, 1, 0.002, 0.2)
-    assert (train["crops"], train["pretrain_data"], train["distill"]) == (0.4, "train", 0.3)
-    assert len(json.loads((out / "final.json").read_text())["pretrain_losses"]) == 1
+    assert (train["label_smoothing"], train["ema"], train["fused"], train["bucket"]) == (0.1, 0.9, True, 50)
+    assert (train["crops"], train["distill"]) == (0.4, 0.3)
+    assert not {"pretrain_epochs", "pretrain_lr", "mask_rate", "pretrain_data"} & set(train)  # removed

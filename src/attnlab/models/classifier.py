@@ -17,91 +17,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
 
 from .. import _validate as check
 from ..errors import ConfigError, InputError
-from ..layers import BahdanauAttention, TransformerConfig, TransformerEncoder, frozen_options
+from ..layers import BahdanauAttention, TransformerEncoder
+from ._configs import POOLINGS, POSITIONALS, ClassifierConfig
 
 __all__ = ["POOLINGS", "POSITIONALS", "AttentionClassifier", "ClassifierConfig", "PositionalEncoding",
            "count_bigrams", "count_trigrams"]
 
-POSITIONALS = ("sinusoidal", "learned", "rotary", "none")
-POOLINGS = ("cls", "mean", "attention", "meanmax")
 NO_BIGRAM, UNKNOWN_BIGRAM = 0, 1  # rows of the bigram table: padding / the last position, and a pair not kept
-
-
-@dataclass(frozen=True)
-class ClassifierConfig:
-    """Everything that decides an :class:`AttentionClassifier`'s shape (its constructor takes exactly this)."""
-
-    vocab_size: int  # rows of the token embedding (the tokenizer's vocabulary size)
-    n_classes: int = 2  # outputs of the linear head
-    d_model: int = 64  # width of the embeddings and of the residual stream
-    n_heads: int = 4  # attention heads per encoder layer
-    n_layers: int = 2  # encoder layers; 0 = the tutorials' model (embeddings straight into the pooling)
-    d_ff: int | None = None  # hidden width of each feed-forward network; None = 4 * d_model
-    dropout: float = 0.1  # on embeddings, attention weights, residual branches and before the head
-    max_length: int = 256  # the most tokens per text (the learned position table has this many rows)
-    positional: str = "sinusoidal"  # "sinusoidal" (Vaswani et al.), "learned" (a table), "rotary" or "none"
-    pooling: str = "cls"  # "cls": the first token's state; "mean": mean of real tokens; "attention": additive;
-    # "meanmax": the mean and the max of the real tokens' states side by side (the head reads 2 * d_model)
-    kernel: str = "dense"  # attention kernel of the encoder layers (attnlab.functional.KERNELS)
-    norm_first: bool = True  # pre-norm encoder layers (stabler for small data); False = the paper's post-norm
-    pad_id: int = 0  # the padding token's id: masked everywhere
-    kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)  # the kernel's own options
-    bigrams: int = 0  # embed the pair of tokens starting at each position (this many kept pairs); 0 = off
-    trigrams: int = 0  # embed the triple of tokens starting at each position (this many kept triples); 0 = off
-    embed_norm: bool = False  # BERT-style embeddings: N(0, 0.02), not scaled by sqrt(d_model), summed (token +
-    # bigram + position), then a LayerNorm
-    embed_dropout: float | None = None  # dropout on the embeddings; None = dropout
-    head_dropout: float | None = None  # dropout before the head; None = dropout
-
-    def __post_init__(self) -> None:
-        check.positive_int("vocab_size", self.vocab_size)
-        check.integer("n_classes", self.n_classes, low=2, fix="a classifier needs at least two classes")
-        check.non_negative_int("n_layers", self.n_layers)
-        check.positive_int("max_length", self.max_length)
-        check.one_of("positional", self.positional, POSITIONALS)
-        check.one_of("pooling", self.pooling, POOLINGS)
-        check.boolean("norm_first", self.norm_first, "True = pre-norm, False = post-norm")
-        check.non_negative_int("pad_id", self.pad_id)
-        check.non_negative_int("bigrams", self.bigrams)
-        check.non_negative_int("trigrams", self.trigrams)
-        check.boolean("embed_norm", self.embed_norm, "True = LayerNorm the summed embeddings")
-        for name in ("embed_dropout", "head_dropout"):
-            if getattr(self, name) is not None:
-                check.probability(name, getattr(self, name))
-        if self.pad_id >= self.vocab_size:
-            raise ConfigError(f"pad_id={self.pad_id} is not below vocab_size={self.vocab_size}; "
-                              f"pass the tokenizer's padding id")
-        if self.n_layers == 0 and self.positional == "rotary":
-            raise ConfigError("positional='rotary' rotates queries and keys inside the encoder layers, but "
-                              "n_layers=0 has none (the model would see no positions); use 'sinusoidal' or "
-                              "'learned' with n_layers=0, or n_layers >= 1")
-        if self.n_layers == 0 and self.pooling == "cls":
-            raise ConfigError("pooling='cls' with n_layers=0 would classify the [CLS] embedding alone (it sees no "
-                              "other token); use pooling='attention' (the tutorials' model) or 'mean'")
-        object.__setattr__(self, "kernel_options", frozen_options("kernel_options", self.kernel_options))
-        self.encoder()  # d_model, n_heads, d_ff, dropout, kernel and its options are checked there
-
-    def encoder(self) -> TransformerConfig:
-        """The config of each encoder layer."""
-        d_ff = self.d_ff if self.d_ff is not None else 4 * self.d_model
-        return TransformerConfig(self.d_model, self.n_heads, d_ff, dropout=self.dropout, norm_first=self.norm_first,
-                                 kernel=self.kernel, kernel_options=self.kernel_options,
-                                 rotary=self.positional == "rotary")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (``ClassifierConfig(**d)`` rebuilds it)."""
-        d = asdict(self)
-        d["kernel_options"] = dict(self.kernel_options)
-        return d
 
 
 class PositionalEncoding(nn.Module):

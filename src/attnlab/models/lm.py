@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -28,57 +25,13 @@ from .._io import atomic_write_bytes, atomic_write_text, safetensors_bytes
 from ..errors import ConfigError, ModelLoadError, ShapeError
 from ..layers import AttentionCall, FeedForward, KVCache, MultiHeadAttention, TransformerConfig
 from ..layers.feedforward import residual
+from ._configs import LMConfig
 
 __all__ = ["LM_FORMAT", "CausalLM", "LMConfig", "load_lm", "save_lm"]
 
 LM_FORMAT = "attnlab.lm/1"
 LM_CONFIG_FILE = "config.json"
 LM_WEIGHTS_FILE = "model.safetensors"
-
-
-@dataclass(frozen=True)
-class LMConfig:
-    """The shape of a :class:`CausalLM`."""
-
-    vocab_size: int  # tokens the model reads and predicts (the tokenizer's, [UNK] included)
-    context: int = 128  # the longest context it is trained on (generation slides a window of this size)
-    d_model: int = 128  # width of the residual stream
-    n_heads: int = 4  # attention heads per layer
-    n_layers: int = 4  # decoder blocks
-    d_ff: int = 0  # feed-forward hidden width; 0 = 4 * d_model
-    dropout: float = 0.0  # on attention weights and residual branches, in training only
-    kernel: str = "dense"  # any causal attention kernel of attnlab.functional.KERNELS
-    kernel_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    mlp: bool = True  # False: the blocks have no feed-forward sublayer (an attention-only model)
-    norm: bool = True  # False: no LayerNorm anywhere, the final one included
-
-    def __post_init__(self) -> None:
-        for name in ("vocab_size", "context", "d_model", "n_heads", "n_layers"):
-            check.positive_int(name, getattr(self, name))
-        check.non_negative_int("d_ff", self.d_ff)
-        check.probability("dropout", self.dropout)
-        check.boolean("mlp", self.mlp, "whether the blocks have a feed-forward sublayer")
-        check.boolean("norm", self.norm, "whether the model has LayerNorms")
-        if self.d_model % self.n_heads:
-            raise ConfigError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}; e.g. "
-                              f"d_model={self.n_heads * max(1, round(self.d_model / self.n_heads))}")
-        self.layer()  # the kernel, its options and rotary's even d_k are checked there
-
-    def layer(self) -> TransformerConfig:
-        """The config of every decoder block: pre-norm, rotary positions."""
-        return TransformerConfig(self.d_model, self.n_heads, self.d_ff or 4 * self.d_model, dropout=self.dropout,
-                                 norm_first=True, kernel=self.kernel, kernel_options=dict(self.kernel_options),
-                                 rotary=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as JSON values; ``mlp`` and ``norm`` only when off, so a model with both (every model saved
-        before they existed) writes the same bytes as before."""
-        d = asdict(self)
-        d["kernel_options"] = dict(self.kernel_options)
-        for name in ("mlp", "norm"):
-            if d[name]:
-                del d[name]
-        return d
 
 
 def _norm(d_model: int, eps: float, on: bool) -> nn.Module:

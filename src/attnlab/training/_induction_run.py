@@ -23,10 +23,8 @@ import math
 import os
 import string
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -40,11 +38,14 @@ from ..errors import ConfigError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
 from ..trained import SAMPLING_FILE
-from ._config import RunConfig
-from ._distributed import World, world
-from ._runtime import Judged, Result, Runtime, StepLoss, check_global_batch, open_log, prepare_out, seed_everything
+from ._config import InductionTrainConfig
+from ._distributed import World
+from ._runtime import Judged, Result, Start, StepLoss, seed_everything, start_run
 
-__all__ = ["ALPHABET", "INDUCTION_MODEL", "InductionConfig", "InductionTask", "change_step", "induction_vocab",
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["ALPHABET", "INDUCTION_MODEL", "InductionTask", "InductionTrainConfig", "change_step", "induction_vocab",
            "repeated_half", "train_induction"]
 
 ALPHABET = string.digits + string.ascii_lowercase + string.ascii_uppercase + "+/"  # ids 1..64
@@ -61,36 +62,6 @@ SEQ_SPACE = 1 << 31  # per-sequence seeds are drawn below this; an item is seed 
 def induction_vocab() -> CharVocab:
     """``[UNK]`` then ``0-9 a-z A-Z + /``: the house character vocabulary over the toy's 64 tokens."""
     return CharVocab(["[UNK]", *ALPHABET])
-
-
-@dataclass(frozen=True)
-class InductionConfig(RunConfig):
-    """How to train the toy: the shared :class:`RunConfig` with the toy's defaults (one epoch of ``max_steps``
-    batches of fresh sequences), the lengths drawn and the size of the validation and probe sets."""
-
-    epochs: int = 1
-    batch_size: int = 32
-    lr: float = 2e-3  # 3e-3 lets a layer-0 positional copy win; at 1e-3 the change comes later
-    warmup: float = 0.05
-    patience: int = 0
-    eval_every: int = 20
-    checkpoint_every: int = 100
-    max_steps: int = 5000
-    min_length: int = 4  # L, the length of a half, is drawn per batch from min_length .. max_length
-    max_length: int = 31
-    eval_per_length: int = 4  # validation: this many fixed sequences at every L
-    probe_length: int = 16  # the head probe: this many random tokens twice ...
-    probe_batch: int = 8  # ... in this many sequences
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("min_length", "max_length", "eval_per_length", "probe_length", "probe_batch", "max_steps"):
-            check.positive_int(name, getattr(self, name))
-        if not 2 <= self.min_length <= self.max_length < 64:
-            raise ConfigError(f"need 2 <= min_length <= max_length < 64, got min_length={self.min_length}, "
-                              f"max_length={self.max_length}; e.g. 4 and 31")
-        if self.probe_length < 2:
-            raise ConfigError(f"probe_length must be at least 2, got {self.probe_length}; e.g. 16")
 
 
 def repeated_half(length: int) -> slice:
@@ -140,7 +111,7 @@ class InductionTask:
     judged = Judged(metric="repeated-half loss", shown_sign=-1.0, key="valid_neg_repeat_loss", unit="sequences",
                     per_token=True)
 
-    def __init__(self, model: CausalLM, vocab: CharVocab, config: InductionConfig, run: dict[str, Any], out: Path,
+    def __init__(self, model: CausalLM, vocab: CharVocab, config: InductionTrainConfig, run: dict[str, Any], out: Path,
                  w: World) -> None:
         self.model, self.vocab, self.config, self.run, self.out, self.w = model, vocab, config, run, out, w
         self.n_train = config.max_steps * config.batch_size
@@ -284,12 +255,9 @@ def plot_phase(rows: list[dict[str, Any]], final: dict[str, Any], path: Path, ti
 def train_induction(
     out: str | os.PathLike[str],
     *,
-    config: InductionConfig | None = None,
+    config: InductionTrainConfig | None = None,
     model: dict[str, Any] | None = None,
-    resume: bool = False,
-    device: str | None = None,
-    log: Callable[[str], None] = print,
-    progress: bool = True,
+    **start: Unpack[Start],
 ) -> dict[str, Any]:
     """Train the induction toy; write the run into ``out``.
 
@@ -299,16 +267,18 @@ def train_induction(
             ``metrics.jsonl`` (each validation row holds every head's previous-token and induction scores and the
             repeated-half accuracy), ``train.log``, ``curves.png``, ``phase.png``, ``final.json`` and
             ``checkpoints/``.
-        config: the :class:`InductionConfig`.
+        config: the :class:`InductionTrainConfig`.
         model: :class:`LMConfig` fields over :data:`INDUCTION_MODEL` (tests use a smaller one).
-        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
+        start: how the run starts, as for every task (:class:`~._runtime.Start`): ``resume``, ``device``, ``log``,
+            ``progress``.
 
     Returns:
         final.json's content: the best model's repeated-half loss and accuracy (overall and per ``L``), the change
         step (None when no head's induction score rose by more than 0.3) and what it was found from, the CPU time.
     """
-    config = config if config is not None else InductionConfig()
-    check.instance("config", config, InductionConfig, "an InductionConfig", "build one with InductionConfig(...)")
+    config = config if config is not None else InductionTrainConfig()
+    check.instance("config", config, InductionTrainConfig, "an InductionTrainConfig",
+                   "build one with InductionTrainConfig(...)")
     options = {**INDUCTION_MODEL, **(model or {})}
     if "vocab_size" in options:
         raise ConfigError("the model option vocab_size is fixed by the toy's 64 tokens (and [UNK]); leave it out")
@@ -317,23 +287,18 @@ def train_induction(
     if 2 * config.max_length > lm_config.context:
         raise ConfigError(f"max_length={config.max_length} makes sequences of {2 * config.max_length} tokens, longer "
                           f"than the context ({lm_config.context}); lower max_length to {lm_config.context // 2}")
-    out = Path(out)
-    run: dict[str, Any] = json.loads(json.dumps({"data": "induction", "model": options, "train": config.to_dict()}))
-    checkpoint = prepare_out(out, resume, run)
-    w = world(device)
-    try:
-        check_global_batch(config, w)
-        say = open_log(out, w, checkpoint is None, log)
+    with start_run(out, {"data": "induction", "model": options, "train": config.to_dict()}, config,
+                   **start) as opened:
+        w, out = opened.w, opened.out
+        say = opened.open_log()
         seed_everything(config.seed)
         net = CausalLM(lm_config)
         # without LayerNorm nothing rescales the stream: embeddings of norm ~1 (not the house's 0.02 per entry,
         # which leaves attention uniform and the logits flat for thousands of steps)
         nn.init.normal_(net.embed.weight, std=lm_config.d_model ** -0.5)
         net = net.to(w.device)
-        task = InductionTask(net, vocab, config, run, out, w)
-        runtime = Runtime(task, config, run, out, w, say, progress)
-        if checkpoint is not None:
-            runtime.restore(checkpoint)
+        task = InductionTask(net, vocab, config, opened.run, out, w)
+        runtime = opened.runtime(task)
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters ({lm_config.n_layers} attention-only "
             f"layers of {lm_config.n_heads} heads, width {lm_config.d_model}), {len(ALPHABET)} tokens; "
             f"{runtime.total} steps of {config.batch_size} sequences [x1..xL, x1..xL], L from {config.min_length} "
@@ -351,5 +316,3 @@ def train_induction(
             f"{final['uniform_loss']:.4f}); {at}; training took {final['train_cpu_s'] / 60:.2f} CPU minutes "
             f"({final['train_wall_s']:.0f} s wall; this process {(time.process_time() - started) / 60:.2f})")
         return final
-    finally:
-        w.close()

@@ -36,16 +36,14 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _validate as check
 from ..data import LM_CORPORA, CharVocab, TextSplits, lm_documents, split_documents
 from ..errors import ConfigError, InputError
 from ..functional.detectors import detector_scores, repeated_tokens
@@ -53,20 +51,14 @@ from ..layers import MultiHeadAttention
 from ..models.kneser_ney import KneserNey, bits_per_token
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
 from ..parallel import sequence_parallel, token_mean
-from ._config import RunConfig
+from ._config import LMTrainConfig
 from ._curves import plot_head_scores, plot_lm_curve
-from ._distributed import World, world
+from ._distributed import World
 from ._hits import top1_hits
-from ._runtime import (
-    Judged,
-    Result,
-    Runtime,
-    StepLoss,
-    check_global_batch,
-    open_log,
-    prepare_out,
-    seed_everything,
-)
+from ._runtime import Judged, Result, Start, StepLoss, seed_everything, start_run
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LMTask", "LMTrainConfig", "fit_ngrams", "train_lm"]
 
@@ -75,39 +67,6 @@ LM_CURVE = "lm_curve.png"
 HEADS_FIGURE = "heads.png"
 LOG2E = 1 / math.log(2)  # bits per nat
 EXACT_KERNELS = ("dense", "memory_efficient")  # the kernels whose attention kernel "ring" computes, sharded
-
-
-@dataclass(frozen=True)
-class LMTrainConfig(RunConfig):
-    """How to train the language model: the shared :class:`RunConfig` with a language model's defaults (a step is
-    ``batch_size`` random windows; ``max_steps`` sets the length of the run), and the baseline and the probes."""
-
-    epochs: int = 1
-    batch_size: int = 32
-    lr: float = 2e-3
-    warmup: float = 0.05
-    patience: int = 0
-    eval_every: int = 100
-    checkpoint_every: int = 100
-    max_steps: int = 2000
-    ngram_order: int = 5  # the Kneser-Ney baselines have orders 2 .. ngram_order (the best on valid is reported)
-    probe_length: int = 0  # the repeated random sequences of the head probe: this many tokens twice; 0 = context // 2
-    probe_batch: int = 8  # how many such sequences
-    sequence_parallel: bool = False  # under torchrun: each rank holds 1/world of every window (ring attention)
-    copy_share: float = 0.0  # share of training windows with a span of their own text repeated later (copy_spans)
-    ngram_mix: bool = False  # at the end: the model mixed per character with the chosen n-gram, lambda fit on valid
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check.boolean("sequence_parallel", self.sequence_parallel, "True = shard every window over the ranks")
-        check.positive_int("ngram_order", self.ngram_order)
-        check.non_negative_int("probe_length", self.probe_length)
-        check.positive_int("probe_batch", self.probe_batch)
-        check.probability("copy_share", self.copy_share)
-        check.boolean("ngram_mix", self.ngram_mix, "True = report the model mixed with the n-gram")
-        if self.ngram_order < 2:
-            raise ConfigError(f"ngram_order must be at least 2 (the baselines have orders 2 .. ngram_order), got "
-                              f"{self.ngram_order}; e.g. 5")
 
 
 def fit_ngrams(train: np.ndarray, valid: np.ndarray, max_order: int, vocab_size: int) -> dict[int, tuple[KneserNey,
@@ -373,10 +332,7 @@ def train_lm(
     *,
     model: dict[str, Any] | None = None,
     config: LMTrainConfig | None = None,
-    resume: bool = False,
-    device: str | None = None,
-    log: Callable[[str], None] = print,
-    progress: bool = True,
+    **start: Unpack[Start],
 ) -> dict[str, Any]:
     """Train a character :class:`CausalLM` on ``data`` and its Kneser-Ney baselines; write the run into ``out``.
 
@@ -389,7 +345,8 @@ def train_lm(
             ``checkpoints/``.
         model: :class:`LMConfig` fields other than ``vocab_size``.
         config: the :class:`LMTrainConfig`.
-        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
+        start: how the run starts, as for every task (:class:`~._runtime.Start`): ``resume``, ``device``, ``log``,
+            ``progress``.
 
     Returns:
         final.json's content: ``valid_bits_per_char`` and ``test_bits_per_char`` (scored once, the best model), the
@@ -402,15 +359,12 @@ def train_lm(
     if "vocab_size" in options:
         raise ConfigError("the model option vocab_size is fixed by the data; leave it out")
     shape = LMConfig(vocab_size=2, **options)  # the model's own checks, before anything is written
-    out = Path(out)
     source = str(data) if str(data) in LM_CORPORA else str(Path(data).resolve())
-    run: dict[str, Any] = json.loads(json.dumps({"data": source, "model": options, "train": config.to_dict()}))
-    checkpoint = prepare_out(out, resume, run)
-    w = world(device)
-    try:
+    # sequence-parallel ranks all take the whole batch
+    with start_run(out, {"data": source, "model": options, "train": config.to_dict()}, config,
+                   whole_batch=config.sequence_parallel, **start) as opened:
+        w, checkpoint, run = opened.w, opened.checkpoint, dict(opened.run)  # + the n-grams below
         check_sequence_parallel(config, shape, w)
-        if not config.sequence_parallel:  # sequence-parallel ranks all take the whole batch
-            check_global_batch(config, w)
         splits = split_documents(lm_documents(data))
         for name, documents in zip(("train", "valid", "test"), splits.documents, strict=True):
             if not documents:
@@ -422,7 +376,7 @@ def train_lm(
         if len(splits.train) <= lm_config.context + 1:
             raise InputError(f"the training split has {len(splits.train)} characters, no more than one context "
                              f"({lm_config.context}); give a longer text or lower --context")
-        say = open_log(out, w, checkpoint is None, log)
+        say = opened.open_log()
         say(splits.summary())
         ngram_started = time.process_time()
         ids = {name: vocab.encode(getattr(splits, name)) for name in ("train", "valid", "test")}
@@ -441,10 +395,7 @@ def train_lm(
         net = CausalLM(lm_config).to(w.device)
         task = LMTask(splits, ids, vocab, net, config, run, w, say)
         task.ngram = kept
-        runtime = Runtime(task, config, {k: v for k, v in run.items() if k != "ngram"}, out, w, say, progress,
-                          sum_gradients=config.sequence_parallel)
-        if checkpoint is not None:
-            runtime.restore(checkpoint)
+        runtime = opened.runtime(task, sum_gradients=config.sequence_parallel)  # records opened.run: no n-grams
         sharded = f" (sequence-parallel: 1/{w.size} of every window each)" if config.sequence_parallel else ""
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, vocabulary {len(vocab)} characters "
             f"(seen {config.min_frequency}+ times in train; the rest [UNK]), context {lm_config.context}; "
@@ -452,7 +403,7 @@ def train_lm(
             f"{torch.get_num_threads()} thread(s)")
         final = runtime.loop()
         if w.main:
-            lm_figures(out, f"{run['data']}")
+            lm_figures(opened.out, f"{run['data']}")
         below = final["below_ngram"]
         mixed = (f"; mixed with the n-gram (lambda {final['mix_lambda']:.2f}, fit on valid): valid "
                  f"{final['mix_valid_bits_per_char']:.4f}, test {final['mix_test_bits_per_char']:.4f}"
@@ -464,5 +415,3 @@ def train_lm(
             f"{final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall), the whole run "
             f"{(time.process_time() - started) / 60:.2f}")
         return final
-    finally:
-        w.close()

@@ -9,23 +9,25 @@ so a resume cuts off the rows a killed run wrote after its last checkpoint), ``t
 validation, exact restore (weights, AdamW's moments, the run state, every RNG) and the barriers that keep the ranks
 together.  :meth:`Runtime.loop` reads in one sitting.
 
-The functions at the end are the pieces of a run's set-up every ``train_*`` function shares: the refusal to
-overwrite or to resume with other settings (:func:`prepare_out`), the global batch check, the run's folder.
+The set-up every ``train_*`` function shares is :func:`start_run`, written once: the refusal to overwrite or to
+resume with other settings (:func:`prepare_out`), joining the processes, the global batch check, then (through the
+:class:`Opened` run it gives) the run's folder and log, and the :class:`Runtime` restored from the checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 import torch
@@ -36,10 +38,13 @@ from ..errors import ConfigError, InputError
 from ._checkpoint import latest_checkpoint, read_checkpoint, restore_rng, write_checkpoint, write_json
 from ._config import RunConfig, differing_keys
 from ._curves import plot_curves
-from ._distributed import World
+from ._distributed import World, world
 
-__all__ = ["Judged", "Result", "Runtime", "StepLoss", "Task", "accuracy_stderr", "lr_at", "prepare_out",
-           "seed_everything"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["Judged", "Opened", "Result", "Runtime", "Start", "StepLoss", "Task", "accuracy_stderr", "lr_at",
+           "prepare_out", "seed_everything", "start_run"]
 
 METRICS = "metrics.jsonl"
 FINAL = "final.json"
@@ -475,8 +480,67 @@ def snapshot_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
 # --- setting a run up ---------------------------------------------------------------------------------------------
 
 
-def prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
-    """Refuse what would lose work before anything is written; the checkpoint to resume from, if any."""
+class Start(TypedDict, total=False):
+    """How a run starts, whatever the task: the keyword arguments every ``train_*`` function takes beside its own."""
+
+    resume: bool  # continue from out/checkpoints/latest; the settings must equal those it was started with
+    device: str | None  # "cpu" or "cuda" (default: cuda when available)
+    log: Callable[[str], None]  # where rank 0 says its lines (they also go into train.log); default print
+    progress: bool  # the progress bar; default True
+
+
+@dataclass
+class Opened:
+    """A run being set up (:func:`start_run`): its folder checked, its processes joined.  The task builds its data
+    and model, then :meth:`open_log` (the first write) and :meth:`runtime`."""
+
+    out: Path
+    run: dict[str, Any]  # the run's options as JSON holds them: what a resume must agree with
+    config: RunConfig
+    w: World
+    checkpoint: Path | None  # the checkpoint to resume from; None for a new run
+    log: Callable[[str], None]
+    progress: bool
+    say: Callable[[str], None] = field(default=lambda _: None)  # rank 0's lines, once the log is open
+
+    def open_log(self) -> Callable[[str], None]:
+        """Create the run's folder and log (after the data and model are built, so that a refusal on the way
+        writes nothing); this rank's log function (:func:`open_log`)."""
+        self.say = open_log(self.out, self.w, self.checkpoint is None, self.log)
+        return self.say
+
+    def runtime(self, task: Task, *, sum_gradients: bool = False) -> Runtime:
+        """The :class:`Runtime` of ``task`` (its checkpoints record :attr:`run`), restored from the checkpoint when
+        resuming."""
+        runtime = Runtime(task, self.config, self.run, self.out, self.w, self.say, self.progress,
+                          sum_gradients=sum_gradients)
+        if self.checkpoint is not None:
+            runtime.restore(self.checkpoint)
+        return runtime
+
+
+@contextmanager
+def start_run(out: str | os.PathLike[str], run: dict[str, Any], config: RunConfig, *, whole_batch: bool = False,
+              **start: Unpack[Start]) -> Iterator[Opened]:
+    """The start every ``train_*`` function shares: refuse what would lose work before anything is written
+    (:func:`prepare_out`: an ``out`` that holds a run without ``resume``, a resume with other options than ``run``),
+    join the processes (:func:`~._distributed.world`), check the global batch shares out over them (not with
+    ``whole_batch``, where every rank takes the whole batch), and leave them cleanly at the end."""
+    out = Path(out)
+    run = json.loads(json.dumps(run))  # as a checkpoint records it (tuples are lists)
+    checkpoint = prepare_out(out, start.get("resume", False), run, type(config))
+    w = world(start.get("device"))
+    try:
+        if not whole_batch:
+            check_global_batch(config, w)
+        yield Opened(out, run, config, w, checkpoint, start.get("log", print), start.get("progress", True))
+    finally:
+        w.close()
+
+
+def prepare_out(out: Path, resume: bool, run: dict[str, Any], config: type[RunConfig] = RunConfig) -> Path | None:
+    """Refuse what would lose work before anything is written; the checkpoint to resume from, if any (its saved
+    ``train`` options are read without the keys ``config`` retired)."""
     folder = latest_checkpoint(out) if out.is_dir() else None
     if resume and folder is None:
         raise InputError(f"--resume: {str(out)!r} holds no checkpoint to continue; run without --resume to start")
@@ -485,6 +549,8 @@ def prepare_out(out: Path, resume: bool, run: dict[str, Any]) -> Path | None:
                          f"it, or choose another --out (nothing was changed)")
     if folder is not None:
         saved = saved_run(out)
+        if saved is not None and isinstance(saved.get("train"), dict):
+            saved = {**saved, "train": config.retire(saved["train"])}
         diffs = differing_keys(saved, run) if saved is not None else ["run (missing from the checkpoint)"]
         if diffs:
             raise ConfigError(f"cannot resume {str(out)!r} with other settings: {'; '.join(diffs)}; resume with the "

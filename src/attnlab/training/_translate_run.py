@@ -15,12 +15,10 @@ global batch's target tokens divided by their global count, so the gradient equa
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -29,54 +27,20 @@ from torch import nn
 from .. import _validate as check
 from ..data import Pairs, PairSplits, collate
 from ..errors import ConfigError
-from ._config import RunConfig
-from ._distributed import World, world
-from ._runtime import (
-    Judged,
-    Result,
-    Runtime,
-    StepLoss,
-    accuracy_stderr,
-    check_global_batch,
-    check_splits,
-    open_log,
-    prepare_out,
-    seed_everything,
-)
+from ._config import TranslateTrainConfig
+from ._distributed import World
+from ._runtime import Judged, Result, Start, StepLoss, accuracy_stderr, check_splits, seed_everything, start_run
 
-__all__ = ["ARCHITECTURES", "TranslateConfig", "TranslateTask", "build_translator", "exact_match",
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["ARCHITECTURES", "TranslateTask", "TranslateTrainConfig", "build_translator", "exact_match",
            "train_translator"]
 
 ARCHITECTURES = ("bahdanau", "luong", "transformer")
 RUN = "run.json"
 FIXED = ("src_vocab", "tgt_vocab", "max_length", "pad_id", "bos_id", "eos_id", "attention")
 SHOWN_ERRORS = 20  # wrong translations listed per test set in final.json
-
-
-@dataclass(frozen=True)
-class TranslateConfig(RunConfig):
-    """How to train a translator: the shared :class:`RunConfig` with a translator's defaults, and its own stop and
-    validation size (the model's shape is its Seq2SeqConfig / TransformerSeq2SeqConfig)."""
-
-    TOKENIZERS: ClassVar[tuple[str, ...]] = ("char", "bpe", "wordpiece", "word")  # the source side; the target
-    # side is characters
-
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 2e-3
-    warmup: float = 0.05
-    checkpoint_every: int = 200
-    bucket: int = 50
-    min_frequency: int = 1
-    stop_at: float = 0.0  # early stopping: stop once the valid exact match reaches this; 0 = off
-    eval_size: int = 0  # validate on the first this-many valid pairs; 0 = all of them
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check.non_negative_int("eval_size", self.eval_size)
-        stop = self.stop_at
-        if isinstance(stop, bool) or not isinstance(stop, (int, float)) or not 0 <= stop <= 1:
-            raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(stop)}; 0 turns it off")
 
 
 # --- data and model -----------------------------------------------------------------------------------------
@@ -215,7 +179,7 @@ class TranslateTask:
     teacher-forced token cross-entropy over the global batch, validation greedy exact match (ties broken by the
     loss), the model a folder (``model.safetensors`` and ``config.json``)."""
 
-    def __init__(self, config: TranslateConfig, run: dict[str, Any], splits: PairSplits, tokenizer: Any,
+    def __init__(self, config: TranslateTrainConfig, run: dict[str, Any], splits: PairSplits, tokenizer: Any,
                  model: nn.Module, w: World, log: Callable[[str], None]) -> None:
         self.config, self.run, self.splits, self.w = config, run, splits, w
         self.tokenizer, self.model = tokenizer, model
@@ -313,13 +277,10 @@ def train_translator(
     *,
     arch: str = "bahdanau",
     model: dict[str, Any] | None = None,
-    config: TranslateConfig | None = None,
+    config: TranslateTrainConfig | None = None,
     max_length: int = 64,
     data_options: dict[str, Any] | None = None,
-    resume: bool = False,
-    device: str | None = None,
-    log: Callable[[str], None] = print,
-    progress: bool = True,
+    **start: Unpack[Start],
 ) -> dict[str, Any]:
     """Train a translator on ``data`` and write the run into ``out``.
 
@@ -331,10 +292,11 @@ def train_translator(
             ``curves.png``, ``final.json``, ``train.log`` and ``checkpoints/``.
         arch: ``"bahdanau"`` or ``"luong"`` (:class:`attnlab.models.Seq2Seq`) or ``"transformer"``.
         model: fields of the model's config other than the vocabularies, ``max_length`` and the special ids.
-        config: the :class:`TranslateConfig`.
+        config: the :class:`TranslateTrainConfig`.
         max_length: the most tokens of a source or a target (EOS included), and the longest generation.
         data_options: keyword arguments of ``make_dates`` / ``make_sentences`` (e.g. ``{"n_train": 20000}``).
-        resume: continue from ``out/checkpoints/latest``; the settings must equal those it was started with.
+        start: how the run starts, as for every task (:class:`~._runtime.Start`): ``resume``, ``device``, ``log``,
+            ``progress``.
 
     Returns:
         final.json's content: ``test_exact_match`` (greedy), ``test_stderr``, and under ``sets`` each test
@@ -342,7 +304,7 @@ def train_translator(
     """
     from ..data import PairTokenizer, build_pair_tokenizer
 
-    config = config if config is not None else TranslateConfig()
+    config = config if config is not None else TranslateTrainConfig()
     check.one_of("arch", arch, ARCHITECTURES)
     check.positive_int("max_length", max_length)
     options = dict(model or {})
@@ -353,19 +315,15 @@ def train_translator(
     if unknown:
         raise ConfigError(f"model options {unknown} are not options of the {arch} model; it takes "
                           f"{', '.join(sorted(_model_fields(arch)))}")
-    out = Path(out)
     if isinstance(data, PairSplits):
         source = data.source
     else:
         source = str(data) if str(data) in ("dates", "sentences") else str(Path(data).resolve())
-    run = json.loads(json.dumps({"data": source, "data_options": dict(data_options or {}), "arch": arch,
-                                 "max_length": max_length, "model": {**_model_fields(arch), **options},
-                                 "train": config.to_dict()}))
+    run = {"data": source, "data_options": dict(data_options or {}), "arch": arch, "max_length": max_length,
+           "model": {**_model_fields(arch), **options}, "train": config.to_dict()}
     build_translator(arch, options, 8, 8, max_length)  # the model's own checks, before anything is written
-    checkpoint = prepare_out(out, resume, run)
-    w = world(device)
-    try:
-        check_global_batch(config, w)
+    with start_run(out, run, config, **start) as opened:
+        w, checkpoint = opened.w, opened.checkpoint
         splits = load_task(data, data_options)
         check_splits(splits, ("train", "valid", "test"), source, "pairs", "pairs", config.batch_size)
         seed_everything(config.seed)
@@ -376,12 +334,10 @@ def train_translator(
         seed_everything(config.seed)
         net = build_translator(arch, options, tokenizer.source_vocab_size, tokenizer.target_vocab_size,
                                max_length).to(w.device)
-        say = open_log(out, w, checkpoint is None, log)
+        say = opened.open_log()
         say(splits.summary())
-        task = TranslateTask(config, run, splits, tokenizer, net, w, say)
-        runtime = Runtime(task, config, run, out, w, say, progress)
-        if checkpoint is not None:
-            runtime.restore(checkpoint)
+        task = TranslateTask(config, opened.run, splits, tokenizer, net, w, say)
+        runtime = opened.runtime(task)
         say(f"model: {arch}, {sum(p.numel() for p in net.parameters()):,} parameters; vocabularies "
             f"{tokenizer.source_vocab_size} source, {tokenizer.target_vocab_size} target tokens; {runtime.total} "
             f"steps of {config.batch_size} pairs on {w.size} process(es), {w.device}, "
@@ -393,5 +349,3 @@ def train_translator(
         say(f"best valid exact match {final['valid_exact_match']:.4f} at step {final['best_step']}; "
             f"training took {final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall)")
         return final
-    finally:
-        w.close()
