@@ -70,7 +70,7 @@ def _explain(model: Any, text: str) -> list[str]:
     label = outcome.output["label"]
     _, _, drops = clf.blank_out(text)
     top = sorted(drops, key=lambda d: -d[1])[:TOP]
-    pieces = [text[a:b] for a, b in clf.tokenizer.encode(text).offsets]  # each token's characters ("" for [CLS])
+    pieces = [text[a:b] for a, b in clf.tokenizer.spans(text)]  # each token's characters ("" for [CLS])
     attended = [(pieces[i] if i < len(pieces) and pieces[i] else t, w)  # an [UNK] shown as the character it hides
                 for i, (t, w) in enumerate(pooled_attention(outcome.traced, clf.model.config.pooling))
                 if t != CLS]

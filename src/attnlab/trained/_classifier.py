@@ -20,14 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from .._bundled import locate
-from ..data import UNK, collate, encode, main_script, script_share, tokenizer_from_json
+from ..data import Tokenizer, collate, encode, main_script, script_share, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
 from ..models import AttentionClassifier, load_classifier
 
@@ -111,7 +110,7 @@ class Classifier:
     """A trained model with its tokenizer, label names and calibration temperature (1.0: not calibrated)."""
 
     model: AttentionClassifier
-    tokenizer: Any
+    tokenizer: Tokenizer  # a CharTokenizer for a "char" model, else a SubwordTokenizer
     labels: tuple[str, ...]
     meta: dict[str, str]
     temperature: float = 1.0
@@ -208,7 +207,7 @@ class Classifier:
     @cached_property
     def script(self) -> str | None:
         """The main script of the model's vocabulary (``"CJK"``, ``"LATIN"``, ...; :func:`attnlab.data.main_script`)."""
-        return main_script(self.tokenizer.get_vocab())
+        return main_script(self.tokenizer.vocabulary)
 
     def predict(self, texts: Sequence[str]) -> list[tuple[str, float]]:
         """``(label, calibrated probability)`` per text."""
@@ -218,8 +217,7 @@ class Classifier:
     def unknown_characters(self, text: str) -> tuple[list[str], int]:
         """The pieces of ``text`` the tokenizer reads as [UNK], and how many characters ``text`` has (spaces not
         counted)."""
-        enc = self.tokenizer.encode(text)
-        unknown = [text[a:b] for tok, (a, b) in zip(enc.tokens, enc.offsets, strict=True) if tok == UNK]
+        unknown = self.tokenizer.unknown(text)
         return unknown, sum(not c.isspace() for c in text)
 
     def blank_out(self, text: str) -> tuple[str, float, list[tuple[int, float]]]:
@@ -239,7 +237,7 @@ class Classifier:
     def _blank_character(self) -> str:
         """A character the tokenizer reads as [UNK] (one from the private use area)."""
         for code in range(0xE000, 0xF900):
-            if self.tokenizer.encode(chr(code)).tokens[-1:] == [UNK]:
+            if self.tokenizer.unknown(chr(code)):
                 return chr(code)
         raise ModelLoadError("the tokenizer knows every private-use character; it has no [UNK] to blank out with")
 

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from .._bundled import locate
-from ..data import CharVocab
+from ..data import CharTokenizer
 from ..errors import InputError
 from ..models.lm import CausalLM, load_lm
 
@@ -55,8 +55,8 @@ class Generated:
     slid: bool = False  # the window slid past the context (the trace then replays the last context)
     loop: Loop | None = None  # the loop the generation ended in (find_loop), or None
 
-    def tokens(self, vocab: CharVocab) -> list[str]:
-        return [vocab.chars[i] for i in [*self.prompt_ids, *self.ids]]
+    def tokens(self, vocab: CharTokenizer) -> list[str]:
+        return [vocab.vocabulary[i] for i in [*self.prompt_ids, *self.ids]]
 
 
 @dataclass
@@ -64,7 +64,7 @@ class LanguageModel:
     """A trained :class:`CausalLM` with its character vocabulary."""
 
     model: CausalLM
-    vocab: CharVocab
+    vocab: CharTokenizer
     meta: dict[str, str]
     name: str = ""
 
@@ -74,14 +74,14 @@ class LanguageModel:
 
     def characters(self) -> list[str]:
         """The character of each id (``[UNK]`` for 0)."""
-        return self.vocab.chars
+        return list(self.vocab.vocabulary)
 
     def encode_prompt(self, prompt: str) -> list[int]:
         """The ids of ``prompt``; characters the model never saw become ``[UNK]`` with one warning; an empty prompt
         or one of nothing but unknown characters is refused."""
         if not prompt:
             raise InputError("the prompt is empty; give some text to continue, e.g. \"中国\"")
-        unknown = self.vocab.unknown(prompt)
+        unknown = list(dict.fromkeys(self.vocab.unknown(prompt)))  # distinct, in order
         if len(unknown) == len(set(prompt)):
             raise InputError(f"every character of the prompt {prompt[:40]!r} is unknown to {self.name or 'the model'} "
                              f"(its vocabulary holds {len(self.vocab) - 1} characters of its training text); give a "
@@ -90,7 +90,7 @@ class LanguageModel:
             shown = "".join(unknown[:10]) + ("..." if len(unknown) > 10 else "")
             warnings.warn(f"{len(unknown)} character(s) of the prompt are unknown to the model and read as [UNK]: "
                           f"{shown}", UserWarning, stacklevel=2)
-        return self.vocab.encode(prompt).tolist()
+        return self.vocab.encode(prompt)
 
     @torch.no_grad()
     def score(self, text: str) -> float:
@@ -140,7 +140,7 @@ class LanguageModel:
             out.log_probs.append(float(log_p[nxt]))
             out.model_log_probs.append(float(torch.log_softmax(logits.float(), -1)[nxt]))
             if on_text is not None:
-                on_text(self.vocab.chars[nxt])
+                on_text(self.vocab.vocabulary[nxt])
             seq.append(nxt)
             if step == max_tokens - 1:  # the last character is never read
                 break
@@ -153,7 +153,8 @@ class LanguageModel:
                 logits = model(torch.tensor([[nxt]]), cache)[0, -1]
         out.loop = find_loop(out.ids)
         if out.loop is not None:
-            warnings.warn(out.loop.message(self.vocab.chars, greedy or top_k == 1), UserWarning, stacklevel=2)
+            warnings.warn(out.loop.message(list(self.vocab.vocabulary), greedy or top_k == 1), UserWarning,
+                          stacklevel=2)
         return out
 
 
@@ -242,5 +243,5 @@ def load_language_model(model: str | os.PathLike[str]) -> LanguageModel:
     model is refused with the command that reads it."""
     found = locate(model, "lm")
     net, meta = load_lm(found.path)
-    return LanguageModel(net, CharVocab.from_str(meta["tokenizer"]), meta, found.given)
+    return LanguageModel(net, CharTokenizer.from_json(meta["tokenizer"]), meta, found.given)
 
