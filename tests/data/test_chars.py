@@ -19,8 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnlab import locate
-from attnlab.data import CharTokenizer, PairTokenizer, Pairs, SubwordTokenizer, build_pair_tokenizer, \
-    build_tokenizer, tokenizer_from_json
+from attnlab.data import (
+    CharTokenizer,
+    Pairs,
+    PairTokenizer,
+    SubwordTokenizer,
+    build_pair_tokenizer,
+    build_tokenizer,
+    tokenizer_from_json,
+)
 from attnlab.data._chars import UNKNOWN_CHAR, WHITESPACE
 from attnlab.errors import ModelLoadError
 
@@ -68,8 +75,9 @@ def test_the_character_sides_are_the_one_tokenizer() -> None:
 # ----- the same ids as the `tokenizers` library on the same files, on any text ------------------------------------
 def _old_sides() -> list[tuple[str, Any, CharTokenizer, int]]:
     """(name, the `tokenizers` tokenizer of a bundled file, the CharTokenizer read from it, its end tokens)."""
-    from attnlab.models import read_model_meta
     from tokenizers import Tokenizer
+
+    from attnlab.models import read_model_meta
 
     clf = read_model_meta(locate("zh-sentiment").path)["tokenizer"]
     pair = json.loads(json.loads((locate("dates-zh").path / "config.json").read_text(encoding="utf-8"))["meta"]
@@ -116,7 +124,7 @@ def expected(tok: CharTokenizer, text: str) -> str:
     elif tok.spaces == "mark":
         ws = "".join(sorted(WHITESPACE))
         read = re.sub(f"[{re.escape(ws)}]+", " ", read.strip(ws)).replace("▁", " ")
-    return "".join(c if c in tok.index or c == " " and tok.spaces == "mark" else UNKNOWN_CHAR for c in read)
+    return "".join(c if c in tok.index or (c == " " and tok.spaces == "mark") else UNKNOWN_CHAR for c in read)
 
 
 @settings(max_examples=200, deadline=None)
