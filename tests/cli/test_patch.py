@@ -100,7 +100,7 @@ BAD = [
     (["--clean", "abcab", "--corrupt", "abcaa", "--what", "path", "--receiver", "5.0"], "head 5.0 does not exist"),
     (["--clean", "abcab", "--corrupt", "abcaa", "--what", "path", "--receiver", "one"], "--receiver takes a head"),
     (["--clean", "abcab", "--corrupt", "abcaa", "--receiver", "1.0"], "--receiver and --sender are for --what path"),
-    (["--clean", "xyz", "--corrupt", "abc"], "every character of the clean text 'xyz' is unknown"),
+    (["--clean", "xyz", "--corrupt", "abc"], "the clean text: every character of 'xyz' is unknown"),
     (["--clean", "", "--corrupt", ""], "the clean text is empty"),
 ]
 

@@ -1,6 +1,8 @@
 """Record the token ids the tokenizers give today, for tests/data/test_chars.py to pin.
 
-Run once with the classes that exist before a tokenizer change (``python tests/data/record_char_ids.py``); it writes
+Run once with the classes that existed before the one character tokenizer (at commit 124549e, where ``CharVocab``
+and the ``tokenizers``-only classifier and pair tokenizers still were: ``git show 124549e:src/...`` into a scratch
+checkout, then ``PYTHONPATH=<it>/src python tests/data/record_char_ids.py``); it writes
 ``tests/data/char_ids.json``: for each bundled model, each text of ``TEXTS``, the ids its tokenizer (as the model's
 loader reads it from the model file's metadata) gives.  The ids depend on the vocabulary only, never on the weights.
 Classifier: ``[CLS]`` and the characters; translator: the source ids (``[EOS]`` appended) and the target ids

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
 
 from ..errors import InputError
@@ -66,7 +67,9 @@ def _explain(model: Any, text: str) -> list[str]:
     from ..data import CLS
 
     clf = model.loaded
-    outcome = model.run(text)
+    with warnings.catch_warnings():  # run_many has said this text's warnings already: each is said once
+        warnings.simplefilter("ignore")
+        outcome = model.run(text)
     label = outcome.output["label"]
     _, _, drops = clf.blank_out(text)
     top = sorted(drops, key=lambda d: -d[1])[:TOP]

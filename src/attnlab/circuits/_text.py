@@ -7,6 +7,7 @@ label names).  Other kinds are refused by the resolver with the command that rea
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,11 +41,16 @@ class TextModel:
         """``(ids (1, T), tokens)`` of ``text``; an empty text or one of only unknown characters is refused."""
         if not text:
             raise InputError(f"the {what} text is empty; give a text")
+        from ..trained import unknown_warning
+
+        units = self.encoder.units(text)  # the one rule: warn on any unknown character, refuse when all are
+        try:
+            said = unknown_warning([p for p, _ in units], [u for _, u in units], text=text, model=self.name)
+        except InputError as exc:
+            raise InputError(f"the {what} text: {exc}") from None
+        if said:
+            warnings.warn(f"the {what} text: {said}", UserWarning, stacklevel=3)
         if self.kind == "lm":
-            unknown = list(dict.fromkeys(self.encoder.unknown(text)))  # distinct, in order
-            if len(unknown) == len(set(text)):
-                raise InputError(f"every character of the {what} text {text[:40]!r} is unknown to {self.name}; give "
-                                 f"a text in the language it was trained on")
             ids = [int(i) for i in self.encoder.encode(text)]
             tokens = list(text)
         else:

@@ -174,6 +174,11 @@ class CharTokenizer:
         """The pieces of ``text`` read as ``[UNK]``, in order (with repeats)."""
         return [text[a:b] for c, a, b in self.pieces(text) if c not in self.index]
 
+    def units(self, text: str) -> list[tuple[str, bool]]:
+        """``(piece of text, unknown)`` for each character token of ``text`` (no special token): what
+        :func:`attnlab.trained.unknown_warning` judges."""
+        return [(text[a:b], c not in self.index) for c, a, b in self.pieces(text)]
+
     def decode(self, ids: Iterable[int], *, unknown: str = UNKNOWN_CHAR) -> str:
         """The characters of ``ids`` joined, up to the first ``[EOS]``: ``[UNK]`` written as ``unknown``, the other
         special tokens dropped, ``▁`` as a space when spaces are marked.  ``decode(encode(text))`` is ``text`` as

@@ -195,6 +195,14 @@ class PairTokenizer:
         spans = [(int(a), int(b)) for a, b in enc.offsets]
         return [*spans, (len(text), len(text))]
 
+    def source_units(self, text: str) -> list[tuple[str, bool]]:
+        """``(piece of text, unknown)`` for each source token of ``text`` (no ``[EOS]``): what
+        :func:`attnlab.trained.unknown_warning` judges."""
+        if self._chars:
+            return list(self.source.units(text))
+        enc = self.source.encode(text)
+        return [(text[a:b], i == UNK_ID) for i, (a, b) in zip(enc.ids, enc.offsets, strict=True)]
+
     def unknown_source(self, text: str) -> list[str]:
         """The pieces of ``text`` the source vocabulary does not know (each read as ``[UNK]``), in order."""
         if self._chars:

@@ -156,6 +156,11 @@ class SubwordTokenizer:
         enc = self.hf.encode(text)
         return [text[a:b] for t, (a, b) in zip(enc.tokens, enc.offsets, strict=True) if t == UNK]
 
+    def units(self, text: str) -> list[tuple[str, bool]]:
+        """``(piece of text, unknown)`` for each token of ``text`` (no ``[CLS]``, no bigram)."""
+        enc = self.hf.encode(text)
+        return [(text[a:b], t == UNK) for t, (a, b) in zip(enc.tokens, enc.offsets, strict=True) if t != CLS]
+
     def to_json(self) -> str:
         return str(self.hf.to_str())
 

@@ -29,6 +29,7 @@ from .._bundled import locate
 from ..data import CharTokenizer
 from ..errors import InputError
 from ..models.lm import CausalLM, load_lm
+from ._unknown import unknown_warning
 
 __all__ = ["SAMPLING", "SHOWN_SAMPLING", "Generated", "LanguageModel", "Loop", "check_sampling", "find_loop",
            "load_language_model"]
@@ -77,19 +78,16 @@ class LanguageModel:
         return list(self.vocab.vocabulary)
 
     def encode_prompt(self, prompt: str) -> list[int]:
-        """The ids of ``prompt``; characters the model never saw become ``[UNK]`` with one warning; an empty prompt
-        or one of nothing but unknown characters is refused."""
+        """The ids of ``prompt``; characters the model never saw become ``[UNK]`` with one warning, and an empty
+        prompt or one of nothing but unknown characters is refused (the one rule of every model kind,
+        :func:`attnlab.trained.unknown_warning`)."""
         if not prompt:
             raise InputError("the prompt is empty; give some text to continue, e.g. \"中国\"")
-        unknown = list(dict.fromkeys(self.vocab.unknown(prompt)))  # distinct, in order
-        if len(unknown) == len(set(prompt)):
-            raise InputError(f"every character of the prompt {prompt[:40]!r} is unknown to {self.name or 'the model'} "
-                             f"(its vocabulary holds {len(self.vocab) - 1} characters of its training text); give a "
-                             f"prompt in the language it was trained on")
+        units = self.vocab.units(prompt)
+        unknown = unknown_warning([p for p, _ in units], [u for _, u in units], text=prompt,
+                                  model=self.name or "the language model")
         if unknown:
-            shown = "".join(unknown[:10]) + ("..." if len(unknown) > 10 else "")
-            warnings.warn(f"{len(unknown)} character(s) of the prompt are unknown to the model and read as [UNK]: "
-                          f"{shown}", UserWarning, stacklevel=2)
+            warnings.warn(unknown, UserWarning, stacklevel=2)
         return self.vocab.encode(prompt)
 
     @torch.no_grad()

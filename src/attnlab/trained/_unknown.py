@@ -26,17 +26,19 @@ def unknown_warning(pieces: Sequence[str], unknown: Sequence[bool], *, text: str
     """The warning a text gets for what its model does not know, or None when it knows every unit.
 
     ``pieces``: what each unit of ``text`` read (``text[start:end]``); ``unknown``: whether each was read as
-    ``[UNK]`` (the same length); a unit that read only whitespace is not counted.  ``unit``: ``"character"`` or
-    ``"token"``, as the message names them.  Raises :class:`InputError` when every unit is unknown (or when
-    ``text`` has no unit at all: nothing to run the model on)."""
+    ``[UNK]`` (the same length); a unit that read only whitespace is not counted, unless the text is nothing
+    else.  ``unit``: ``"character"`` or ``"token"``, as the message names them.  Raises :class:`InputError` when
+    every unit is unknown, or when ``text`` has no unit at all: nothing to run the model on."""
     if len(pieces) != len(unknown):
         raise InputError(f"unknown_warning takes one flag per piece, got {len(pieces)} pieces and {len(unknown)} "
                          f"flags; pass the tokenizer's pieces and their [UNK] flags together")
-    counted = [(p, u) for p, u in zip(pieces, unknown, strict=True) if p.strip() or not p]
     quoted = text if len(text) <= 30 else text[:30] + "…"
     units = f"{unit}s"
-    if not counted:
-        raise InputError(f"the text {quoted!r} gives {model!r} no {unit} to read (only whitespace); give some text")
+    if not pieces:
+        raise InputError(f"the text {quoted!r} gives {model!r} no {unit} to read; give some text")
+    counted = [(p, u) for p, u in zip(pieces, unknown, strict=True) if p.strip()]
+    if not counted:  # only whitespace: a language model reads it (a line break), the others drop it
+        counted = list(zip(pieces, unknown, strict=True))
     bad = [p for p, u in counted if u]
     if not bad:
         return None
@@ -48,4 +50,4 @@ def unknown_warning(pieces: Sequence[str], unknown: Sequence[bool], *, text: str
                          f"{len(counted)} read as [UNK]), so it has nothing to read; give a text in the language "
                          f"and script it was trained on")
     return (f"{len(bad)} of the {len(counted)} {units} of {quoted!r} ({len(bad) / len(counted):.0%}) are unknown to "
-            f"the model {model!r} ({shown!r}, read as [UNK]); what it says about them means nothing")
+            f"the model {model!r} ({shown!r}, read as [UNK]): it cannot tell what they are, so its output may be wrong")
