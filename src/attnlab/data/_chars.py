@@ -322,15 +322,13 @@ def _normalized(text: str, normalize: str) -> list[tuple[str, int, int]]:
     ``unicodedata`` may know newer characters, such as U+32FF ``㋿``, that it leaves as they are)."""
     if normalize == "none" or text.isascii():  # NFKC leaves ASCII as it is
         return [(c, i, i + 1) for i, c in enumerate(text)]
-    nfkc = _nfkc()
-    whole = nfkc(text)
+    whole = _nfkc()(text)
     if whole == text:
         return [(c, i, i + 1) for i, c in enumerate(text)]
     starts = [i for i, c in enumerate(text) if i == 0 or not _joins(c)]
     out: list[tuple[str, int, int]] = []
     for a, b in zip(starts, [*starts[1:], len(text)], strict=True):
-        piece = text[a:b]
-        out += [(c, a, b) for c in (piece if piece.isascii() else nfkc(piece))]
+        out += [(c, a, b) for c in _nfkc_piece(text[a:b])]
     if "".join(c for c, _, _ in out) != whole:  # a composition across segments: the whole text is one range
         return [(c, 0, len(text)) for c in whole]
     return out
@@ -343,6 +341,13 @@ def _nfkc() -> Callable[[str], str]:
     return NFKC().normalize_str
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _nfkc_piece(piece: str) -> str:
+    """NFKC of one segment (mostly one character): read once per character, not once per text."""
+    return piece if piece.isascii() else _nfkc()(piece)
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _joins(c: str) -> bool:
     """Whether ``c`` may join the character before it under NFKC."""
     code = ord(c)
