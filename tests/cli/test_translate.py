@@ -83,6 +83,8 @@ def test_unseen_characters_are_read_as_unknown_with_one_warning(tmp_path: Path,
     (["Friday", "--beam", "0"], "--beam must be at least 1"),
     (["Friday", "--model", "NOWHERE"], "no translator at 'NOWHERE'"),
     (["Friday", "--model", "zh-sentiment"], "not a translator"),
+    (["☃☃ ☃"], r"every character of '☃☃ ☃' is unknown to the model 'dates-zh'"),
+    (["Friday, March 5", "--model", "tutorial-en-zh"], r"every token of 'Friday, March 5' is unknown"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
