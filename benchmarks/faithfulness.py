@@ -128,7 +128,7 @@ def zh_subject(n_texts: int, folder: str | None = None) -> Subject:
     texts = splits.test.texts[:n_texts]
     ids, _ = clf.encode(texts)
     return Subject("zh-trained" if folder else "zh-sentiment", model, lambda x: torch.softmax(model(x).double(), -1),
-                   ids, list(splits.test.labels[:n_texts]), clf.tokenizer.token_to_id("[UNK]"),
+                   ids, list(splits.test.labels[:n_texts]), clf.tokenizer.unk_id,
                    lambda seq: list(range(1, len(seq))), lambda x: pooling_reader(model, x),
                    (lambda x: embedding_contributions(model, x))
                    if model.bigram is not None or model.trigram is not None else None, logit=True)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.data import CharVocab, lm_documents, split_documents
+from attnlab.data import CharTokenizer, lm_documents, split_documents
 from attnlab.models.kneser_ney import KneserNey, bits_per_token
 from attnlab.models.lm import load_lm
 from attnlab.training._lm_run import fit_mixture, mixture
@@ -55,9 +55,9 @@ def main() -> None:
     model, meta = load_lm(args.folder)
     run = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))
     final = json.loads((args.folder / "final.json").read_text(encoding="utf-8"))
-    vocab = CharVocab.from_str(meta["tokenizer"])
+    vocab = CharTokenizer.from_json(meta["tokenizer"])
     splits = split_documents(lm_documents(run["data"]))
-    ids = {name: vocab.encode(getattr(splits, name)) for name in ("train", "valid", "test")}
+    ids = {name: np.asarray(vocab.encode(getattr(splits, name)), dtype=np.int64) for name in ("train", "valid", "test")}
     order = int(run["ngram"]["chosen_order"])
     ngram = KneserNey.fit(ids["train"], order, len(vocab))
     ours = {k: char_log2_probs(model, ids[k], model.config.context) for k in ("valid", "test")}

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.data import PEOPLES_DAILY, CharVocab, lm_documents, split_documents
+from attnlab.data import PEOPLES_DAILY, CharTokenizer, lm_documents, lm_tokenizer, split_documents
 from attnlab.models.lm import CausalLM, LMConfig
 from attnlab.training._distributed import World
 from attnlab.training._hits import top1_hits
@@ -149,7 +149,7 @@ def nanogpt_step(model: NanoGPT, data: np.ndarray, context: int, batch: int, lr:
 # --- attnlab's step, the runtime's own ---------------------------------------------------------------------------
 
 
-def attnlab_runtime(ids: dict[str, np.ndarray], vocab: CharVocab, args: argparse.Namespace, out: Path) -> tuple[
+def attnlab_runtime(ids: dict[str, np.ndarray], vocab: CharTokenizer, args: argparse.Namespace, out: Path) -> tuple[
         Runtime, LMTask]:
     config = LMTrainConfig(batch_size=args.batch, max_steps=10_000, fused=args.fused, seed=0)
     torch.manual_seed(0)
@@ -249,8 +249,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     splits = split_documents(lm_documents(PEOPLES_DAILY))
-    vocab = CharVocab.build(splits.train, 2)
-    ids = {name: vocab.encode(getattr(splits, name)) for name in ("train", "valid", "test")}
+    vocab = lm_tokenizer(splits.train, 2)
+    ids = {name: np.asarray(vocab.encode(getattr(splits, name)), dtype=np.int64) for name in ("train", "valid", "test")}
     with tempfile.TemporaryDirectory() as tmp:
         runtime, task = attnlab_runtime(ids, vocab, args, Path(tmp))
         torch.manual_seed(0)

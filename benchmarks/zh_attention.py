@@ -66,7 +66,7 @@ def corpus_lift(folder: Path) -> dict[str, object]:
             clf.model(batch)
         got = [received(r.weights) for r in trace.records if r.kind == "self"]  # each (B, L)
         for row, seq in enumerate(part):
-            tokens = [clf.tokenizer.id_to_token(i) or "[UNK]" for i in seq]
+            tokens = [clf.tokenizer.token_of(i) for i in seq]
             weight = 1.0 / len(seq)  # every text counts the same: shares within a text, averaged
             total_tok += 1.0
             for layer in range(n_layers):

@@ -22,7 +22,7 @@ from attnlab.analysis._lm_attribution import (
     lm_gradient_x_input,
     lm_logit_directions,
 )
-from attnlab.data import CharVocab
+from attnlab.data import CharTokenizer
 from attnlab.errors import InputError
 from attnlab.models.lm import CausalLM, LMConfig
 
@@ -123,7 +123,7 @@ def test_generation_windows_are_the_ones_the_model_read(prompt: int, generated: 
     from attnlab.training import LanguageModel
 
     model = tiny(seed=4, context=context)
-    vocab = CharVocab(["[UNK]", *"abcdefghij"])
+    vocab = CharTokenizer(("[UNK]", *"abcdefghij"))
     lm = LanguageModel(model, vocab, {}, "tiny")
     text = "abcdefghijabcdefghij"[:prompt]
     out = lm.generate(text, max_tokens=generated, seed=1)

@@ -129,10 +129,16 @@ def test_local_encoder_decoder_folder(tmp_path: Path, minilm: tuple[Any, Any, st
 
 
 def test_a_text_the_model_cannot_read_warns() -> None:
-    """MiniLM maps most Chinese characters to [UNK]: more than 10% unknown tokens is a warning, not silence."""
-    with pytest.warns(UnknownTokensWarning, match=r"5 of the 7 tokens are unknown to all-MiniLM-L6-v2") as seen:
+    """MiniLM maps most Chinese characters to [UNK]: any unknown token is a warning naming them and their share (the
+    one rule of every model kind, attnlab.trained.unknown_warning), a text of nothing else is refused."""
+    said = r"5 of the 7 tokens of '我喜欢这部电影' \(71%\) are unknown to the model 'all-MiniLM-L6-v2' \('喜欢这电影'"
+    with pytest.warns(UnknownTokensWarning, match=said) as seen:
         trace = al.trace_text("我喜欢这部电影")
     assert len(seen) == 1 and trace.tokens.count("[UNK]") == 5
+    with pytest.warns(UnknownTokensWarning, match=r"1 of the 4 tokens .* \(25%\) .*\('☃', read as \[UNK\]\)"):
+        al.trace_text("the cat ☃ sat")
+    with pytest.raises(InputError, match=r"every token of '☃☃ ☃' is unknown to the model 'all-MiniLM-L6-v2'"):
+        al.trace_text("☃☃ ☃")
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnknownTokensWarning)
         al.trace_text("The cat sat on the mat.")  # no unknown token: no warning

@@ -63,9 +63,10 @@ def test_unknown_prompts_and_other_models_are_refused_and_an_unknown_character_w
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "g"
     assert main(["generate", "--model", "zh-lm", "☃♞🜁", "--out", str(out)]) == 2
-    assert "every character of the prompt" in one_error_line(capsys, "generate") and not out.exists()
+    assert "every character of '☃♞🜁' is unknown" in one_error_line(capsys, "generate") and not out.exists()
     assert main(["generate", "--model", "zh-sentiment", "中国", "--out", str(out)]) == 2
     assert "is a classifier" in one_error_line(capsys, "generate") and not out.exists()
     assert main(["generate", "--model", "zh-lm", "中☃", "--max-tokens", "2", "--out", str(out)]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "[UNK]: ☃" in warnings[0], warnings
+    assert len(warnings) == 1 and "1 of the 2 characters of '中☃' (50%)" in warnings[0], warnings
+    assert "('☃', read as [UNK])" in warnings[0]

@@ -38,8 +38,9 @@ def test_the_bundled_names_are_the_documented_ones() -> None:
 
 
 def command(name: str, model: str, out: Path) -> list[str]:
-    """The command line of ``name`` on the model ``model`` with an input that suits the model."""
-    text = "Friday, March 5, 2021" if KIND[model] == "translator" else "abcXYZ+/abcX" if model == "induction-2l" else (
+    """The command line of ``name`` on the model ``model`` with an input that suits the model (a translator's own
+    example: a date is nothing the word-level tutorial-en-zh knows, and is refused)."""
+    text = MODELS[model].example if KIND[model] == "translator" else "abcXYZ+/abcX" if model == "induction-2l" else (
         "这本书写得很好" if KIND[model] in ("classifier", "lm") else "The cat sat.")
     return {"show": ["show", text, "--model", model, "--out", str(out), "--no-viewer"],
             "analyze": ["analyze", text, "--model", model, "--out", str(out)],

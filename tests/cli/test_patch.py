@@ -13,7 +13,7 @@ from helpers.cli import one_error_line
 
 from attnlab import circuits as C
 from attnlab.cli import main
-from attnlab.data import CharVocab
+from attnlab.data import CharTokenizer
 from attnlab.models.lm import CausalLM, LMConfig, save_lm
 
 CHARS = "abcdefgh"
@@ -23,12 +23,12 @@ CHARS = "abcdefgh"
 def toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("toy")
     torch.manual_seed(3)
-    vocab = CharVocab(["[UNK]", *CHARS])
+    vocab = CharTokenizer(("[UNK]", *CHARS))
     model = CausalLM(LMConfig(vocab_size=len(vocab), context=12, d_model=12, n_heads=3, n_layers=2, mlp=False,
                               norm=False))
     with torch.no_grad():
         model.embed.weight.mul_(30)  # away from the 0.02 start, so the runs differ visibly
-    save_lm(folder, model, {"tokenizer": vocab.to_str()})
+    save_lm(folder, model, {"tokenizer": vocab.to_json()})
     return folder
 
 
@@ -100,7 +100,7 @@ BAD = [
     (["--clean", "abcab", "--corrupt", "abcaa", "--what", "path", "--receiver", "5.0"], "head 5.0 does not exist"),
     (["--clean", "abcab", "--corrupt", "abcaa", "--what", "path", "--receiver", "one"], "--receiver takes a head"),
     (["--clean", "abcab", "--corrupt", "abcaa", "--receiver", "1.0"], "--receiver and --sender are for --what path"),
-    (["--clean", "xyz", "--corrupt", "abc"], "every character of the clean text 'xyz' is unknown"),
+    (["--clean", "xyz", "--corrupt", "abc"], "the clean text: every character of 'xyz' is unknown"),
     (["--clean", "", "--corrupt", ""], "the clean text is empty"),
 ]
 

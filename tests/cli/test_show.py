@@ -240,6 +240,13 @@ def test_bad_options_on_a_saved_trace(tmp_path, trace_file, capsys, extra, words
     check_refused(tmp_path, capsys, ["--trace", str(trace_file), "--out", str(tmp_path / "out"), *extra], *words)
 
 
+@pytest.mark.parametrize("model", ["minilm", "zh-sentiment", "dates-zh", "tutorial-en-zh", "zh-lm", "induction-2l"])
+def test_a_text_of_nothing_the_model_knows_is_refused_on_every_kind(tmp_path, capsys, model):
+    """The one unknown-character rule (attnlab.trained.unknown_warning): one line, exit 2, nothing written."""
+    check_refused(tmp_path, capsys, ["☃☃ ☃", "--model", model, "--out", str(tmp_path / "o"), "--no-viewer"],
+                  "of '☃☃ ☃' is unknown to the model", "read as [UNK]")
+
+
 def test_text_and_trace_together_or_neither(tmp_path, trace_file, capsys):
     check_refused(tmp_path, capsys, ["hello", "--trace", str(trace_file), "--out", str(tmp_path / "o")], "not both")
     check_refused(tmp_path, capsys, ["--out", str(tmp_path / "o")], "nothing to show", "TEXT", "--trace")

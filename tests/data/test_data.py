@@ -148,26 +148,27 @@ def test_table_errors(tmp_path: Path) -> None:
 
 def test_char_tokenizer_and_truncation() -> None:
     tok = build_tokenizer("char", ["我喜欢这部电影", "我 不喜欢"], min_frequency=1)
-    assert tok.encode("我喜欢 它").tokens == ["[CLS]", "我", "喜", "欢", "[UNK]"]
-    assert [tok.token_to_id(t) for t in ("[PAD]", "[UNK]", "[CLS]")] == [0, 1, 2]
+    assert tok.tokens("我喜欢 它") == ["[CLS]", "我", "喜", "欢", "[UNK]"]
+    assert [tok.id_of(t) for t in ("[PAD]", "[UNK]", "[CLS]")] == [0, 1, 2]
     enc = encode(tok, ["我喜欢这部电影", "我"], max_length=4)
-    assert enc.ids[0] == [2, *(tok.token_to_id(c) for c in "我喜欢")] and enc.truncated == 1
-    again = tokenizer_from_json(tok.to_str())
-    assert again.encode("电影").ids == tok.encode("电影").ids
+    assert enc.ids[0] == [2, *(tok.id_of(c) for c in "我喜欢")] and enc.truncated == 1
+    again = tokenizer_from_json(tok.to_json())
+    assert again.encode("电影") == tok.encode("电影")
 
 
 def test_char_bigrams_follow_the_characters() -> None:
     tok = build_tokenizer("char_bigram", ["好看好看", "好看"], min_frequency=1)
     ids = encode(tok, ["好看好"], 10).ids[0]
-    names = [tok.id_to_token(i) for i in ids]
+    names = [tok.token_of(i) for i in ids]
     assert names == ["[CLS]", "好", "看", "好", "好|看", "看|好"]
+    assert tok.tokens("好看好") == names and tok.spans("好看好")[4:] == [(0, 2), (1, 3)]
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
 def test_subword_tokenizers_learn_from_the_training_texts(kind: str) -> None:
     texts = ["the movie was wonderful", "a wonderful wonderful film", "the film was dull"] * 5
     tok = build_tokenizer(kind, texts, vocab_size=60, min_frequency=1)
-    tokens = tok.encode("Wonderful films").tokens
+    tokens = tok.tokens("Wonderful films")
     assert tokens[0] == "[CLS]" and "".join(t.lstrip("#") for t in tokens[1:]) == "wonderfulfilms"
     with pytest.raises(InputError, match="unknown tokenizer"):
         build_tokenizer("words", texts)

@@ -119,7 +119,7 @@ def dates_tok() -> tuple[PairTokenizer, Pairs]:
 def test_special_ids_and_target_round_trip(dates_tok) -> None:
     tok, test = dates_tok
     for side in (tok.source, tok.target):
-        assert [side.token_to_id(t) for t in ("[PAD]", "[UNK]", "[BOS]", "[EOS]")] == [0, 1, 2, 3]
+        assert [side.id_of(t) for t in ("[PAD]", "[UNK]", "[BOS]", "[EOS]")] == [0, 1, 2, 3]
     ids = tok.encode_target(list(test.target), 20)
     assert all(x[0] == BOS_ID and x[-1] == EOS_ID and UNK_ID not in x for x in ids)
     assert [tok.decode_target(x) for x in ids] == list(test.target)

@@ -101,6 +101,19 @@ def test_tokens_equal_transformers(pair: tuple[Any, ...], text: str) -> None:
         b["input_ids"][0].tolist())
 
 
+def test_offsets_equal_transformers(pair: tuple[Any, ...]) -> None:
+    """``return_offsets_mapping`` (what the unknown-token warning names the characters by) as transformers' fast
+    tokenizer gives it, padded rows included."""
+    _, ours, _, theirs = pair
+    for text in (*TEXTS, "我喜欢这部电影 ☃", "  the   cat\t☃☃ sat "):
+        a = ours(text, return_offsets_mapping=True)["offset_mapping"]
+        b = theirs(text, return_tensors="pt", return_offsets_mapping=True)["offset_mapping"]
+        assert torch.equal(a, b), (text, a, b)
+    batch = ours(["a cat", "the cat sat on it"], padding=True, return_offsets_mapping=True)
+    assert batch["offset_mapping"].shape == (2, 7, 2) and batch["offset_mapping"][0, 4:].eq(0).all()
+    assert "offset_mapping" not in ours("a cat")
+
+
 def test_pairs_truncation_and_specials_equal_transformers(pair: tuple[Any, ...]) -> None:
     _, ours, _, theirs = pair
     for args in (("Where is the cat?", "The cat is on the mat."), ("a " * 600, "b " * 300), ("a " * 50, "b " * 900)):

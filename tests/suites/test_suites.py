@@ -338,8 +338,9 @@ def test_the_bundled_classifiers_unknown_character_warning_reaches_the_suite() -
     from attnlab import Model
     from attnlab.suites import observer
 
-    unknown, known = observer(Model.load("zh-sentiment"))(["☃☃☃☃☃", "这本书写得很好"])
-    assert "5 of the 5 characters of '☃☃☃☃☃' are unknown" in unknown.warning and unknown.output is not None
+    unknown, some, known = observer(Model.load("zh-sentiment"))(["☃☃☃☃☃", "这本书写得很好☃", "这本书写得很好"])
+    assert "every character of '☃☃☃☃☃' is unknown" in unknown.warning and unknown.output is None  # refused
+    assert "1 of the 8 characters of '这本书写得很好☃' (12%)" in some.warning and some.output is not None
     assert known.warning == ""
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnlab.data import CharVocab
+from attnlab.data import CharTokenizer
 from attnlab.errors import InputError
 from attnlab.models.lm import CausalLM, LMConfig, save_lm
 from attnlab.trained import SAMPLING, LanguageModel, check_sampling, find_loop
@@ -26,11 +26,11 @@ CHARS = "中国人民经济发展北京世界新年讲话希望工作的一个�
 
 def tiny_lm(seed: int = 0, context: int = 16) -> LanguageModel:
     torch.manual_seed(seed)
-    vocab = CharVocab(["[UNK]", *CHARS])
+    vocab = CharTokenizer(("[UNK]", *CHARS))
     model = CausalLM(LMConfig(vocab_size=len(vocab), context=context, d_model=12, n_heads=3, n_layers=2, d_ff=10))
     with torch.no_grad():
         model.embed.weight.normal_(0.0, 1.0)  # a peaked distribution, so that greedy decoding loops
-    return LanguageModel(model.eval(), vocab, {"tokenizer": vocab.to_str()}, "tiny")
+    return LanguageModel(model.eval(), vocab, {"tokenizer": vocab.to_json()}, "tiny")
 
 
 def test_top_p_keeps_the_smallest_set_that_reaches_p() -> None:
@@ -158,7 +158,7 @@ def test_bad_settings_are_refused(kwargs: dict[str, float], message: str) -> Non
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lm = tiny_lm()
     out = tmp_path_factory.mktemp("lm") / "tiny-lm"
-    save_lm(out, lm.model, {"tokenizer": lm.vocab.to_str()})
+    save_lm(out, lm.model, {"tokenizer": lm.vocab.to_json()})
     return out
 
 
@@ -221,7 +221,7 @@ def test_a_models_own_sampling_defaults_come_from_its_folder(tmp_path: Path) -> 
     assert len(sampled.output["continuation"]) == 8
 
     torch.manual_seed(0)
-    save_lm(tmp_path, tiny_lm().model, {"tokenizer": tiny_lm().vocab.to_str()})
+    save_lm(tmp_path, tiny_lm().model, {"tokenizer": tiny_lm().vocab.to_json()})
     assert sampling_defaults(tmp_path) == {**SAMPLING, "greedy": False}  # no file: the library's
     for text, message in [("{", "cannot read"), ('{"beam": 2}', "keys among"), ('["greedy"]', "JSON object"),
                           ('{"top_p": 2}', "top-p must be in"), ('{"greedy": 1}', "greedy")]:

@@ -40,8 +40,8 @@ def cli(*args: str) -> list[str]:
 def test_the_vocabulary_is_the_64_characters_after_unk() -> None:
     vocab = induction_vocab()
     assert len(ALPHABET) == len(set(ALPHABET)) == 64 and len(vocab) == 65
-    assert vocab.chars[0] == "[UNK]" and vocab.decode(range(1, 65)) == ALPHABET
-    assert vocab.encode("09azAZ+/").tolist() == [1, 10, 11, 36, 37, 62, 63, 64]
+    assert vocab.vocabulary[0] == "[UNK]" and vocab.decode(range(1, 65)) == ALPHABET
+    assert vocab.encode("09azAZ+/") == [1, 10, 11, 36, 37, 62, 63, 64]
 
 
 def test_a_batch_is_one_length_repeated_and_lengths_vary() -> None:

@@ -18,7 +18,7 @@ import torch
 
 from attnlab.analysis import CAUSAL_PATTERNS
 from attnlab.cli import main
-from attnlab.data import CharVocab, lm_documents, split_documents
+from attnlab.data import CharTokenizer, lm_documents, lm_tokenizer, split_documents
 from attnlab.errors import InputError
 from attnlab.functional.detectors import detection_patterns, detector_scores, repeated_tokens
 from attnlab.models.lm import CausalLM, LMConfig
@@ -188,9 +188,9 @@ def test_documents_split_by_hash_and_the_vocabulary() -> None:
     assert sum(splits.documents) == 400 and all(splits.documents)
     again = split_documents(list(reversed(docs)))
     assert set(splits.valid.split("\n")) == set(again.valid.split("\n"))
-    vocab = CharVocab.build("aab", min_count=2)
-    assert vocab.chars == ["[UNK]", "a"] and vocab.encode("abz").tolist() == [1, 0, 0]
-    assert CharVocab.from_str(vocab.to_str()).chars == vocab.chars
+    vocab = lm_tokenizer("aab", min_count=2)
+    assert vocab.vocabulary == ("[UNK]", "a") and vocab.encode("abz") == [1, 0, 0]
+    assert CharTokenizer.from_json(vocab.to_json()) == vocab
 
 
 def test_peoples_daily_is_read_without_its_marks() -> None:

@@ -5,6 +5,7 @@ the ones the pooled classifier attends to."""
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
 
 from ..errors import InputError
@@ -64,17 +65,19 @@ def read_texts(given: list[str]) -> list[str]:
 
 
 def _explain(model: Any, text: str) -> list[str]:
-    """The two --explain lines of ``text``: leave-one-out drops, and the pooled attention of the run that made the
-    prediction (one run: the trace is that run's)."""
+    """The three --explain lines of ``text``: leave-one-out drops, ALTI-Logit, and the pooled attention of the run
+    that made the prediction (one run: the trace is that run's)."""
     from ..analysis import pooled_attention
     from ..data import CLS
 
     clf = model.loaded
-    outcome = model.run(text)
+    with warnings.catch_warnings():  # run_many has said this text's warnings already: each is said once
+        warnings.simplefilter("ignore")
+        outcome = model.run(text)
     label = outcome.output["label"]
     _, _, drops = clf.blank_out(text)
     top = sorted(drops, key=lambda d: -d[1])[:TOP]
-    pieces = [text[a:b] for a, b in clf.tokenizer.encode(text).offsets]  # each token's characters ("" for [CLS])
+    pieces = [text[a:b] for a, b in clf.tokenizer.spans(text)]  # each token's characters ("" for [CLS])
     attended = [(pieces[i] if i < len(pieces) and pieces[i] else t, w)  # an [UNK] shown as the character it hides
                 for i, (t, w) in enumerate(pooled_attention(outcome.traced, clf.model.config.pooling))
                 if t != CLS]
@@ -95,7 +98,7 @@ def _alti_line(clf: Any, text: str, label: str, pieces: list[str]) -> str:
     from ..analysis import alti_logit
 
     head = f"  built the {label} logit (ALTI-Logit, signed: + pushed it up): "
-    ids = clf.tokenizer.encode(text).ids
+    ids = clf.tokenizer.encode(text)
     if len(ids) > clf.model.config.max_length:
         return head + f"(the text is {len(ids)} tokens, read in windows; ALTI-Logit reads one window of " \
                       f"{clf.model.config.max_length})"

@@ -47,7 +47,7 @@ def trace_language_model(lm: Any, text: str) -> AttentionTrace:
     ids = lm.encode_prompt(text)
     with torch.no_grad(), capture(lm.model) as trace:
         lm.model(torch.tensor([ids]))
-    return trace.with_tokens([lm.vocab.chars[i] for i in ids])
+    return trace.with_tokens([lm.vocab.vocabulary[i] for i in ids])
 
 
 def trace_for_analysis(text: str, model: str, max_length: int | None = None) -> AttentionTrace:

@@ -37,7 +37,7 @@ def classifier_config(path: Path) -> dict[str, Any]:
 def attach_classifier_tokens(trace: AttentionTrace, tokenizer: Any, ids: list[int]) -> AttentionTrace:
     """A classifier's captured ``trace`` with the tokens of ``ids`` (its input) attached; the attention pooling's
     query (a learned vector, not a token) is named :data:`POOL_TOKEN`."""
-    trace = attach_tokens(trace, [tokenizer.id_to_token(i) or "[UNK]" for i in ids])
+    trace = attach_tokens(trace, [tokenizer.token_of(i) for i in ids])
     for r in trace.records:
         if r.kind == "cross":  # the pooling query attends over the tokens
             r.query_tokens = [POOL_TOKEN]

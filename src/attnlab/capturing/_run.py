@@ -209,7 +209,7 @@ def _run_classifier(m: Model, text: str, *, trace: bool = True, **options: Any) 
     else:
         logits, plan = clf.read(ids)
     output = _classified(clf, logits[0], len(plan.starts))
-    tokens = [clf.tokenizer.id_to_token(i) or "[UNK]" for i in ids]
+    tokens = [clf.tokenizer.token_of(i) for i in ids]
     kept = None
     if trace:
         from ._classifier import attach_classifier_tokens
@@ -245,7 +245,7 @@ def _many_classifier(m: Model, texts: list[str], **options: Any) -> list[Outcome
         doubt = clf.doubt(text)
         n_windows = len(windows(len(row), limit).starts)
         out.append(Outcome(m.name, m.kind, text, _classified(clf, z, n_windows), (doubt,) if doubt else (),
-                           [clf.tokenizer.id_to_token(i) or "[UNK]" for i in row]))
+                           [clf.tokenizer.token_of(i) for i in row]))
     return out
 
 

@@ -157,7 +157,7 @@ def encode_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_p
     if enc_dec:
         model_inputs["decoder_input_ids"] = _decoder_ids(hf_model, tokenizer, text_pair or text, limit)
         target = tokenizer.convert_ids_to_tokens(model_inputs["decoder_input_ids"][0].tolist())
-    _warn_unknown(inputs["input_ids"][0].tolist(), tokenizer, name)
+    _warn_unknown(first, tokenizer, name)
     device = next(iter(hf_model.parameters()), torch.empty(0)).device
     with torch.no_grad(), _eval_mode(hf_model), capture(hf_model) as trace:
         out = hf_model(**{k: v.to(device) for k, v in model_inputs.items()})
@@ -212,27 +212,38 @@ def _eval_mode(model: nn.Module) -> Iterator[None]:
         model.train(was_training)
 
 
-UNKNOWN_SHARE = 0.10  # above this share of unknown tokens the attention says more about [UNK] than about the text
+def _warn_unknown(texts: tuple[str | None, ...], tokenizer: Any, name: str) -> None:
+    """Warn when the model's vocabulary lacks some of the text's tokens (MiniLM maps most Chinese characters to
+    [UNK]), and refuse a text of nothing but unknown tokens: the one rule of every model kind
+    (:func:`attnlab.trained.unknown_warning`)."""
+    from ..trained import unknown_warning
 
-
-def _warn_unknown(ids: list[int], tokenizer: Any, name: str) -> None:
-    """Warn when the model's vocabulary does not cover the text (MiniLM maps most Chinese characters to [UNK])."""
     unk = tokenizer.unk_token_id
     special = set(tokenizer.all_special_ids) - {unk}
-    real = [i for i in ids if i not in special]
-    n_unknown = sum(i == unk for i in real) if unk is not None else 0
-    if real and n_unknown / len(real) > UNKNOWN_SHARE:
-        warnings.warn(
-            f"{n_unknown} of the {len(real)} tokens are unknown to {name} (shown as {tokenizer.unk_token}), so its "
-            f"attention here says little about the text; use a model whose vocabulary covers this script "
-            f"(model=<a local Hugging Face folder>, e.g. a Chinese BERT for Chinese)",
-            UnknownTokensWarning,
-            stacklevel=3,
-        )
+    pieces: list[str] = []
+    flags: list[bool] = []
+    for text in (t for t in texts if t):
+        try:
+            enc = tokenizer(text, return_tensors="pt", return_offsets_mapping=True)
+            spans = [tuple(o) for o in enc["offset_mapping"][0].tolist()]
+        except (NotImplementedError, TypeError, KeyError):  # a slow transformers tokenizer: no offsets
+            enc = tokenizer(text, return_tensors="pt")
+            spans = []
+        ids = enc["input_ids"][0].tolist()
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        for k, i in enumerate(ids):
+            if i not in special:
+                pieces.append(text[spans[k][0]:spans[k][1]] if spans else tokens[k])
+                flags.append(unk is not None and i == unk)
+    said = unknown_warning(pieces, flags, text=" / ".join(t for t in texts if t), model=name, unit="token")
+    if said:
+        hint = (" (a model whose vocabulary covers this script reads it: model=<a local Hugging Face folder>, e.g. a "
+                "Chinese BERT for Chinese)")
+        warnings.warn(said + hint, UnknownTokensWarning, stacklevel=3)
 
 
 class UnknownTokensWarning(UserWarning):
-    """More than :data:`UNKNOWN_SHARE` of a text's tokens are unknown to the model."""
+    """Some of a text's tokens are unknown to the model (:func:`attnlab.trained.unknown_warning`)."""
 
 
 def _decoder_ids(hf_model: Any, tokenizer: Any, target: str, limit: int) -> torch.Tensor:

@@ -7,6 +7,7 @@ label names).  Other kinds are refused by the resolver with the command that rea
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,7 +33,7 @@ class TextModel:
     name: str
     kind: str  # "lm" or "classifier"
     model: nn.Module
-    encoder: Any  # the lm's CharVocab or the classifier's tokenizer
+    encoder: Any  # the model's tokenizer (attnlab.data.CharTokenizer for an lm)
     outputs: tuple[str, ...]  # the lm's characters by id, or the classifier's labels
     temperature: float = 1.0  # a classifier's calibration: its probabilities are softmax(logits / T), as told
 
@@ -40,16 +41,20 @@ class TextModel:
         """``(ids (1, T), tokens)`` of ``text``; an empty text or one of only unknown characters is refused."""
         if not text:
             raise InputError(f"the {what} text is empty; give a text")
+        from ..trained import unknown_warning
+
+        units = self.encoder.units(text)  # the one rule: warn on any unknown character, refuse when all are
+        try:
+            said = unknown_warning([p for p, _ in units], [u for _, u in units], text=text, model=self.name)
+        except InputError as exc:
+            raise InputError(f"the {what} text: {exc}") from None
+        if said:
+            warnings.warn(f"the {what} text: {said}", UserWarning, stacklevel=3)
         if self.kind == "lm":
-            unknown = self.encoder.unknown(text)
-            if len(unknown) == len(set(text)):
-                raise InputError(f"every character of the {what} text {text[:40]!r} is unknown to {self.name}; give "
-                                 f"a text in the language it was trained on")
             ids = [int(i) for i in self.encoder.encode(text)]
             tokens = list(text)
         else:
-            enc = self.encoder.encode(text)
-            ids, tokens = list(enc.ids), list(enc.tokens)
+            ids, tokens = self.encoder.encode(text), self.encoder.tokens(text)
             config: Any = self.model.config
             limit = int(config.max_length)
             ids, tokens = ids[:limit], tokens[:limit]
@@ -70,7 +75,7 @@ def text_model(loaded: Any, name: str) -> TextModel:
     from ..trained import Classifier, LanguageModel
 
     if isinstance(loaded, LanguageModel):
-        return TextModel(name, "lm", loaded.model, loaded.vocab, tuple(loaded.vocab.chars))
+        return TextModel(name, "lm", loaded.model, loaded.vocab, tuple(loaded.vocab.vocabulary))
     if isinstance(loaded, Classifier):
         return TextModel(name, "classifier", loaded.model, loaded.tokenizer, tuple(loaded.labels),
                          loaded.temperature)

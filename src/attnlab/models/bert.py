@@ -258,12 +258,14 @@ class BertTokenizer:
 
     def __call__(self, text: str | list[str], text_pair: str | None = None, *, return_tensors: str = "pt",
                  truncation: bool = False, max_length: int | None = None, padding: bool = False,
-                 verbose: bool = True) -> dict[str, Tensor]:
+                 verbose: bool = True, return_offsets_mapping: bool = False) -> dict[str, Tensor]:
         """``input_ids``, ``token_type_ids`` and ``attention_mask``, each ``(1, L)``, special tokens added;
         ``truncation=True`` cuts the longest of the texts until the whole fits ``max_length``.  A list of ``B``
         texts gives ``(B, L)`` tensors; with ``padding=True`` (which a list of texts of different lengths needs)
         each is padded on the right to the batch's longest with the pad token, ``attention_mask`` 0 there, as
-        transformers' ``padding=True`` does."""
+        transformers' ``padding=True`` does.  ``return_offsets_mapping=True`` adds ``offset_mapping`` ``(B, L, 2)``,
+        each token's character range in its text (``(0, 0)`` for a special token), as transformers' fast tokenizers
+        do."""
         if return_tensors != "pt":
             raise ValueError(f"BertTokenizer returns PyTorch tensors (return_tensors='pt'), got {return_tensors!r}")
         tok = self._truncating(max_length or self.model_max_length) if truncation else self._tok
@@ -286,7 +288,11 @@ class BertTokenizer:
             for name, ids in (("input_ids", e.ids), ("token_type_ids", e.type_ids),
                               ("attention_mask", e.attention_mask)):
                 rows[name].append(list(ids) + [fill[name]] * (width - len(ids)))  # right padding
-        return {name: torch.tensor(r, dtype=torch.long) for name, r in rows.items()}  # (B, L) each
+        out = {name: torch.tensor(r, dtype=torch.long) for name, r in rows.items()}  # (B, L) each
+        if return_offsets_mapping:
+            out["offset_mapping"] = torch.tensor([[list(o) for o in e.offsets] + [[0, 0]] * (width - len(e.ids))
+                                                  for e in encs], dtype=torch.long).reshape(len(encs), width, 2)
+        return out
 
     def _truncating(self, limit: int) -> Any:
         """A copy of the tokenizer that truncates to ``limit`` tokens, made once per limit: the shared one is never

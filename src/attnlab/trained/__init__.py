@@ -5,14 +5,15 @@ surface: :class:`attnlab.Model`) and ``training`` (which fits their calibration 
 - :class:`Classifier` (:func:`load_trained`): calibrated probabilities, every character of a long text read in
   overlapping windows pooled as the model pools, leave-one-out importance, doubts about a text;
 - :class:`Translator` (:func:`load_translator`): greedy or beam translation with its alignment, confidence and doubts;
-- :class:`LanguageModel` (:func:`load_language_model`): seeded sampling with a key/value cache.
+- :class:`LanguageModel` (:func:`load_language_model`): seeded sampling with a key/value cache;
+- :func:`unknown_warning`: the one rule, for every kind, for text a model cannot read (warn when any character or
+  token is unknown, refuse when every one is).
 """
 
 from ._classifier import (
     CALIBRATION_FILE,
     ECE_BINS,
     RELIABILITY_FILE,
-    UNKNOWN_WARN_SHARE,
     Classifier,
     Windows,
     confidence_of,
@@ -37,6 +38,7 @@ from ._lm import (
     sampling_defaults,
 )
 from ._translator import CONFIDENCE_KEY, Translation, Translator, load_translator, translator_folder
+from ._unknown import SHOWN_UNKNOWN, unknown_warning
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -46,7 +48,7 @@ __all__ = [
     "SAMPLING",
     "SAMPLING_FILE",
     "SHOWN_SAMPLING",
-    "UNKNOWN_WARN_SHARE",
+    "SHOWN_UNKNOWN",
     "Classifier",
     "Generated",
     "LanguageModel",
@@ -67,5 +69,6 @@ __all__ = [
     "sampling_defaults",
     "sha256",
     "translator_folder",
+    "unknown_warning",
     "windows",
 ]

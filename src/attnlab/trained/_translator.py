@@ -26,6 +26,7 @@ from torch import nn
 from .._bundled import locate
 from ..data import collate
 from ..errors import InputError, ModelLoadError, TooLongError
+from ._unknown import unknown_warning
 
 __all__ = ["CONFIDENCE_KEY", "Translation", "Translator", "load_translator", "translator_folder"]
 
@@ -66,11 +67,14 @@ class Translator:
         return dict(json.loads(self.meta.get("run", "{}")))
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Source ids (EOS appended); an empty text is an InputError, a too long one a TooLongError naming both
-        lengths, and characters the model never saw are mapped to [UNK] (:meth:`doubts` says so)."""
+        """Source ids (EOS appended); an empty text, or one of only characters the model never saw
+        (:func:`attnlab.trained.unknown_warning`), is an InputError, a too long one a TooLongError naming both
+        lengths, and characters the model never saw among known ones are mapped to [UNK] (:meth:`doubts` says
+        so)."""
         for text in texts:
             if not isinstance(text, str) or not text.strip():
                 raise InputError(f"the text to translate is empty (got {text!r}); give some text")
+            self.unknown(text)  # refuses a text of nothing it knows
             n = len(self.tokenizer.source_tokens(text))  # [EOS] included
             if n > self.max_length:
                 raise TooLongError(f"the input is {n} tokens long (with [EOS]) but the model {self.name!r} takes at "
@@ -104,6 +108,13 @@ class Translator:
                 warnings.warn("; ".join(doubts), UserWarning, stacklevel=2)
         return out
 
+    def unknown(self, text: str) -> str | None:
+        """The warning :func:`attnlab.trained.unknown_warning` gives ``text`` (characters or tokens of the source
+        the model never saw), or None; a text of nothing it knows is an InputError."""
+        units = self.tokenizer.source_units(text)
+        unit = "character" if self.tokenizer.source_kind == "char" else "token"
+        return unknown_warning([p for p, _ in units], [u for _, u in units], text=text, model=self.name, unit=unit)
+
     def doubts(self, text: str, output: str, confidence: float) -> tuple[str, ...]:
         """Why not to believe ``output`` as the translation of ``text`` (one line each, the most informative first;
         empty when none).  For a dates model: the input names no real date (a day its month lacks, a wrong weekday:
@@ -117,11 +128,9 @@ class Translator:
         given = input_problem(text) if self.is_dates else None
         if given is not None:
             out.append(f"{given}; the model wrote {output!r}")
-        unknown = list(dict.fromkeys(self.tokenizer.unknown_source(text)))
+        unknown = self.unknown(text)
         if unknown:
-            shown = "".join(unknown[:20]) if all(len(u) == 1 for u in unknown) else " ".join(unknown[:20])
-            out.append(f"{len(unknown)} character(s) or token(s) of {text!r} the model {self.name!r} never saw in "
-                       f"training ({shown!r}) are read as [UNK]; the translation may be wrong")
+            out.append(unknown)
         if self.is_dates and (reason := parts_problem(text)) is not None:
             out.append(f"{reason} ({output!r})")
         if self.is_dates and (reason := ambiguity(text)) is not None:

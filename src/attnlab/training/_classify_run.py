@@ -111,7 +111,7 @@ class ClassifyTask:
     def __init__(self, splits: Splits, tokenizer: Any, model: AttentionClassifier, config: ClassifyTrainConfig,
                  run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
         self.splits, self.model, self.config, self.run, self.w, self.log = splits, model, config, run, w, log
-        self.tokenizer_json = tokenizer.to_str()
+        self.tokenizer_json = tokenizer.to_json()
         self.header = {"labels": json.dumps(list(splits.label_names))}
         limit = model.config.max_length
         encoded = {name: encode(tokenizer, getattr(splits, name).texts, limit) for name in ("train", "valid", "test")}
@@ -315,10 +315,10 @@ def train_classifier(
         tokenizer = (tokenizer_from_json(read_checkpoint_meta(checkpoint)["tokenizer"]) if checkpoint is not None
                      else build_tokenizer(config.tokenizer, splits.train.texts, vocab_size=config.vocab_size,
                                           min_frequency=config.min_frequency))
-        _same_everywhere(w, tokenizer.to_str())
+        _same_everywhere(w, tokenizer.to_json())
         seed_everything(config.seed)
         net = AttentionClassifier(ClassifierConfig(
-            vocab_size=tokenizer.get_vocab_size(), n_classes=len(splits.label_names), max_length=max_length,
+            vocab_size=tokenizer.vocab_size, n_classes=len(splits.label_names), max_length=max_length,
             **options)).to(w.device)
         say = opened.open_log()
         say(splits.summary())

@@ -33,7 +33,7 @@ from torch import nn
 
 from .. import _validate as check
 from .._io import atomic_write_text
-from ..data import CharVocab
+from ..data import CharTokenizer
 from ..errors import ConfigError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..models.lm import CausalLM, LMConfig, load_lm, save_lm
@@ -59,9 +59,9 @@ INDUCTION_SAMPLING: dict[str, Any] = {"greedy": True, "repetition_penalty": 1.0,
 SEQ_SPACE = 1 << 31  # per-sequence seeds are drawn below this; an item is seed * 64 + L
 
 
-def induction_vocab() -> CharVocab:
+def induction_vocab() -> CharTokenizer:
     """``[UNK]`` then ``0-9 a-z A-Z + /``: the house character vocabulary over the toy's 64 tokens."""
-    return CharVocab(["[UNK]", *ALPHABET])
+    return CharTokenizer(("[UNK]", *ALPHABET))
 
 
 def repeated_half(length: int) -> slice:
@@ -111,11 +111,11 @@ class InductionTask:
     judged = Judged(metric="repeated-half loss", shown_sign=-1.0, key="valid_neg_repeat_loss", unit="sequences",
                     per_token=True)
 
-    def __init__(self, model: CausalLM, vocab: CharVocab, config: InductionTrainConfig, run: dict[str, Any], out: Path,
-                 w: World) -> None:
+    def __init__(self, model: CausalLM, vocab: CharTokenizer, config: InductionTrainConfig, run: dict[str, Any],
+                 out: Path, w: World) -> None:
         self.model, self.vocab, self.config, self.run, self.out, self.w = model, vocab, config, run, out, w
         self.n_train = config.max_steps * config.batch_size
-        self.tokenizer_json = vocab.to_str()
+        self.tokenizer_json = vocab.to_json()
         self.header: dict[str, str] = {}
         c = config
         lengths = range(c.min_length, c.max_length + 1)

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data import LM_CORPORA, CharVocab, TextSplits, lm_documents, split_documents
+from ..data import LM_CORPORA, CharTokenizer, TextSplits, lm_documents, lm_tokenizer, split_documents
 from ..errors import ConfigError, InputError
 from ..functional.detectors import detector_scores, repeated_tokens
 from ..layers import MultiHeadAttention
@@ -134,14 +134,14 @@ class LMTask:
 
     judged = Judged(metric="bits/char", shown_sign=-1.0, key="valid_neg_bits_per_char", unit="windows", per_token=True)
 
-    def __init__(self, splits: TextSplits, ids: dict[str, np.ndarray], vocab: CharVocab, model: CausalLM,
+    def __init__(self, splits: TextSplits, ids: dict[str, np.ndarray], vocab: CharTokenizer, model: CausalLM,
                  config: LMTrainConfig, run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
         self.splits, self.vocab, self.model, self.config, self.run, self.w, self.log = \
             splits, vocab, model, config, run, w, log
         self.context = model.config.context
         self.ids = {name: torch.from_numpy(split) for name, split in ids.items()}  # the splits, encoded once
         self.n_train = len(self.ids["train"]) - self.context  # window starts
-        self.tokenizer_json = vocab.to_str()
+        self.tokenizer_json = vocab.to_json()
         self.header: dict[str, str] = {}
         self.positions: list[float] = []  # the mean valid loss at each position of a window, from the last validation
         self.ngram: KneserNey | None = None  # the chosen n-gram, kept for the mixture (ngram_mix)
@@ -370,8 +370,8 @@ def train_lm(
             if not documents:
                 raise InputError(f"the {name} split of {data} is empty (the hash of each document decides its split, "
                                  f"5% valid, 5% test); give a longer text with more paragraphs")
-        vocab = (CharVocab.from_str((checkpoint / "tokenizer.json").read_text(encoding="utf-8"))
-                 if checkpoint is not None else CharVocab.build(splits.train, config.min_frequency))
+        vocab = (CharTokenizer.from_json((checkpoint / "tokenizer.json").read_text(encoding="utf-8"))
+                 if checkpoint is not None else lm_tokenizer(splits.train, config.min_frequency))
         lm_config = LMConfig(vocab_size=len(vocab), **options)
         if len(splits.train) <= lm_config.context + 1:
             raise InputError(f"the training split has {len(splits.train)} characters, no more than one context "
@@ -379,7 +379,8 @@ def train_lm(
         say = opened.open_log()
         say(splits.summary())
         ngram_started = time.process_time()
-        ids = {name: vocab.encode(getattr(splits, name)) for name in ("train", "valid", "test")}
+        ids = {name: np.asarray(vocab.encode(getattr(splits, name)), dtype=np.int64)  # (characters,)
+               for name in ("train", "valid", "test")}
         ngrams = fit_ngrams(ids["train"], ids["valid"], config.ngram_order, len(vocab))
         chosen = min(ngrams, key=lambda k: ngrams[k][1])
         test_bpc = bits_per_token(ngrams[chosen][0].log2_probs(ids["test"])[1:])

@@ -48,15 +48,25 @@ def choose_threshold(valid: Sequence[float], negatives: Sequence[float], *, max_
 
 def _translate_all(translator: Translator, texts: Sequence[str], size: int = 256) -> list[Translation | None]:
     """Greedy translations of ``texts`` in batches, without warnings (unknown characters are expected here);
-    None for a text the translator refuses (too long), which the command refuses too."""
+    None for a text the translator refuses (too long, or nothing it knows: ``unknown_warning``), which the command
+    refuses too."""
     limit = translator.max_length
-    kept = [t for t in texts if len(translator.tokenizer.source_tokens(t)) <= limit]
+    kept = [t for t in texts if len(translator.tokenizer.source_tokens(t)) <= limit and _readable(translator, t)]
     done: dict[str, Translation] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for start in range(0, len(kept), size):
             done.update((t.source, t) for t in translator.translate(kept[start:start + size], warn=False))
     return [done.get(t) for t in texts]
+
+
+def _readable(translator: Translator, text: str) -> bool:
+    """Whether ``translator`` reads ``text`` (it refuses a text of nothing it knows)."""
+    try:
+        translator.unknown(text)
+    except InputError:
+        return False
+    return True
 
 
 def _confidence(t: Translation | None) -> float:
