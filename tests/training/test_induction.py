@@ -85,13 +85,18 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_a_tiny_run_writes_the_scores_the_change_and_the_figure(tiny_run: Path) -> None:
-    for name in ("model.safetensors", "config.json", "tokenizer.json", "run.json", "final.json", "metrics.jsonl",
-                 "curves.png", "phase.png", "train.log"):
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "sampling.json", "run.json", "final.json",
+                 "metrics.jsonl", "curves.png", "phase.png", "train.log"):
         assert (tiny_run / name).is_file(), name
     model, meta = load_lm(tiny_run)
     assert (model.config.n_layers, model.config.n_heads, model.config.d_model, model.config.vocab_size,
             model.config.context, model.config.mlp, model.config.norm) == (2, 4, 64, 65, 64, False, False)
-    assert json.loads(meta["tokenizer"])["chars"][1:] == list(ALPHABET)
+    from attnlab.data import CharTokenizer
+    from attnlab.trained import SAMPLING, load_language_model
+
+    assert CharTokenizer.from_json(meta["tokenizer"]).vocabulary[1:] == tuple(ALPHABET)
+    assert load_language_model(tiny_run).defaults == {**SAMPLING, "greedy": True, "repetition_penalty": 1.0,
+                                                      "no_repeat_ngram": 0}  # it copies by default
     valid = [json.loads(line) for line in (tiny_run / "metrics.jsonl").read_text().splitlines()
              if '"valid"' in line]
     assert [r["step"] for r in valid] == [3, 6]
