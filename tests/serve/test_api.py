@@ -250,7 +250,7 @@ BAD = [
     ({"model": "minilm", "text": "a", "bogus": 1}, 422, "unknown field(s) 'bogus'"),
     ({"model": "dates-zh", "text": "1" * 200}, 413, "at most"),
     ({"model": "zh-lm", "text": ""}, 422, '"text" is empty'),
-    ({"model": "zh-lm", "text": "中" * 45}, 413, "zh-lm continues at most 44 (its context of 64 less the 20"),
+    ({"model": "zh-lm", "text": "中" * 109}, 413, "zh-lm continues at most 108 (its context of 128 less the 20"),
     ({"model": "zh-lm", "text": "hello"}, 422, "every character of 'hello' is unknown to the model 'zh-lm'"),
     ({"model": "zh-sentiment", "text": "☃☃"}, 422, "every character of '☃☃' is unknown to the model 'zh-sentiment'"),
     ({"model": "dates-zh", "text": "☃ ☃"}, 422, "every character of '☃ ☃' is unknown to the model 'dates-zh'"),
