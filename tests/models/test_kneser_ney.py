@@ -54,12 +54,20 @@ def test_matches_the_formulas_and_sums_to_one(order: int) -> None:
     got = 2.0 ** model.log2_probs(test)
     want = [prob(int(test[t]), tuple(test[:t].tolist())) for t in range(len(test))]
     assert np.max(np.abs(got - want)) < 1e-12, np.max(np.abs(got - want))
-    for history in ([], [3], [int(x) for x in train[:6]], [6, 6, 6, 6], [int(x) for x in test[:4]]):
+    for history in ([], [3], [2, 5], [4, 1, 3], [int(x) for x in train[:6]], [6, 6, 6, 6], [int(x) for x in test[:4]]):
         dist = model.distribution(history)
         assert dist.shape == (V,) and (dist > 0).all()
         assert abs(dist.sum() - 1.0) < 1e-12, dist.sum()
         want_row = [prob(w, tuple(history)) for w in range(V)]
         assert np.max(np.abs(dist - want_row)) < 1e-12
+    # the batched teacher distributions (ngram_teach): every position of every row, each row its own history
+    windows = np.stack([test[:9], test[9:18], train[:9]])  # (3, 9)
+    batched = model.distributions(windows)  # (3, 9, V) float32
+    assert batched.shape == (3, 9, V) and batched.dtype == np.float32
+    for b, row in enumerate(windows):
+        for t in range(9):
+            want_row = [prob(w, tuple(int(x) for x in row[: t + 1])) for w in range(V)]
+            assert np.max(np.abs(batched[b, t] - want_row)) < 1e-6, (b, t)
 
 
 def test_a_known_small_example() -> None:

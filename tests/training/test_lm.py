@@ -336,3 +336,38 @@ def test_sequence_parallel_is_refused_in_one_process_and_with_other_kernels(
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1, err
         assert not out.exists()
+
+
+def test_distillation_from_the_ngram_mixes_the_two_cross_entropies() -> None:
+    """``ngram_teach=a``: the step's objective is (1 - a) x the cross-entropy against each next character plus a x
+    the cross-entropy against the chosen Kneser-Ney model's distribution after each position (computed here from
+    ``KneserNey.distribution``, one history at a time); the loss the run reports stays the plain one."""
+    from attnlab.errors import ConfigError
+    from attnlab.models.kneser_ney import KneserNey
+    from attnlab.training._distributed import world
+    from attnlab.training._lm_run import LMTask
+
+    rng = np.random.default_rng(0)
+    stream = rng.integers(1, 9, 400).astype(np.int64)
+    vocab = CharTokenizer(("[UNK]", *"abcdefgh"))
+    torch.manual_seed(0)
+    net = CausalLM(LMConfig(vocab_size=9, context=8, d_model=12, n_heads=3, n_layers=1, d_ff=10))
+    ngram = KneserNey.fit(stream, 3, 9)
+    for a in (0.0, 0.3, 1.0):
+        task = LMTask(None, {"train": stream}, vocab, net, LMTrainConfig(ngram_teach=a, batch_size=4), {},  # type: ignore[arg-type]
+                      world("cpu"), print)
+        task.teacher = ngram
+        items = [3, 50, 120, 300]
+        got = task.loss(net, items)
+        x, y = task.windows("train", items, 8)
+        logp = torch.log_softmax(net(x).float(), -1)  # (B, L, V)
+        hard = -logp.gather(-1, y[..., None]).mean()
+        target = torch.tensor(np.stack([[ngram.distribution(stream[s: s + t + 1]) for t in range(8)] for s in items]),
+                              dtype=torch.float32)  # (B, L, V)
+        soft = -(target * logp).sum(-1).mean()
+        assert float(got.objective) == pytest.approx(float((1 - a) * hard + a * soft), rel=1e-5), a
+        assert got.loss == pytest.approx(float(hard) * y.numel(), rel=1e-5)
+    with pytest.raises(ConfigError, match=r"ngram_teach must be a share of the loss in \[0, 1\], got 1.5"):
+        LMTrainConfig(ngram_teach=1.5)
+    with pytest.raises(ConfigError, match="sequence-parallel"):
+        LMTrainConfig(ngram_teach=0.5, sequence_parallel=True)

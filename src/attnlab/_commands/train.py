@@ -405,6 +405,8 @@ LM_TRAIN_OPTIONS = run_options(  # defaults: LMTrainConfig's
     probe_batch=(int, "how many such sequences"),
     copy_share=(float, "share of training windows with a span of their own text repeated later, 0 = none; the probe "
                 "then also scores induction on repeated valid text"),
+    ngram_teach=(float, "distil from the n-gram: this share of the loss is the cross-entropy against the chosen "
+                 "Kneser-Ney model's next-character distribution, 0 = off"),
 )
 LM_FLAGS = {  # --flag -> help; sets the LMTrainConfig field to True
     "fused": "fused AdamW",

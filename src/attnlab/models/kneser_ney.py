@@ -51,6 +51,7 @@ class KneserNey:
 
     def __init__(self, order: int, vocab_size: int, orders: list[_Order]) -> None:
         self.order, self.vocab_size, self._orders = order, vocab_size, orders
+        self._dense_rows: list[np.ndarray] | None = None  # orders 1-2 as dense rows, made by distributions()
 
     @classmethod
     def fit(cls, ids: np.ndarray, order: int, vocab_size: int) -> KneserNey:
@@ -81,13 +82,73 @@ class KneserNey:
 
     def distribution(self, history: list[int] | np.ndarray) -> np.ndarray:
         """``(V,)`` ``P(w | history)`` for every token ``w`` (the last ``order - 1`` ids of ``history`` count)."""
-        history = np.asarray(history, dtype=np.int64)[len(history) - (self.order - 1):] if self.order > 1 else \
-            np.zeros(0, dtype=np.int64)
+        history = np.asarray(history, dtype=np.int64)[max(0, len(history) - (self.order - 1)):] if self.order > 1 \
+            else np.zeros(0, dtype=np.int64)  # (a history shorter than order - 1 is used whole)
         V = self.vocab_size
         streams = np.concatenate([np.broadcast_to(history, (V, len(history))), np.arange(V)[:, None]], axis=1)
         flat = streams.reshape(-1)  # V rows of history + w, each scored at its last position
         first = np.arange(V) * (len(history) + 1)
         return self._probs(flat, first + len(history), first)
+
+    def distributions(self, windows: np.ndarray) -> np.ndarray:
+        """``(B, L, V)`` float32: ``P(. | windows[b, :t + 1])`` after every position ``t`` of each row of ``windows``
+        ``(B, L)`` (each row's own history only; the first positions use the history they have): the
+        teacher's next-character distributions for a batch of training windows, built order by order as
+        :meth:`_probs` builds one probability, with every seen continuation of a context added at once."""
+        w = np.asarray(windows, dtype=np.int64)
+        if w.ndim != 2:
+            raise InputError(f"windows must be (batch, length) ids, got shape {w.shape}")
+        V, (B, L) = self.vocab_size, w.shape
+        dense = self._dense()
+        ids, at = w.reshape(-1), np.arange(B * L)
+        first = np.repeat(np.arange(B) * L, L)  # each row's own first position
+        p = np.full((B * L, V), 1.0 / V, dtype=np.float32)  # P_0
+        key = np.zeros(B * L, dtype=np.int64)  # the context of order k, one more token to the left each order
+        for k, stats in enumerate(self._orders, 1):
+            if k > 1:
+                start = at - (k - 2)
+                has = start >= first
+                key = key + np.where(has, ids[np.maximum(start, 0)], 0) * V ** (k - 2)
+            else:
+                has = np.ones(B * L, dtype=bool)
+            c_idx = np.minimum(np.searchsorted(stats.contexts, key), len(stats.contexts) - 1)
+            seen = has & (stats.contexts[c_idx] == key)
+            rows = np.flatnonzero(seen)
+            if not len(rows):
+                continue
+            total = stats.totals[c_idx[rows]].astype(np.float64)
+            scale = (stats.backoff[c_idx[rows]] / total).astype(np.float32)[:, None]
+            if k <= len(dense):  # the low orders, whose contexts have many continuations: their rows made dense once
+                p[rows] = p[rows] * scale + dense[k - 1][c_idx[rows]]
+                continue
+            p[rows] *= scale
+            lo = np.searchsorted(stats.keys, key[rows] * V)
+            hi = np.searchsorted(stats.keys, (key[rows] + 1) * V)
+            n = hi - lo  # (R,) the continuations seen after each context
+            row = np.repeat(np.arange(len(rows)), n)
+            g = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)  # their k-gram indices
+            count = stats.counts[g].astype(np.float64)
+            d = np.asarray(stats.discounts)[np.minimum(count, 3).astype(np.int64) - 1]
+            p[rows[row], stats.keys[g] % V] += (np.maximum(count - d, 0.0) / total[row]).astype(np.float32)
+        return p.reshape(B, L, V)
+
+    def _dense(self) -> list[np.ndarray]:
+        """Orders 1 and 2 (when the vocabulary allows) as dense rows, one per context: ``max(c - D, 0) / c(h .)`` at
+        every token (``(contexts, V)`` float32, made once; the memory-bound part of :meth:`distributions`)."""
+        if self._dense_rows is None:
+            rows = []
+            V = self.vocab_size
+            for stats in self._orders[:2]:
+                if len(stats.contexts) * V > 64_000_000:  # 256 MB of float32: leave it sparse
+                    break
+                table = np.zeros((len(stats.contexts), V), dtype=np.float32)
+                c_idx = np.searchsorted(stats.contexts, stats.keys // V)
+                d = np.asarray(stats.discounts)[np.minimum(stats.counts, 3) - 1]
+                table[c_idx, stats.keys % V] = (np.maximum(stats.counts - d, 0.0) / stats.totals[c_idx]
+                                                ).astype(np.float32)
+                rows.append(table)
+            self._dense_rows = rows
+        return self._dense_rows
 
     def _probs(self, ids: np.ndarray, at: np.ndarray, first: np.ndarray) -> np.ndarray:
         """``P(ids[t] | ids[first .. t - 1])`` for each position ``t`` of ``at`` (the last ``order - 1`` ids of

@@ -161,10 +161,20 @@ class LMTrainConfig(RunConfig):
     sequence_parallel: bool = False  # under torchrun: each rank holds 1/world of every window (ring attention)
     copy_share: float = 0.0  # share of training windows with a span of their own text repeated later (copy_spans)
     ngram_mix: bool = False  # at the end: the model mixed per character with the chosen n-gram, lambda fit on valid
+    # distillation from the n-gram: this share of the loss is the cross-entropy against the chosen Kneser-Ney
+    # model's next-character distribution at each position (the rest against the character itself); 0 = off
+    ngram_teach: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check.boolean("sequence_parallel", self.sequence_parallel, "True = shard every window over the ranks")
+        teach = self.ngram_teach
+        if isinstance(teach, bool) or not isinstance(teach, (int, float)) or not 0 <= teach <= 1:
+            raise ConfigError(f"ngram_teach must be a share of the loss in [0, 1], got {check.got(teach)}; e.g. 0.5, "
+                              f"or 0 for off")
+        if self.ngram_teach > 0 and self.sequence_parallel:
+            raise ConfigError("ngram_teach (distillation from the n-gram) is not written for sequence-parallel "
+                              "training; use one or the other")
         check.positive_int("ngram_order", self.ngram_order)
         check.non_negative_int("probe_length", self.probe_length)
         check.positive_int("probe_batch", self.probe_batch)

@@ -145,6 +145,7 @@ class LMTask:
         self.header: dict[str, str] = {}
         self.positions: list[float] = []  # the mean valid loss at each position of a window, from the last validation
         self.ngram: KneserNey | None = None  # the chosen n-gram, kept for the mixture (ngram_mix)
+        self.teacher: KneserNey | None = None  # the chosen n-gram, kept for distillation (ngram_teach)
 
     def batch(self, epoch: int, index: int) -> list[int]:
         c = self.config
@@ -166,7 +167,13 @@ class LMTask:
         logits = net(x)  # (B, L, V)
         loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
         correct = float(top1_hits(logits, y))
-        return StepLoss(loss, float(loss.detach()) * y.numel(), correct, float(y.numel()))
+        objective = loss
+        if self.config.ngram_teach > 0:  # distillation: the n-gram's distribution after each position, as a target
+            assert self.teacher is not None
+            target = torch.from_numpy(self.teacher.distributions(x.cpu().numpy())).to(logits.device)  # (B, L, V)
+            taught = -(target * torch.log_softmax(logits.float(), -1)).sum(-1).mean()
+            objective = (1 - self.config.ngram_teach) * loss + self.config.ngram_teach * taught
+        return StepLoss(objective, float(loss.detach()) * y.numel(), correct, float(y.numel()))
 
     def copied(self, x: torch.Tensor, y: torch.Tensor, items: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """The windows ``x``, ``y`` ``(B, L)`` with spans copied (:func:`copy_spans`), drawn from a generator seeded
@@ -391,11 +398,12 @@ def train_lm(
         say(f"Kneser-Ney baselines, valid bits/char: {orders}; chosen order {chosen}, test {test_bpc:.4f} "
             f"({run['ngram']['cpu_s']:.1f} CPU s)")
         kept = ngrams[chosen][0] if config.ngram_mix else None
+        teacher = ngrams[chosen][0] if config.ngram_teach > 0 else None
         ngrams.clear()  # the other orders' counts are no longer needed
         seed_everything(config.seed)
         net = CausalLM(lm_config).to(w.device)
         task = LMTask(splits, ids, vocab, net, config, run, w, say)
-        task.ngram = kept
+        task.ngram, task.teacher = kept, teacher
         runtime = opened.runtime(task, sum_gradients=config.sequence_parallel)  # records opened.run: no n-grams
         sharded = f" (sequence-parallel: 1/{w.size} of every window each)" if config.sequence_parallel else ""
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, vocabulary {len(vocab)} characters "
