@@ -52,6 +52,15 @@ def test_probability(bad):
     with pytest.raises(ConfigError, match=r"dropout must be a number in \[0, 1\)") as info:
         check.probability("dropout", bad)
     assert "use 0.0 for no dropout" in str(info.value)
+    with pytest.raises(ConfigError, match=r"copy_share must be a number in \[0, 1\), got .*; 0 turns it off$"):
+        check.probability("copy_share", bad, fix="0 turns it off")  # a share that is no dropout says its own fix
+
+
+@pytest.mark.parametrize("bad", [1.01, -0.1, math.nan, math.inf, True, "0.5", None])
+def test_share(bad):
+    assert check.share("stop_at", 0) == 0 and check.share("stop_at", 1.0) == 1.0  # both ends included
+    with pytest.raises(ConfigError, match=r"^stop_at must be a share in \[0, 1\], got .*; 0 turns it off$"):
+        check.share("stop_at", bad)
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, True, "1"])

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from .errors import AttnLabError, ConfigError
 
 __all__ = ["boolean", "got", "instance", "integer", "is_number", "non_negative_int", "one_of", "positive_float",
-           "positive_int", "probability", "window"]
+           "positive_int", "probability", "share", "window"]
 
 T = TypeVar("T")
 
@@ -60,10 +60,18 @@ def non_negative_int(name: str, value: Any, *, optional: bool = False, fix: str 
     return integer(name, value, low=0, optional=optional, fix=fix)
 
 
-def probability(name: str, value: Any) -> Any:
-    """``value`` is a number in ``[0, 1)`` (a dropout probability)."""
+def probability(name: str, value: Any, *, fix: str = "use 0.0 for no dropout") -> Any:
+    """``value`` is a number in ``[0, 1)`` (a dropout probability; a share of steps or items that 1 would make
+    meaningless)."""
     if not is_number(value) or not 0.0 <= value < 1.0:
-        raise ConfigError(f"{name} must be a number in [0, 1), got {got(value)}; use 0.0 for no dropout")
+        raise ConfigError(f"{name} must be a number in [0, 1), got {got(value)}; {fix}")
+    return value
+
+
+def share(name: str, value: Any, *, fix: str = "0 turns it off") -> Any:
+    """``value`` is a number in ``[0, 1]``, both ends included (a share of the loss, a target rate)."""
+    if not is_number(value) or not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name} must be a share in [0, 1], got {got(value)}; {fix}")
     return value
 
 

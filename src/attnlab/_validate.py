@@ -25,6 +25,7 @@ from ._checks import (
     positive_float,
     positive_int,
     probability,
+    share,
     window,
 )
 from .errors import AttnLabError, ConfigError, DeviceError, DTypeError, MaskError, ShapeError
@@ -33,7 +34,7 @@ from .errors import AttnLabError, ConfigError, DeviceError, DTypeError, MaskErro
 # through here
 __all__ = ["FLOATS", "agree", "boolean", "boolean_tensor", "broadcasts_to", "features", "floating", "got",
            "indices", "instance", "integer", "kernel_options", "key_padding", "ndim", "non_negative_int",
-           "one_of", "positive_float", "positive_int", "probability", "qkv", "same_batch", "tensor",
+           "one_of", "positive_float", "positive_int", "probability", "qkv", "same_batch", "share", "tensor",
            "window"]
 
 T = TypeVar("T")

@@ -367,7 +367,7 @@ def test_distillation_from_the_ngram_mixes_the_two_cross_entropies() -> None:
         soft = -(target * logp).sum(-1).mean()
         assert float(got.objective) == pytest.approx(float((1 - a) * hard + a * soft), rel=1e-5), a
         assert got.loss == pytest.approx(float(hard) * y.numel(), rel=1e-5)
-    with pytest.raises(ConfigError, match=r"ngram_teach must be a share of the loss in \[0, 1\], got 1.5"):
+    with pytest.raises(ConfigError, match=r"ngram_teach must be a share in \[0, 1\], got 1.5; the n-gram.s share"):
         LMTrainConfig(ngram_teach=1.5)
     with pytest.raises(ConfigError, match="sequence-parallel"):
         LMTrainConfig(ngram_teach=0.5, sequence_parallel=True)

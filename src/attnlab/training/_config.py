@@ -56,8 +56,8 @@ class RunConfig:
         check.positive_float("lr", self.lr, fix="e.g. lr=1e-3")
         for name in ("weight_decay", "clip_norm"):
             non_negative(name, getattr(self, name))
-        check.probability("warmup", self.warmup)
-        check.probability("label_smoothing", self.label_smoothing)
+        check.probability("warmup", self.warmup, fix="0 = no warm-up, e.g. 0.05")
+        check.probability("label_smoothing", self.label_smoothing, fix="0 turns it off, e.g. 0.1")
         if isinstance(self.ema, bool) or not isinstance(self.ema, (int, float)) or not 0 <= self.ema < 1:
             raise ConfigError(f"ema must be a decay in [0, 1), got {check.got(self.ema)}; e.g. 0.999, or 0 for off")
         check.boolean("fused", self.fused, "True = fused AdamW")
@@ -103,9 +103,9 @@ class ClassifyTrainConfig(RunConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check.probability("crops", self.crops)
+        check.probability("crops", self.crops, fix="0 turns it off, e.g. 0.3")
         non_negative("rdrop", self.rdrop)
-        check.probability("distill", self.distill)
+        check.probability("distill", self.distill, fix="the teachers' share of the loss, e.g. 0.5")
         if self.teachers and not teacher_folders(self.teachers):
             raise ConfigError(f"teachers names no folder, got {self.teachers!r}; give trained classifiers' folders, "
                               f"comma-separated")
@@ -137,9 +137,7 @@ class TranslateTrainConfig(RunConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check.non_negative_int("eval_size", self.eval_size)
-        stop = self.stop_at
-        if isinstance(stop, bool) or not isinstance(stop, (int, float)) or not 0 <= stop <= 1:
-            raise ConfigError(f"stop_at must be an exact match in [0, 1], got {check.got(stop)}; 0 turns it off")
+        check.share("stop_at", self.stop_at, fix="an exact match to stop at, e.g. 0.99; 0 turns it off")
 
 
 @dataclass(frozen=True)
@@ -168,17 +166,14 @@ class LMTrainConfig(RunConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check.boolean("sequence_parallel", self.sequence_parallel, "True = shard every window over the ranks")
-        teach = self.ngram_teach
-        if isinstance(teach, bool) or not isinstance(teach, (int, float)) or not 0 <= teach <= 1:
-            raise ConfigError(f"ngram_teach must be a share of the loss in [0, 1], got {check.got(teach)}; e.g. 0.5, "
-                              f"or 0 for off")
+        check.share("ngram_teach", self.ngram_teach, fix="the n-gram's share of the loss, e.g. 0.5; 0 turns it off")
         if self.ngram_teach > 0 and self.sequence_parallel:
             raise ConfigError("ngram_teach (distillation from the n-gram) is not written for sequence-parallel "
                               "training; use one or the other")
         check.positive_int("ngram_order", self.ngram_order)
         check.non_negative_int("probe_length", self.probe_length)
         check.positive_int("probe_batch", self.probe_batch)
-        check.probability("copy_share", self.copy_share)
+        check.probability("copy_share", self.copy_share, fix="0 turns it off, e.g. 0.25")
         check.boolean("ngram_mix", self.ngram_mix, "True = report the model mixed with the n-gram")
         if self.ngram_order < 2:
             raise ConfigError(f"ngram_order must be at least 2 (the baselines have orders 2 .. ngram_order), got "
