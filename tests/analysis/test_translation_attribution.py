@@ -127,6 +127,18 @@ def test_gradient_x_input_is_the_first_order_change_on_a_recurrent_translator(at
         handle.remove()
         assert abs((moved - base) / eps - got.grad_source[t, j]) < 1e-4 * max(1.0, abs(got.grad_source[t, j])), j
     assert np.abs(got.grad_source).max() > 1e-6
+    for k in range(t + 1):  # and decoder input k (the recurrent decoder embeds one step at a time)
+        calls = iter(range(len(OUTPUT)))
+
+        def scale_step(_m: nn.Module, _a: Any, out: Tensor, k: int = k, calls: Any = calls) -> Tensor:
+            return out * (1 + eps) if next(calls) == k else out
+
+        handle = model.tgt_embed.register_forward_hook(scale_step)
+        with torch.no_grad():
+            moved = float(model(src, tgt_in)[0, t, targets[t]])
+        handle.remove()
+        assert abs((moved - base) / eps - got.grad_target[t, k]) < 1e-4 * max(1.0, abs(got.grad_target[t, k])), k
+    assert np.abs(got.grad_target[t, : t + 1]).max() > 1e-6
 
 
 def test_refusals() -> None:

@@ -210,12 +210,12 @@ def _gradients(net: Any, src: Tensor, tgt_in: Tensor, targets: Tensor) -> tuple[
                 h.remove()
         (x_s,) = kept["src"]  # (1, S, E)
         out_s[t] = (x_s.detach() * x_s.grad).sum(-1)[0].numpy()  # type: ignore[operator]
-        # the transformer embeds the decoder inputs at once (1, T, E), the recurrent model one step at a time
-        steps = kept["tgt"]
-        x_t = torch.cat([s.detach() for s in steps], dim=-2) if steps[0].dim() == 3 else torch.stack(
-            [s.detach()[0] for s in steps])[None]  # (1, T, E)
-        g_t = torch.cat([s.grad for s in steps], dim=-2) if steps[0].dim() == 3 else torch.stack(  # type: ignore[misc]
-            [s.grad[0] for s in steps])[None]  # type: ignore[index]
+        # the transformer embeds the decoder inputs at once (1, T, E), the recurrent model one step at a time (1, E)
+        def rows(x: Tensor) -> Tensor:  # (1, E) or (1, T_i, E) -> (1, T_i, E)
+            return x.reshape(1, -1, x.shape[-1])
+
+        x_t = torch.cat([rows(s.detach()) for s in kept["tgt"]], dim=1)  # (1, T, E)
+        g_t = torch.cat([rows(torch.zeros_like(s) if s.grad is None else s.grad) for s in kept["tgt"]], dim=1)
         out_t[t, : t + 1] = (x_t * g_t).sum(-1)[0, : t + 1].numpy()
     return out_s, out_t
 
