@@ -143,6 +143,9 @@ def test_show_on_the_tutorials_additive_model(reviews: Path, tmp_path: Path, cap
     assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--no-viewer"]) == 0
     assert main(["show", "ab好", "--model", str(out), "--out", str(tmp_path / "s"), "--kind", "self"]) == 2
     assert "no self attention" in one_error_line(capsys, "show")
+    assert main(["predict", "--model", str(out), "--explain", "ab好"]) == 0  # no encoder: no ALTI-Logit, said so
+    built = capsys.readouterr().out.splitlines()[2]
+    assert built.startswith("  built the ") and "(not for this model: " in built, built
 
 
 def test_the_run_logs_itself_and_says_its_expected_time(reviews: Path, tmp_path: Path,
