@@ -251,7 +251,7 @@ BAD = [
     ({"model": "dates-zh", "text": "1" * 200}, 413, "at most"),
     ({"model": "zh-lm", "text": ""}, 422, '"text" is empty'),
     ({"model": "zh-lm", "text": "中" * 109}, 413, "zh-lm continues at most 108 (its context of 128 less the 20"),
-    ({"model": "zh-lm", "text": "hello"}, 422, "every character of 'hello' is unknown to the model 'zh-lm'"),
+    ({"model": "zh-lm", "text": "Привет"}, 422, "every character of 'Привет' is unknown to the model 'zh-lm'"),
     ({"model": "zh-sentiment", "text": "☃☃"}, 422, "every character of '☃☃' is unknown to the model 'zh-sentiment'"),
     ({"model": "dates-zh", "text": "☃ ☃"}, 422, "every character of '☃ ☃' is unknown to the model 'dates-zh'"),
     ({"model": "minilm", "text": "☃"}, 422, "every token of '☃' is unknown to the model"),

@@ -10,7 +10,11 @@ A text is read in three steps, each a field of the tokenizer:
    ``"mark"`` (whitespace at the ends is not read, each run of it inside is one ``▁`` token);
 3. each remaining character is one token, its id its place in ``vocabulary``, ``[UNK]``'s id when the vocabulary
    lacks it; the ``start`` tokens go first and the ``end`` tokens last (``[CLS]`` for a classifier, ``[BOS]`` and
-   ``[EOS]`` for a translator's target).
+   ``[EOS]`` for a translator's target). With ``widths="fold"`` a character the vocabulary lacks whose width twin
+   it holds reads as that twin: half-width ``5``, ``G``, ``%`` as full-width ``５``, ``Ｇ``, ``％`` and back (U+0021-
+   U+007E and U+FF01-U+FF5E, the space and U+3000), so that a model trained on People's Daily, whose digits and
+   Latin letters are all full-width, reads ``2024年`` as it reads ``２０２４年``. The language models' tokenizers
+   fold (:func:`attnlab.data.lm_tokenizer`); the others keep widths apart, as the ``tokenizers`` library does.
 
 Whitespace is the Unicode ``White_Space`` property (:data:`WHITESPACE`), the set the Rust ``tokenizers`` library
 uses (Python's ``str.isspace`` also counts U+001C-U+001F).  Saved with :meth:`CharTokenizer.to_json`;
@@ -42,6 +46,7 @@ WHITESPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\
                        "\u2028\u2029\u202f\u205f\u3000")  # Unicode White_Space
 NORMALIZE = ("none", "nfkc")
 SPACES = ("keep", "drop", "mark")
+WIDTHS = ("keep", "fold")
 # characters of canonical combining class 0 that still join the character before them under NFKC (Hangul vowels
 # and final consonants); a segment of the text never starts with one
 _JOINING = ((0x1160, 0x11FF), (0xD7B0, 0xD7FF))
@@ -53,13 +58,15 @@ class CharTokenizer:
 
     ``vocabulary``: the token of each id, special tokens included by name (``"[UNK]"`` must be there);
     ``normalize``: ``"none"`` or ``"nfkc"``; ``spaces``: ``"keep"``, ``"drop"`` or ``"mark"``;
-    ``start`` / ``end``: the special tokens put before and after every text."""
+    ``start`` / ``end``: the special tokens put before and after every text; ``widths``: ``"keep"`` or ``"fold"``
+    (an unknown character reads as its known width twin)."""
 
     vocabulary: tuple[str, ...]
     normalize: Literal["none", "nfkc"] = "none"
     spaces: Literal["keep", "drop", "mark"] = "keep"
     start: tuple[str, ...] = ()
     end: tuple[str, ...] = ()
+    widths: Literal["keep", "fold"] = "keep"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vocabulary", tuple(self.vocabulary))
@@ -68,6 +75,8 @@ class CharTokenizer:
         if self.normalize not in NORMALIZE or self.spaces not in SPACES:
             raise InputError(f"a character tokenizer normalizes with one of {NORMALIZE} and reads spaces by one of "
                              f"{SPACES}, got normalize={self.normalize!r}, spaces={self.spaces!r}; pick from those")
+        if self.widths not in WIDTHS:
+            raise InputError(f"a character tokenizer's widths are one of {WIDTHS}, got {self.widths!r}; pick one")
         if UNK not in self.vocabulary:
             raise InputError(f"the vocabulary of a character tokenizer holds {UNK} (what an unknown character "
                              f"reads as), got {len(self.vocabulary)} tokens without it; add it")
@@ -83,6 +92,18 @@ class CharTokenizer:
     def index(self) -> dict[str, int]:
         """Token -> id."""
         return {t: i for i, t in enumerate(self.vocabulary)}
+
+    @cached_property
+    def _twins(self) -> dict[str, str]:
+        """A character the vocabulary lacks -> its width twin that it holds (empty unless ``widths="fold"``)."""
+        if self.widths == "keep":
+            return {}
+        out = {}
+        for c in self.vocabulary:
+            twin = _width_twin(c)
+            if twin is not None and twin not in self.index:
+                out[twin] = c
+        return out
 
     def __len__(self) -> int:
         return len(self.vocabulary)
@@ -129,6 +150,9 @@ class CharTokenizer:
         """``(token, start, end)`` for each character token of ``text`` (no start/end specials): the character as
         read (``▁`` for a run of spaces with ``spaces="mark"``) and the range of ``text`` it came from."""
         chars = _normalized(text, self.normalize)
+        if self._twins:
+            twin = self._twins.get
+            chars = [(twin(c, c), a, b) for c, a, b in chars]
         if self.spaces == "keep":
             return chars
         if self.spaces == "drop":
@@ -155,7 +179,8 @@ class CharTokenizer:
         tokens."""
         get, unk = self.index.get, self.unk_id
         if self.normalize == "none" and self.spaces == "keep":  # the fast path of a language model's corpus
-            body = [get(c, unk) for c in text]
+            twin = self._twins.get
+            body = [get(twin(c, c), unk) for c in text] if self._twins else [get(c, unk) for c in text]
         else:
             body = [get(c, unk) for c, _, _ in self.pieces(text)]
         return [*(self.index[t] for t in self.start), *body, *(self.index[t] for t in self.end)]
@@ -207,7 +232,7 @@ class CharTokenizer:
     def build(cls, texts: Iterable[str], *, specials: Sequence[str] = (UNK,), min_count: int = 1,
               max_size: int | None = None, normalize: Literal["none", "nfkc"] = "none",
               spaces: Literal["keep", "drop", "mark"] = "keep", start: Sequence[str] = (),
-              end: Sequence[str] = ()) -> CharTokenizer:
+              end: Sequence[str] = (), widths: Literal["keep", "fold"] = "keep") -> CharTokenizer:
         """The character tokens of ``texts`` (as read with ``normalize`` and ``spaces``) seen at least ``min_count``
         times, by falling count then code point, after ``specials``; at most ``max_size`` tokens in all."""
         if min_count < 1:
@@ -223,10 +248,11 @@ class CharTokenizer:
                       key=lambda c: (-counts[c], c))
         if max_size is not None:
             kept = kept[:max(0, max_size - len(reader.vocabulary))]
-        return cls((*reader.vocabulary, *kept), normalize, spaces, tuple(start), tuple(end))
+        return cls((*reader.vocabulary, *kept), normalize, spaces, tuple(start), tuple(end), widths)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": CHARS_FORMAT, "version": 1, "normalize": self.normalize, "spaces": self.spaces,
+        fold = {"widths": "fold"} if self.widths == "fold" else {}  # absent: "keep", as every file before it
+        return {"format": CHARS_FORMAT, "version": 1, "normalize": self.normalize, "spaces": self.spaces, **fold,
                 "start": list(self.start), "end": list(self.end), "vocabulary": list(self.vocabulary)}
 
     def to_json(self) -> str:
@@ -257,7 +283,7 @@ class CharTokenizer:
                     raise ModelLoadError(f"this attnlab reads character tokenizers of version 1, got "
                                          f"{data.get('version')!r}; update attnlab")
                 return cls(tuple(data["vocabulary"]), data["normalize"], data["spaces"], tuple(data["start"]),
-                           tuple(data["end"]))
+                           tuple(data["end"]), data.get("widths", "keep"))
             if data.get("type") == "char-lm":  # attnlab train lm before the one tokenizer
                 chars = data["chars"]
                 if not isinstance(chars, list) or chars[:1] != [UNK]:
@@ -311,6 +337,23 @@ def _hf_setup(data: Mapping[str, Any]) -> tuple[Literal["none", "nfkc"], Literal
     dropped = {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, split_visible]}
     if norm == {"type": "NFKC"} and pre == dropped:
         return "nfkc", "drop"  # the classifier's "char"
+    return None
+
+
+def _width_twin(c: str) -> str | None:
+    """The half-width ASCII character of a full-width form and back (U+0021-U+007E and U+FF01-U+FF5E, the space
+    and U+3000); None for any other character."""
+    if c == " ":
+        return "\u3000"
+    if c == "\u3000":
+        return " "
+    if len(c) != 1:  # a special token's name
+        return None
+    o = ord(c)
+    if 0x21 <= o <= 0x7E:
+        return chr(o + 0xFEE0)
+    if 0xFF01 <= o <= 0xFF5E:
+        return chr(o - 0xFEE0)
     return None
 
 

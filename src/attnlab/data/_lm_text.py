@@ -108,5 +108,6 @@ def split_documents(docs: Sequence[str], *, valid: float = 0.05, test: float = 0
 def lm_tokenizer(text: str, min_count: int = 1) -> CharTokenizer:
     """The character language model's tokenizer: id 0 is ``[UNK]`` (a character seen fewer than ``min_count`` times
     in ``text``, the training split, or never), then the kept characters by falling count (ties by code point);
-    every character is read as given (no normalisation, spaces and line breaks are characters)."""
-    return CharTokenizer.build([text], specials=(UNK,), min_count=min_count)
+    every character is read as given (no normalisation, spaces and line breaks are characters), except that an
+    unknown character whose width twin is known reads as the twin (``2`` as ``２`` when only ``２`` was seen)."""
+    return CharTokenizer.build([text], specials=(UNK,), min_count=min_count, widths="fold")
