@@ -376,6 +376,21 @@ def test_the_language_model_offers_sampling_and_does_not_loop(lab: Lab) -> None:
     want = lm.generate("中国", max_tokens=CONTINUATION, temperature=0.5, seed=0)
     assert lab.js("attnlabLab.last.output.continuation") == "".join(lm.characters()[i] for i in want.ids)
 
+    assert not lab.page.is_checked("#greedy") and lab.js("attnlabLab.last.output.settings.greedy") is False
+
+    # a model whose defaults are greedy (induction-2l copies): greedy is on and the controls it ignores are greyed
+    # out; turning it off samples with them
+    runs = lab.js("attnlabLab.runs")
+    lab.page.select_option("#model", "induction-2l")
+    wait_runs(lab, runs + 1)
+    assert lab.page.is_checked("#greedy") and lab.js("attnlabLab.last.output.settings.greedy") is True
+    assert all(lab.page.is_disabled(f"#{name}") for name in ("temperature", "top-k", "top-p", "seed"))
+    lab.shot("serve-induction-greedy")
+    runs = lab.js("attnlabLab.runs")
+    lab.page.uncheck("#greedy")
+    wait_runs(lab, runs + 1)
+    assert lab.js("attnlabLab.last.output.settings.greedy") is False and lab.page.is_enabled("#temperature")
+
     runs = lab.js("attnlabLab.runs")
     lab.page.select_option("#model", "zh-sentiment")
     wait_runs(lab, runs + 1)

@@ -140,8 +140,15 @@
   const topKBox = number("top-k", "0", "1");
   const topPBox = number("top-p", "0.05", "0.05", "1");
   const seedBox = number("seed", "0", "1");
+  // greedy decoding (always the likeliest character): the temperature, top-k, top-p and seed then do nothing, so
+  // they are greyed out; a model whose defaults are greedy (induction-2l) starts with it on
+  const greedyBox = node("input", { id: "greedy", type: "checkbox" });
   const samplingBox = node("section", { id: "sampling", class: "lab-bar", "aria-label": "sampling", hidden: "" },
+    node("label", { class: "lab-field", title: "always the likeliest next character" }, greedyBox, " greedy"),
     field("temperature ", temperatureBox), field("top-k ", topKBox), field("top-p ", topPBox), field("seed ", seedBox));
+  const greyOut = () => {
+    for (const box of [temperatureBox, topKBox, topPBox, seedBox]) box.disabled = greedyBox.checked;
+  };
   root.replaceChildren(
     node("header", { class: "lab-bar" }, node("h1", {}, "attnlab lab"), field("model ", modelSelect),
       node("label", { class: "lab-field" }, compareOn, " compare with a second text"), ablateField, attributeField, traceButton,
@@ -168,8 +175,8 @@
     const body = { model: modelSelect.value, text: textBox.value };
     if (compareOn.checked && compareBox.value.trim()) body.compare = compareBox.value;
     if (!samplingBox.hidden) {
-      body.sampling = { temperature: Number(temperatureBox.value), top_k: Number(topKBox.value),
-        top_p: Number(topPBox.value), seed: Number(seedBox.value) };
+      body.sampling = { greedy: greedyBox.checked, temperature: Number(temperatureBox.value),
+        top_k: Number(topKBox.value), top_p: Number(topPBox.value), seed: Number(seedBox.value) };
     }
     return body;
   }
@@ -442,6 +449,7 @@
 
   textBox.addEventListener("input", later);
   for (const box of [temperatureBox, topKBox, topPBox, seedBox]) box.addEventListener("input", later);
+  greedyBox.addEventListener("change", () => { greyOut(); later(); });
   /** @type {Map<string, LabModel>} */
   const models = new Map();
   /** The sampling controls: shown for a language model, at its defaults when the model changes. */
@@ -454,6 +462,8 @@
     topKBox.value = String(s.top_k);
     topPBox.value = String(s.top_p);
     seedBox.value = String(s.seed);
+    greedyBox.checked = Boolean(s.greedy);
+    greyOut();
   }
   compareBox.addEventListener("input", later);
   /** @type {Map<string, string | null>} each model's example text */
