@@ -57,8 +57,8 @@ def test_a_greedy_loop_is_said(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(("model", "sampling", "message"), [
-    ("zh-lm", {"top_p": 0}, "--top-p must be in"),
-    ("zh-lm", {"temperature": "hot"}, "--temperature must be"),
+    ("zh-lm", {"top_p": 0}, '"top_p" must be in'),
+    ("zh-lm", {"temperature": "hot"}, '"temperature" must be'),
     ("zh-lm", {"seed": -1}, '"seed" must be an integer'),
     ("zh-lm", {"beam": 3}, 'unknown "sampling" field'),
     ("zh-lm", [0.8], '"sampling" must be an object'),

@@ -138,17 +138,20 @@ def test_no_loop(ids: list[int]) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"top_p": 0.0}, "--top-p must be in"), ({"top_p": 1.5}, "--top-p must be in"),
-    ({"repetition_penalty": 0.5}, "--repetition-penalty must be"), ({"no_repeat_ngram": -1}, "--no-repeat-ngram"),
-    ({"temperature": True}, "--temperature"),
+    ({"top_p": 0.0}, "top_p must be in"), ({"top_p": 1.5}, "top_p must be in"),
+    ({"repetition_penalty": 0.5}, "repetition_penalty must be"), ({"no_repeat_ngram": -1}, "no_repeat_ngram must"),
+    ({"temperature": True}, "temperature must"),
 ])
-def test_bad_settings_are_refused(kwargs: dict[str, float], message: str) -> None:
-    with pytest.raises(InputError, match=message):
+def test_bad_settings_are_refused_named_as_they_were_given(kwargs: dict[str, float], message: str) -> None:
+    """A Python call hears its argument's name, a command its option, a JSON body or sampling.json its field."""
+    with pytest.raises(InputError, match=f"^{message}"):
         tiny_lm().generate("中国", max_tokens=3, **kwargs)  # type: ignore[arg-type]
     settings = {**SAMPLING, **kwargs}
-    with pytest.raises(InputError, match=message):
-        check_sampling(3, settings["temperature"], settings["top_k"], settings["top_p"],
-                       settings["repetition_penalty"], settings["no_repeat_ngram"])
+    option = "--" + message.split()[0].replace("_", "-")
+    for style, name in (("cli", option), ("json", f'"{message.split()[0]}"'), ("python", message.split()[0])):
+        with pytest.raises(InputError, match=f"^{name} must"):
+            check_sampling(3, settings["temperature"], settings["top_k"], settings["top_p"],
+                           settings["repetition_penalty"], settings["no_repeat_ngram"], style=style)  # type: ignore[arg-type]
 
 
 # --- the command ------------------------------------------------------------------------------------------------
@@ -224,7 +227,7 @@ def test_a_models_own_sampling_defaults_come_from_its_folder(tmp_path: Path) -> 
     save_lm(tmp_path, tiny_lm().model, {"tokenizer": tiny_lm().vocab.to_json()})
     assert sampling_defaults(tmp_path) == {**SAMPLING, "greedy": False}  # no file: the library's
     for text, message in [("{", "cannot read"), ('{"beam": 2}', "keys among"), ('["greedy"]', "JSON object"),
-                          ('{"top_p": 2}', "top-p must be in"), ('{"greedy": 1}', "greedy")]:
+                          ('{"top_p": 2}', '"top_p" must be in'), ('{"greedy": 1}', "greedy")]:
         (tmp_path / SAMPLING_FILE).write_text(text, encoding="utf-8")
         with pytest.raises(ModelLoadError, match=message) as caught:
             load_language_model(tmp_path)

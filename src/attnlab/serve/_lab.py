@@ -317,7 +317,7 @@ def lm_settings(sampling: Any, defaults: dict[str, Any] | None = None) -> dict[s
                          f"{', '.join(SAMPLING_FIELDS)}")
     settings = {**(defaults if defaults is not None else {**SAMPLING, "greedy": False}), "seed": 0, **sampling}
     check_sampling(CONTINUATION, settings["temperature"], settings["top_k"], settings["top_p"],
-                   settings["repetition_penalty"], settings["no_repeat_ngram"])
+                   settings["repetition_penalty"], settings["no_repeat_ngram"], style="json")
     if not isinstance(settings["greedy"], bool):
         raise InputError(f'"greedy" must be true or false, got {settings["greedy"]!r}')
     seed = settings["seed"]

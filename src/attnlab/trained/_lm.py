@@ -22,7 +22,7 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -116,7 +116,7 @@ class LanguageModel:
                  on_text: Callable[[str], None] | None = None) -> Generated:
         """``max_tokens`` characters after ``prompt``, sampled as the module's docstring says; ``on_text`` gets each
         one as it comes.  A loop at the end (:func:`find_loop`) is kept in ``loop`` and warned about."""
-        check_sampling(max_tokens, temperature, top_k, top_p, repetition_penalty, no_repeat_ngram)
+        check_sampling(max_tokens, temperature, top_k, top_p, repetition_penalty, no_repeat_ngram, style="python")
         out = Generated(self.encode_prompt(prompt))
         model, L = self.model.eval(), self.context
         g = torch.Generator().manual_seed(seed)
@@ -225,22 +225,32 @@ def find_loop(ids: list[int]) -> Loop | None:
     return Loop(tuple(ids[start: start + p]), round(span / p, 1), start)
 
 
+# how a sampling setting is named to whoever gave it: a command's option, a JSON field (the lab's API, sampling.json),
+# a Python argument
+_NAMED = {"cli": lambda f: "--" + f.replace("_", "-"), "json": lambda f: f'"{f}"', "python": lambda f: f}
+
+
 def check_sampling(max_tokens: int, temperature: float, top_k: int, top_p: float = 1.0,
-                   repetition_penalty: float = 1.0, no_repeat_ngram: int = 0) -> None:
+                   repetition_penalty: float = 1.0, no_repeat_ngram: int = 0, *,
+                   style: Literal["cli", "json", "python"] = "cli") -> None:
+    """An InputError for a sampling setting out of range, naming it as ``style`` says it was given."""
+    n = _NAMED[style]
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise InputError(f"--max-tokens must be at least 1, got {max_tokens!r}; e.g. 100")
+        raise InputError(f"{n('max_tokens')} must be at least 1, got {max_tokens!r}; e.g. 100")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < math.inf:
-        raise InputError(f"--temperature must be a number > 0, got {temperature!r}; 1 samples the model's own "
+        raise InputError(f"{n('temperature')} must be a number > 0, got {temperature!r}; 1 samples the model's own "
                          f"distribution, lower is more conservative (e.g. 0.8)")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
-        raise InputError(f"--top-k must be 0 (off) or a positive count, got {top_k!r}; e.g. 20")
+        raise InputError(f"{n('top_k')} must be 0 (off) or a positive count, got {top_k!r}; e.g. 20")
     if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
-        raise InputError(f"--top-p must be in (0, 1], got {top_p!r}; e.g. 0.9 (1 = off)")
+        raise InputError(f"{n('top_p')} must be in (0, 1], got {top_p!r}; e.g. 0.9 (1 = off)")
     if (isinstance(repetition_penalty, bool) or not isinstance(repetition_penalty, (int, float))
             or not 1 <= repetition_penalty < math.inf):
-        raise InputError(f"--repetition-penalty must be a number >= 1, got {repetition_penalty!r}; e.g. 1.2 (1 = off)")
+        raise InputError(f"{n('repetition_penalty')} must be a number >= 1, got {repetition_penalty!r}; e.g. 1.2 "
+                         f"(1 = off)")
     if isinstance(no_repeat_ngram, bool) or not isinstance(no_repeat_ngram, int) or no_repeat_ngram < 0:
-        raise InputError(f"--no-repeat-ngram must be 0 (off) or a length >= 1, got {no_repeat_ngram!r}; e.g. 4")
+        raise InputError(f"{n('no_repeat_ngram')} must be 0 (off) or a length >= 1, got {no_repeat_ngram!r}; "
+                         f"e.g. 4")
 
 
 def load_language_model(model: str | os.PathLike[str]) -> LanguageModel:
@@ -276,7 +286,7 @@ def sampling_defaults(folder: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         check.boolean("greedy", out["greedy"], "true = take the likeliest character")
         check_sampling(1, out["temperature"], out["top_k"], out["top_p"], out["repetition_penalty"],
-                       out["no_repeat_ngram"])
+                       out["no_repeat_ngram"], style="json")
     except AttnLabError as exc:
         raise ModelLoadError(f"{path}: {exc}") from None
     return out
