@@ -365,9 +365,39 @@ def test_distillation_from_the_ngram_mixes_the_two_cross_entropies() -> None:
         target = torch.tensor(np.stack([[ngram.distribution(stream[s: s + t + 1]) for t in range(8)] for s in items]),
                               dtype=torch.float32)  # (B, L, V)
         soft = -(target * logp).sum(-1).mean()
-        assert float(got.objective) == pytest.approx(float((1 - a) * hard + a * soft), rel=1e-5), a
+        assert float(got.objective.detach()) == pytest.approx(float((1 - a) * hard + a * soft), rel=1e-5), a
         assert got.loss == pytest.approx(float(hard) * y.numel(), rel=1e-5)
     with pytest.raises(ConfigError, match=r"ngram_teach must be a share in \[0, 1\], got 1.5; the n-gram.s share"):
         LMTrainConfig(ngram_teach=1.5)
     with pytest.raises(ConfigError, match="sequence-parallel"):
         LMTrainConfig(ngram_teach=0.5, sequence_parallel=True)
+
+
+def test_cross_fitted_teachers_teach_the_half_they_were_not_fit_on() -> None:
+    """``ngram_teach_halves``: a window of the first half of train is taught by the n-gram fit on the second half,
+    a window that starts within a context of the middle or later by the one fit on the first half (each
+    distribution computed here one history at a time); no halves without a teacher."""
+    from attnlab.errors import ConfigError
+    from attnlab.models.kneser_ney import KneserNey
+    from attnlab.training._distributed import world
+    from attnlab.training._lm_run import LMTask
+
+    rng = np.random.default_rng(1)
+    stream = np.concatenate([rng.integers(1, 5, 200), rng.integers(5, 9, 200)]).astype(np.int64)  # halves differ
+    vocab = CharTokenizer(("[UNK]", *"abcdefgh"))
+    torch.manual_seed(0)
+    net = CausalLM(LMConfig(vocab_size=9, context=8, d_model=12, n_heads=3, n_layers=1, d_ff=10))
+    config = LMTrainConfig(ngram_teach=0.5, ngram_teach_halves=True, batch_size=4)
+    task = LMTask(None, {"train": stream}, vocab, net, config, {}, world("cpu"), print)  # type: ignore[arg-type]
+    assert task.middle == 200
+    first, second = KneserNey.fit(stream[:200], 3, 9), KneserNey.fit(stream[200:], 3, 9)
+    task.halves = (first, second)
+    items = [3, 150, 192, 300]  # 192 = middle - context: the first one the first half's n-gram teaches
+    x, _ = task.windows("train", items, 8)
+    got = task.taught(x.numpy(), items)
+    for b, (s, teacher) in enumerate(zip(items, (second, second, first, first), strict=True)):
+        want = np.stack([teacher.distribution(stream[s: s + t + 1]) for t in range(8)])
+        np.testing.assert_allclose(got[b], want, rtol=1e-5, atol=1e-7)
+    assert not np.allclose(got[0], first.distributions(x[:1].numpy())[0], atol=1e-3)  # the halves do differ
+    with pytest.raises(ConfigError, match="there is none: ngram_teach is 0"):
+        LMTrainConfig(ngram_teach_halves=True)

@@ -410,6 +410,8 @@ LM_TRAIN_OPTIONS = run_options(  # defaults: LMTrainConfig's
 )
 LM_FLAGS = {  # --flag -> help; sets the LMTrainConfig field to True
     "fused": "fused AdamW",
+    "ngram_teach_halves": "with --ngram-teach: two teachers, each fit on one half of the training split and teaching "
+                          "the windows of the other half (no teacher has seen the text it teaches)",
     "ngram_mix": "at the end, also score the model mixed per character with the chosen n-gram (lambda * p_model + "
                  "(1 - lambda) * p_ngram, lambda fit on valid): final.json's mix_*",
     "sequence_parallel": "under torchrun: each rank holds 1/world of every window, ring attention over them (every "

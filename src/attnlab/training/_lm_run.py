@@ -146,6 +146,9 @@ class LMTask:
         self.positions: list[float] = []  # the mean valid loss at each position of a window, from the last validation
         self.ngram: KneserNey | None = None  # the chosen n-gram, kept for the mixture (ngram_mix)
         self.teacher: KneserNey | None = None  # the chosen n-gram, kept for distillation (ngram_teach)
+        # ngram_teach_halves: the teachers fit on the first and the second half of train, and where the halves meet
+        self.halves: tuple[KneserNey, KneserNey] | None = None
+        self.middle = len(self.ids["train"]) // 2
 
     def batch(self, epoch: int, index: int) -> list[int]:
         c = self.config
@@ -169,11 +172,28 @@ class LMTask:
         correct = float(top1_hits(logits, y))
         objective = loss
         if self.config.ngram_teach > 0:  # distillation: the n-gram's distribution after each position, as a target
-            assert self.teacher is not None
-            target = torch.from_numpy(self.teacher.distributions(x.cpu().numpy())).to(logits.device)  # (B, L, V)
+            target = torch.from_numpy(self.taught(x.cpu().numpy(), items)).to(logits.device)  # (B, L, V)
             taught = -(target * torch.log_softmax(logits.float(), -1)).sum(-1).mean()
             objective = (1 - self.config.ngram_teach) * loss + self.config.ngram_teach * taught
         return StepLoss(objective, float(loss.detach()) * y.numel(), correct, float(y.numel()))
+
+    def taught(self, x: np.ndarray, starts: list[int]) -> np.ndarray:
+        """The teacher's next-character distributions ``(B, L, V)`` after every position of the windows ``x``
+        ``(B, L)`` that start at ``starts``: the chosen n-gram's, or with ``ngram_teach_halves`` the one fit on the
+        half of train a window does not start in (a window that starts within a context of the middle reaches into
+        the second half: it counts as the second half's, so its teacher is the first half's, which saw none of it
+        beyond its first characters)."""
+        if self.halves is None:
+            assert self.teacher is not None
+            return self.teacher.distributions(x)
+        first, second = self.halves
+        late = np.asarray(starts) >= self.middle - self.context  # (B,): taught by the first half's n-gram
+        out = np.empty((*x.shape, first.vocab_size), dtype=np.float32)
+        if late.any():
+            out[late] = first.distributions(x[late])
+        if (~late).any():
+            out[~late] = second.distributions(x[~late])
+        return out
 
     def copied(self, x: torch.Tensor, y: torch.Tensor, items: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """The windows ``x``, ``y`` ``(B, L)`` with spans copied (:func:`copy_spans`), drawn from a generator seeded
@@ -404,6 +424,15 @@ def train_lm(
         net = CausalLM(lm_config).to(w.device)
         task = LMTask(splits, ids, vocab, net, config, run, w, say)
         task.ngram, task.teacher = kept, teacher
+        if config.ngram_teach_halves:
+            halves_started, middle = time.process_time(), task.middle
+            task.halves = (KneserNey.fit(ids["train"][:middle], chosen, len(vocab)),
+                           KneserNey.fit(ids["train"][middle:], chosen, len(vocab)))
+            halves = [bits_per_token(h.log2_probs(ids["valid"])[1:]) for h in task.halves]
+            run["ngram"]["teacher_halves_valid_bits_per_char"] = [round(b, 6) for b in halves]
+            say(f"teachers: order {chosen} fit on each half of train, valid bits/char {halves[0]:.4f} and "
+                f"{halves[1]:.4f}; each teaches the windows of the other half "
+                f"({time.process_time() - halves_started:.1f} CPU s)")
         runtime = opened.runtime(task, sum_gradients=config.sequence_parallel)  # records opened.run: no n-grams
         sharded = f" (sequence-parallel: 1/{w.size} of every window each)" if config.sequence_parallel else ""
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, vocabulary {len(vocab)} characters "
