@@ -55,6 +55,9 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-compose-v2": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl")},
     "crops30-compose-v2-half": {"crops": 0.3, "extra": str(RUNS / "compose-v2-half.jsonl")},
     "crops30-compose-v2-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"), "seed": 1},
+    # R-Drop on the second edition's data: its better-calibrated raw confidence (issue 19), where the bundle's ECE sits
+    # at the guard's edge
+    "crops30-compose-v2-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"), "rdrop": 1.0},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }

@@ -56,7 +56,7 @@ def test_a_translators_run_is_attributed(client: TestClient) -> None:
     ({"model": "zh-sentiment", "text": "很好"}, 422, "zh-sentiment is a classifier; attribution"),
     ({"model": "zh-lm", "text": "中国", "compare": "美国"}, 422, '"compare" is not read here'),
     ({"model": "zh-lm", "text": "中国", "layer": 0}, 422, '"layer" is not read here'),
-    ({"model": "zh-lm", "text": "中国", "sampling": {"top_p": 2}}, 422, "top-p must be in (0, 1], got 2"),
+    ({"model": "zh-lm", "text": "中国", "sampling": {"top_p": 2}}, 422, '"top_p" must be in (0, 1], got 2'),
     ({"model": "dates-zh", "text": "x", "sampling": {"seed": 1}}, 422, '"sampling" sets how a language model'),
     ({"model": "nothing", "text": "x"}, 404, "unknown model"),
     ({"model": "zh-lm", "text": ""}, 422, '"text" is empty'),
