@@ -85,13 +85,14 @@ def main() -> None:
         print(json.dumps(r, ensure_ascii=False))
     fig = figure(8, 4.5)
     ax = fig.subplots()
+    colour = {}
     for name, (cpu, bits) in curves.items():
-        ax.plot(cpu, bits, "o-", markersize=2.5, label=name)
+        colour[name] = ax.plot(cpu, bits, "o-", markersize=2.5, label=name)[0].get_color()
     ngram = next(r["ngram_valid"] for r in rows if "ngram_valid" in r)
     ax.axhline(ngram, color="#a63603", linewidth=2, label=f"Kneser-Ney 5-gram: {ngram:.3f}")
     for r in rows:
         if "mix_valid_bits_per_char" in r:
-            ax.axhline(r["mix_valid_bits_per_char"], linewidth=0.9, linestyle="-.", color="#31a354",
+            ax.axhline(r["mix_valid_bits_per_char"], linewidth=0.9, linestyle="-.", color=colour[r["run"]],
                        label=f"{r['run']} mixed with the 5-gram: {r['mix_valid_bits_per_char']:.3f}")
     ax.axvline(common, color="#636363", linewidth=0.8, linestyle=":", label=f"equal CPU time: {common:.0f} s")
     low = min([float(b.min()) for _, b in curves.values()] + [ngram] +
