@@ -8,6 +8,7 @@ of one process, resumes after SIGKILL and is refused in one process."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -401,3 +402,16 @@ def test_cross_fitted_teachers_teach_the_half_they_were_not_fit_on() -> None:
     assert not np.allclose(got[0], first.distributions(x[:1].numpy())[0], atol=1e-3)  # the halves do differ
     with pytest.raises(ConfigError, match="there is none: ngram_teach is 0"):
         LMTrainConfig(ngram_teach_halves=True)
+
+
+def test_a_run_with_cross_fitted_teachers_records_them(tmp_path: Path) -> None:
+    """``--ngram-teach-halves`` through the command: the run fits the two teachers and records their valid figures,
+    each a real n-gram score (finite, above the whole split's, which saw twice the text)."""
+    out = tmp_path / "run"
+    args = [*tiny_args(write_text(tmp_path / "text.txt")), "--max-steps=2", "--ngram-teach=0.5"]
+    assert main([*args, "--ngram-teach-halves", "--out", str(out)]) == 0
+    ngram = json.loads((out / "run.json").read_text(encoding="utf-8"))["ngram"]
+    halves = ngram["teacher_halves_valid_bits_per_char"]
+    whole = ngram["valid_bits_per_char"][str(ngram["chosen_order"])]
+    assert len(halves) == 2 and all(math.isfinite(h) and h > whole for h in halves), (halves, whole)
+    assert "teachers: order" in (out / "train.log").read_text(encoding="utf-8")

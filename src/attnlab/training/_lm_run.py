@@ -181,8 +181,8 @@ class LMTask:
         """The teacher's next-character distributions ``(B, L, V)`` after every position of the windows ``x``
         ``(B, L)`` that start at ``starts``: the chosen n-gram's, or with ``ngram_teach_halves`` the one fit on the
         half of train a window does not start in (a window that starts within a context of the middle reaches into
-        the second half: it counts as the second half's, so its teacher is the first half's, which saw none of it
-        beyond its first characters)."""
+        the second half: it counts as the second half's, so its teacher is the first half's, which saw the part of it
+        before the middle)."""
         if self.halves is None:
             assert self.teacher is not None
             return self.teacher.distributions(x)
@@ -418,7 +418,7 @@ def train_lm(
         say(f"Kneser-Ney baselines, valid bits/char: {orders}; chosen order {chosen}, test {test_bpc:.4f} "
             f"({run['ngram']['cpu_s']:.1f} CPU s)")
         kept = ngrams[chosen][0] if config.ngram_mix else None
-        teacher = ngrams[chosen][0] if config.ngram_teach > 0 else None
+        teacher = ngrams[chosen][0] if config.ngram_teach > 0 and not config.ngram_teach_halves else None
         ngrams.clear()  # the other orders' counts are no longer needed
         seed_everything(config.seed)
         net = CausalLM(lm_config).to(w.device)
