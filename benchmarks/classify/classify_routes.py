@@ -58,6 +58,10 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     # R-Drop on the second edition's data: its better-calibrated raw confidence (issue 19), where the bundle's ECE sits
     # at the guard's edge
     "crops30-compose-v2-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"), "rdrop": 1.0},
+    # clause-level supervision (issue 30): every clause after a contrast word also carries its text's label
+    "crops30-compose-v2-clauses": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"), "contrast_clauses": True},
+    "crops30-compose-v2-clauses-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"),
+                                         "contrast_clauses": True, "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }

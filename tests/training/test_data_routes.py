@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from attnlab.data import load_data
 from attnlab.errors import ConfigError, InputError
 from attnlab.training import ClassifyTrainConfig, saved_run, train_classifier
-from attnlab.training._classify_run import extra_texts, training_crops
+from attnlab.training._classify_run import contrast_clauses, extra_texts, training_crops
 
 MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "bigrams": 20, "pooling": "meanmax",
          "embed_norm": True, "positional": "learned"}
@@ -32,6 +32,13 @@ def test_crops_are_a_seeded_share_of_the_clauses_with_their_texts_label() -> Non
     some, _ = training_crops(texts, labels, 0.3, seed=0)
     assert 40 < len(some) < 80 and some == training_crops(texts, labels, 0.3, seed=0)[0]
     assert some != training_crops(texts, labels, 0.3, seed=1)[0] and set(some) <= set(every)
+
+
+def test_contrast_clauses_are_every_clause_after_a_contrast_word_with_its_texts_label() -> None:
+    texts = ["书很好，但是太贵了。", "很好", "屏幕不错，可是电池不行，不过价格便宜。", "不但便宜，而且好用"]
+    clauses, y = contrast_clauses(texts, [0, 1, 1, 1])
+    assert clauses == ["但是太贵了。", "可是电池不行，", "不过价格便宜。"] and y == [0, 1, 1]  # 不但 is no contrast
+    assert contrast_clauses([], []) == ([], [])
 
 
 def test_extra_texts_join_training_alone_and_must_share_the_labels(reviews: Path, tmp_path: Path) -> None:

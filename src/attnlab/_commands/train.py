@@ -101,6 +101,8 @@ TRAIN_OPTIONS = run_options(
 FLAGS: dict[str, tuple[str, str]] = {  # --flag -> (section, help); sets the option to True
     "embed_norm": ("model", "LayerNorm over the summed embeddings"),
     "fused": ("train", "fused AdamW (much faster on CPU with large embedding tables)"),
+    "contrast_clauses": ("train", "also train on every clause that starts with a contrast word (但是, 可是, 不过...), "
+                                  "with its text's label"),
 }
 
 

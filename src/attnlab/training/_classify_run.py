@@ -63,7 +63,8 @@ from ._runtime import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["ClassifyTask", "ClassifyTrainConfig", "data_order", "evaluate_ids", "train_classifier", "training_crops"]
+__all__ = ["ClassifyTask", "ClassifyTrainConfig", "contrast_clauses", "data_order", "evaluate_ids", "train_classifier",
+           "training_crops"]
 
 
 @torch.no_grad()
@@ -132,6 +133,10 @@ class ClassifyTask:
         if config.crops:  # after the n-gram counts, which stay those of the whole texts
             n = self._add(*training_crops(splits.train.texts, splits.train.labels, config.crops, config.seed))
             log(f"crops: {n} clauses of multi-clause training texts added ({config.crops:g} of them), "
+                f"{len(self.labels)} training items")
+        if config.contrast_clauses:
+            n = self._add(*contrast_clauses(splits.train.texts, splits.train.labels))
+            log(f"contrast clauses: {n} clauses after a contrast word added with their text's label, "
                 f"{len(self.labels)} training items")
         if config.extra:
             n = self._add(*extra_texts(config.extra, splits, run.get("text_column", "text"),
@@ -259,6 +264,14 @@ def training_crops(texts: Sequence[str], labels: Sequence[int], share: float,
     keep = torch.rand(len(pairs), generator=g) < share
     return [c for (c, _), k in zip(pairs, keep.tolist(), strict=True) if k], \
         [y for (_, y), k in zip(pairs, keep.tolist(), strict=True) if k]
+
+
+def contrast_clauses(texts: Sequence[str], labels: Sequence[int]) -> tuple[list[str], list[int]]:
+    """Every clause of ``texts`` (:func:`attnlab.data.clause_crops`) that starts with a contrast word (但是, 可是,
+    不过...), with its text's label, in the texts' order: the clause that usually decides a mixed review."""
+    pairs = [(clause, y) for text, y in zip(texts, labels, strict=True)
+             for clause in clause_crops(text) if clause.startswith(CONTRAST)]
+    return [c for c, _ in pairs], [y for _, y in pairs]
 
 
 def train_classifier(

@@ -100,11 +100,15 @@ class ClassifyTrainConfig(RunConfig):
     # label), so that short inputs are in the training distribution; 0 = off
     rdrop: float = 0.0  # R-Drop (Liang et al. 2021): each batch runs twice under different dropout, and this
     # weight times the symmetric KL divergence of the two predictions joins the mean of their losses; 0 = off
+    # clause-level supervision (issue 30): every clause of a training text that starts with a contrast word (但是,
+    # 可是, 不过...) is also a training item with the text's label, the clause that usually decides it
+    contrast_clauses: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check.probability("crops", self.crops, fix="0 turns it off, e.g. 0.3")
         non_negative("rdrop", self.rdrop)
+        check.boolean("contrast_clauses", self.contrast_clauses, "True = train on the clauses after contrast words")
         check.probability("distill", self.distill, fix="the teachers' share of the loss, e.g. 0.5")
         if self.teachers and not teacher_folders(self.teachers):
             raise ConfigError(f"teachers names no folder, got {self.teachers!r}; give trained classifiers' folders, "
