@@ -77,8 +77,8 @@ def test_rdrop_pulls_two_dropout_passes_together_and_is_nothing_without_dropout(
 
 
 @pytest.mark.slow
-def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_path: Path, one_thread: None,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_with_crops_extra_teachers_and_contrast_clauses_resumes_exactly(
+        reviews: Path, tmp_path: Path, one_thread: None, monkeypatch: pytest.MonkeyPatch) -> None:
     teacher = tmp_path / "teacher"
     train_classifier(reviews, teacher, model=MODEL, config=ClassifyTrainConfig(**TRAIN), max_length=24,  # type: ignore[arg-type]
                      log=lambda _: None, progress=False)
@@ -88,15 +88,18 @@ def test_a_run_with_crops_extra_and_teachers_resumes_exactly(reviews: Path, tmp_
     texts = [f"ab{'好' if i % 2 else '差'}，cd{'好' if i % 2 else '差'}e" for i in range(40)]
     with open(reviews, "a", newline="", encoding="utf-8") as f:  # multi-clause texts to crop
         csv.writer(f).writerows([[t, "pos" if "好" in t else "neg"] for t in texts])
+        csv.writer(f).writerows([[f"ab{i}好，但是cd差", "neg"] for i in range(6)])  # mixed reviews
     monkeypatch.chdir(tmp_path)  # the run is started with relative paths ...
     config = ClassifyTrainConfig(**TRAIN, eval_every=10, crops=0.5, extra="extra.csv", teachers="teacher, teacher",  # type: ignore[arg-type]
-                         distill=0.5)
+                         distill=0.5, contrast_clauses=True)
     lines: list[str] = []
     whole = train_classifier(reviews, tmp_path / "whole", model=MODEL, config=config, max_length=24,
                              log=lines.append, progress=False)
     assert any(line.startswith("crops: ") for line in lines) and any("extra: 3 labelled texts" in line
                                                                        for line in lines)
     assert any("distillation: the mean probability of 2 teacher(s)" in line for line in lines)
+    assert any(line.startswith("contrast clauses: ") and not line.startswith("contrast clauses: 0 ")
+               for line in lines), lines
 
     class Stop(Exception):
         pass
