@@ -62,6 +62,8 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-compose-v2-clauses": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"), "contrast_clauses": True},
     "crops30-compose-v2-clauses-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"),
                                          "contrast_clauses": True, "seed": 1},
+    "crops30-compose-v2-clauses-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"),
+                                          "contrast_clauses": True, "rdrop": 1.0},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
