@@ -11,6 +11,7 @@ import json
 import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,22 @@ def test_a_run_writes_the_baseline_the_probes_and_the_figures(tiny_run: Path) ->
         assert np.array(row["heads"]["induction"]).shape == (2, 3)  # (layers, heads)
         assert all(0 <= v <= 1 for v in np.ravel(row["heads"]["previous token"]))
         assert np.isfinite(row["icl"]) and row["icl_positions"] == [1, 12]
+
+
+@pytest.mark.slow
+def test_a_run_with_one_validation_draws_its_figures_without_a_warning(tiny_run: Path, tmp_path: Path) -> None:
+    """A short run (one validation) used to print three numpy/matplotlib warnings from its figures (a singular x
+    range, and the step axis interpolated over one point)."""
+    from attnlab.training._lm_run import HEADS_FIGURE, LM_CURVE, lm_figures
+
+    rows = (tiny_run / "metrics.jsonl").read_text().splitlines()
+    first = [line for line in rows if json.loads(line)["split"] != "valid" or json.loads(line)["step"] == 3]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(first) + "\n")
+    (tmp_path / "final.json").write_text((tiny_run / "final.json").read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lm_figures(tmp_path, "one validation")
+    assert (tmp_path / LM_CURVE).stat().st_size > 0 and (tmp_path / HEADS_FIGURE).stat().st_size > 0
 
 
 @pytest.mark.slow

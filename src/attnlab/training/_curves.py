@@ -92,10 +92,13 @@ def plot_lm_curve(rows: list[dict[str, Any]], final: dict[str, Any], path: Path,
     ax.set_ylabel("valid bits per character")
     top = [-r["accuracy"] for r in valid]
     low = min([*top, 0.85 * final["ngram_valid_bits_per_char"][best]])
-    ax.set_ylim(low - 0.1, max(final["ngram_valid_bits_per_char"].values()) + 0.6)
+    high = max(final["ngram_valid_bits_per_char"].values()) + 0.6  # early losses far above are cut off, not the best
+    ax.set_ylim(low - 0.1, max(high, min(top) + 0.3) if top else high)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    if valid:
+    if len(set(minutes)) == 1:  # one validation: a range around it, and no axis of steps to map onto it
+        ax.set_xlim(0, 2 * minutes[0] or 1)
+    elif valid:
         at = [float(r["step"]) for r in valid]
 
         def to_step(m: Any) -> Any:
@@ -138,11 +141,13 @@ def plot_head_scores(rows: list[dict[str, Any]], path: Path, title: str) -> Path
     for ax, (key, name) in zip(axes, panels, strict=False):
         scores = np.array([r[key][name] for r in valid])  # (T, L, H)
         flat = scores.reshape(len(valid), -1)
+        marker = "o" if len(steps) == 1 else None  # one validation: points, not lines
         for j in range(flat.shape[1]):
-            ax.plot(steps, flat[:, j], color="#9ecae1", linewidth=0.7)
+            ax.plot(steps, flat[:, j], color="#9ecae1", linewidth=0.7, marker=marker, markersize=3)
         top = int(flat[-1].argmax())
         layer, head = divmod(top, scores.shape[2])
-        ax.plot(steps, flat[:, top], color="#08519c", linewidth=1.8, label=f"layer {layer} head {head}")
+        ax.plot(steps, flat[:, top], color="#08519c", linewidth=1.8, marker=marker, markersize=4,
+                label=f"layer {layer} head {head}")
         ax.set_title(f"{name} score" + (" on repeated valid text" if key == "heads_text" else
                                         " on repeated random tokens" if change is not None else ""), fontsize=9)
         if change is not None:
@@ -168,6 +173,9 @@ def plot_head_scores(rows: list[dict[str, Any]], path: Path, title: str) -> Path
         icl.legend(fontsize=8)
     icl.set_xlabel("optimizer step")
     icl.set_ylabel("nats")
+    if len(set(steps)) == 1:  # one validation: a range around its step on every panel
+        for ax in axes:
+            ax.set_xlim(steps[0] - 1, steps[0] + 1)
     icl.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
