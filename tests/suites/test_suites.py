@@ -169,6 +169,20 @@ def test_bundled_suites_are_found_by_name_and_are_well_formed() -> None:
     assert {c.type for c in zh.cases} == {"MFT", "INV", "DIR"}
 
 
+def test_the_development_sentiment_suite_has_the_implicit_and_clause_groups() -> None:
+    """Implicit complaints and praise (no sentiment word), double negation, concession and 除了: enough MFT cases,
+    the labels each group is meant to have, and at least 8 domains each (the "domain: X" note)."""
+    zh = read_suite("zh-sentiment")
+    both = {"neg", "pos"}
+    least = {"implicit_complaint": (36, {"neg"}), "implicit_praise": (36, {"pos"}), "double_negation": (14, both),
+             "concession": (14, both), "except": (10, both)}
+    for cap, (n, labels) in least.items():
+        cases = [c for c in zh.cases if c.capability == cap]
+        assert len(cases) >= n and {c.type for c in cases} == {"MFT"}, cap
+        assert {c.expect["label"] for c in cases} == labels, cap
+        assert len({c.note for c in cases if c.note.startswith("domain: ")}) >= 8, cap
+
+
 def test_the_held_out_sentiment_suite_is_apart_from_the_development_suite() -> None:
     """zh-sentiment-heldout (issue 30) is scored, never used to choose: 300+ cases in every capability the issue
     names, both labels in at least 8 domains, and no case the development suite has (a DIR pair may start from
