@@ -64,6 +64,13 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
                                          "contrast_clauses": True, "seed": 1},
     "crops30-compose-v2-clauses-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v2.jsonl"),
                                           "contrast_clauses": True, "rdrop": 1.0},
+    # more event templates (classify_compose.py --more-events, written by someone who had not read either suite), with
+    # and without clause-level supervision; compose-v3.jsonl: --contrast --family --events --more-events
+    "crops30-compose-v3": {"crops": 0.3, "extra": str(RUNS / "compose-v3.jsonl")},
+    "crops30-compose-v3-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v3.jsonl"), "seed": 1},
+    "crops30-compose-v3-clauses": {"crops": 0.3, "extra": str(RUNS / "compose-v3.jsonl"), "contrast_clauses": True},
+    "crops30-compose-v3-clauses-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v3.jsonl"),
+                                         "contrast_clauses": True, "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
@@ -145,6 +152,7 @@ def score(name: str, folder: Path) -> dict[str, object]:
             "valid_ece_raw": round(float(ece), 4), "domains": group(DOMAINS), "negation": group(("negation",)),
             "contrast": group(("contrast",)), "degree": group(("degree",)), "invariance": group(INVARIANCE),
             "suite_passed": sum(r["passed"] for r in rates.values()), "suite_n": sum(r["n"] for r in rates.values()),
+            "dev": {cap: round(100 * r["rate"], 1) for cap, r in rates.items()},
             "heldout": {cap: round(100 * r["rate"], 1) for cap, r in held.items()},
             "heldout_passed": sum(r["passed"] for r in held.values()), "heldout_n": sum(r["n"] for r in held.values()),
             "readme_example": f"{readme[0]} {readme[1]:.2f}", "best_step": final["best_step"],
