@@ -91,6 +91,22 @@ def test_a_calibration_of_another_model_is_not_used_and_a_broken_one_is_refused(
         load_trained(run)
 
 
+def test_calibrate_replaces_a_stale_or_broken_file_without_a_warning(run: Path) -> None:
+    """make train-zh calibrates the bundle over the last bundle's calibration.json: that file is what calibrate
+    replaces, so it neither warns about it nor fails on it."""
+    import warnings
+
+    file = run / use.CALIBRATION_FILE
+    for old in (json.dumps({"temperature": 2.0, "model_sha256": "0" * 64}), "{"):
+        file.write_text(old)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            record = calibrate(run)
+        assert json.loads(file.read_text()) == record and record["model_sha256"] != "0" * 64
+    assert load_trained(run).temperature == record["temperature"]
+    assert load_trained(run, calibrated=False).temperature == 1.0
+
+
 def test_the_bundled_classifier_is_calibrated_on_valid() -> None:
     clf = load_trained("zh-sentiment")
     record = json.loads((use.model_file("zh-sentiment").parent / use.CALIBRATION_FILE).read_text())

@@ -276,9 +276,10 @@ def model_file(path: str | os.PathLike[str]) -> Path:
     return locate(path, "classifier").path
 
 
-def load_trained(path: str | os.PathLike[str]) -> Classifier:
+def load_trained(path: str | os.PathLike[str], *, calibrated: bool = True) -> Classifier:
     """A :class:`Classifier` from a run folder, checkpoint folder or model file (CPU, eval mode), with the
-    temperature of the ``calibration.json`` beside the model file (1.0 when there is none).  A run without its
+    temperature of the ``calibration.json`` beside the model file (1.0 when there is none; ``calibrated=False``:
+    1.0 without reading the file, the raw softmax that :func:`attnlab.training.calibrate` fits).  A run without its
     final model yet is read from its last checkpoint, with a warning that says so."""
     found = locate(path, "classifier")
     if found.in_progress:
@@ -290,7 +291,7 @@ def load_trained(path: str | os.PathLike[str]) -> Classifier:
         tokenizer = tokenizer_from_json(meta["tokenizer"])
     except (KeyError, ValueError) as exc:
         raise ModelLoadError(f"the model at {str(path)!r} lacks its tokenizer or labels ({exc}); train again") from None
-    return Classifier(model, tokenizer, labels, meta, _temperature(found.path), found.given)
+    return Classifier(model, tokenizer, labels, meta, _temperature(found.path) if calibrated else 1.0, found.given)
 
 
 def sha256(file: Path) -> str:

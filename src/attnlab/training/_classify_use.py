@@ -78,7 +78,7 @@ def calibrate(path: str | os.PathLike[str], *, bins: int = ECE_BINS) -> dict[str
     if found.in_progress:
         raise InputError(f"{found.given!r} has no final model yet (its training was stopped or is still running); "
                          f"calibrate the final model once the run has finished")
-    clf = load_trained(found.path)
+    clf = load_trained(found.path, calibrated=False)  # a calibration.json there is what this call replaces
     _, valid = _held_out(clf, None, "valid")
     _, test = _held_out(clf, None, "test")
     z_valid, y_valid = clf.logits(valid.texts), torch.tensor(list(valid.labels))  # (N, C), (N,)
