@@ -323,10 +323,15 @@ MORE_EVENTS: list[tuple[int, list[list[str]]]] = [
     (1, [["上次", "上个月", "去年"], ["一个人来的", "和同事来过一次", "来过一次"], ["，"], ["这次", "今天"],
          ["带了", "拉上了", "又带了"], ["全家", "五个朋友", "爸妈", "整个部门"], ["一起来", "又来了", ""]]),
 ]
-for _, _parts in MORE_EVENTS:
-    for _choices in _parts:
-        for _choice in _choices:
-            assert not any(w in _choice for w in SENTIMENT_WORDS), _choice
+
+
+def no_sentiment_word(choices: list[str]) -> None:
+    """The check of every choice the new templates and frames hold: none contains a word of SENTIMENT_WORDS."""
+    for choice in choices:
+        assert not any(w in choice for w in SENTIMENT_WORDS), choice
+
+
+no_sentiment_word([choice for _, parts in MORE_EVENTS for part in parts for choice in part])
 
 
 # --more-frames: function-word frames the phrases above lack (issue 30's remaining asks), over the mined pairs.
@@ -365,11 +370,7 @@ DOMAIN_OPENERS = [  # (aspect keywords, openers): a brand or 'this' clause of th
     ("书|印刷|纸|内容|文笔|文字|故事|插图|插画|排版|封面|装订|翻译|语言|作者|写作|彩页|图画",
      ["这本书", "这套书", "这本小说", "当当的书", "这本童书"]),
 ]
-for _kw, _openers in DOMAIN_OPENERS:
-    for _o in _openers:
-        assert not any(w in _o for w in SENTIMENT_WORDS), _o
-for _o in PREFIXES + SUFFIXES:
-    assert not any(w in _o for w in SENTIMENT_WORDS), _o
+no_sentiment_word([o for _, openers in DOMAIN_OPENERS for o in openers] + PREFIXES + SUFFIXES)
 
 
 def frame_pairs(lexicon: dict[tuple[str, str], int]) -> dict[int, list[tuple[str, str]]]:
@@ -598,20 +599,10 @@ def mine(texts: list[str], labels: list[int], *, clean: bool = False) -> dict[tu
     return out
 
 
-def events(rng: random.Random, n: int) -> list[tuple[str, int]]:
+def events(rng: random.Random, n: int, templates: list[tuple[int, list[list[str]]]] = EVENTS) -> list[tuple[str, int]]:
     """``n`` phrases from each event template (duplicates dropped later)."""
     items = []
-    for y, parts in EVENTS:
-        for _ in range(n):
-            items.append(("".join(rng.choice(p) for p in parts) + rng.choice(ENDS), y))
-    return items
-
-
-def more_events(rng: random.Random, n: int) -> list[tuple[str, int]]:
-    """``n`` phrases from each template of ``MORE_EVENTS`` (duplicates dropped later); ``rng`` is its own, so that
-    the phrases of the other flags are drawn as without ``--more-events``."""
-    items = []
-    for y, parts in MORE_EVENTS:
+    for y, parts in templates:
         for _ in range(n):
             items.append(("".join(rng.choice(p) for p in parts) + rng.choice(ENDS), y))
     return items
@@ -687,58 +678,45 @@ def main() -> None:
     rng = random.Random(args.seed)
     suite = {normalise(i) for name in ("zh-sentiment", "zh-sentiment-heldout") for case in read_suite(name).cases
              for i in case.inputs}
-    seen: dict[str, tuple[str, int]] = {}
-    in_suite = 0
-    items = compose(lexicon, rng, contrast=args.contrast)
+    # each phrase with where it came from: "" (the flags before issue 30's third edition), "more-events", or the
+    # kind of --more-frames frame; the new sources draw from their own random streams, after all the others
+    items = [(text, y, "") for text, y in compose(lexicon, rng, contrast=args.contrast)]
     if args.family:
-        items += family(lexicon, rng)
+        items += [(text, y, "") for text, y in family(lexicon, rng)]
     if args.events:
-        items += events(rng, args.events_per_template)
-    n_old = len(items)
+        items += [(text, y, "") for text, y in events(rng, args.events_per_template)]
     if args.more_events:
-        items += more_events(random.Random(args.seed + 1), args.more_events_per_template)
-    n_events = len(items)
-    kinds: list[str] = []
+        items += [(text, y, "more-events") for text, y in
+                  events(random.Random(args.seed + 1), args.more_events_per_template, MORE_EVENTS)]
     if args.more_frames:
-        framed = more_frames(lexicon, random.Random(args.seed + 2), args.more_frames_per_kind)
-        items += [(text, y) for text, y, _ in framed]
-        kinds = [kind for _, _, kind in framed]
-    n_more = n_frames = 0
-    frame_kinds: list[str] = []
-    for i, (text, y) in enumerate(items):
+        items += more_frames(lexicon, random.Random(args.seed + 2), args.more_frames_per_kind)
+    seen: dict[str, tuple[str, int, str]] = {}
+    in_suite = 0
+    for text, y, source in items:
         key = normalise(text)
         if key in suite:
             in_suite += 1
         elif key not in seen:
-            seen[key] = (text, y)
-            n_more += n_old <= i < n_events
-            if i >= n_events:
-                n_frames += 1
-                frame_kinds.append(kinds[i - n_events])
-    values = list(seen.values())  # the MORE_EVENTS, then the --more-frames phrases last: the share draws of the
-    keep = [rng.random() < args.share for _ in values]  # others are unchanged
-    kept = [item for item, k in zip(values, keep, strict=True) if k]
-    start = len(values) - n_frames - n_more
-    more = [item for item, k in zip(values[start:start + n_more], keep[start:start + n_more], strict=True) if k]
-    frames = [(item, kind) for item, k, kind in zip(values[start + n_more:], keep[start + n_more:], frame_kinds,
-                                                      strict=True) if k]
+            seen[key] = (text, y, source)
+    kept = [item for item in seen.values() if rng.random() < args.share]  # drawn after all sources, in their order
     names = splits.label_names
     with open(args.out, "w", encoding="utf-8") as f:
-        for text, y in kept:
+        for text, y, _ in kept:
             f.write(json.dumps({"text": text, "label": names[y]}, ensure_ascii=False) + "\n")
     print(f"{len(lexicon)} (aspect, word) pairs; {len(seen)} phrases, {in_suite} equal to a suite case left out; "
-          f"{len(kept)} written to {args.out} (pos {sum(y for _, y in kept)})", file=sys.stderr)
+          f"{len(kept)} written to {args.out} (pos {sum(y for _, y, _ in kept)})", file=sys.stderr)
+    distinct = collections.Counter(source for _, _, source in seen.values())
+    written = collections.Counter(source for _, _, source in kept)
+    pos = collections.Counter(source for _, y, source in kept if y)
     if args.more_events:
-        print(f"--more-events: {n_more} distinct phrases from {len(MORE_EVENTS)} templates, {len(more)} written "
-              f"(pos {sum(y for _, y in more)})", file=sys.stderr)
+        print(f"--more-events: {distinct['more-events']} distinct phrases from {len(MORE_EVENTS)} templates, "
+              f"{written['more-events']} written (pos {pos['more-events']})", file=sys.stderr)
     if args.more_frames:
-        count = collections.Counter(k for _, k in frames)
-        pos = collections.Counter(k for (_, y), k in frames if y)
-        per = "; ".join(f"{kind} {count[kind]} ({pos[kind] / max(1, count[kind]):.0%} pos)"
-                        for kind in dict.fromkeys(kinds))
-        print(f"--more-frames: {n_frames} distinct phrases, {len(frames)} written, "
-              f"{sum(y for (_, y), _ in frames) / max(1, len(frames)):.1%} pos; {per}", file=sys.stderr)
-
+        kinds = [k for k in dict.fromkeys(source for _, _, source in items) if k not in ("", "more-events")]
+        n = sum(written[k] for k in kinds)
+        per = "; ".join(f"{k} {written[k]} ({pos[k] / max(1, written[k]):.0%} pos)" for k in kinds)
+        print(f"--more-frames: {sum(distinct[k] for k in kinds)} distinct phrases, {n} written, "
+              f"{sum(pos[k] for k in kinds) / max(1, n):.1%} pos; {per}", file=sys.stderr)
 
 if __name__ == "__main__":
     main()
