@@ -7,7 +7,7 @@ two clauses of opposite polarity joined by ``但是``/``可是``/``不过`` (the
 read; a phrase equal to a case of the zh-sentiment suite (normalised) is left out and counted.
 
     PYTHONPATH=src python benchmarks/classify/classify_compose.py --out /tmp/zh-routes/compose.jsonl [--share 1.0]
-        [--contrast] [--family] [--events] [--more-events] [--seed 0]
+        [--contrast] [--family] [--events] [--more-events] [--more-frames] [--more-kinds] [--seed 0]
 
 Issue 30 added two flags. ``--family``: the rest of the contrast family (就是, 只是, 然而 and 虽然…但是/尽管…还是
 with the second clause deciding), 除了 (除了 + a clause，其他都 + the other side: the rest decides) and double
@@ -33,6 +33,12 @@ Double negation: 不得不说 + a statement (its label), 不是不A，只是B (B
 本以为…没想到, and the main clause first (A，虽然B: A decides). 除了 both ways: exclusion (除了A有点差，B和C都很好:
 the rest decides) and addition (除了A，B也 + the same side). Neutral: a time, place, channel or brand clause, or a
 particle, around a phrase (its label).
+
+``--more-kinds`` (``more_kinds``, ``--more-kinds-per-kind``, 1,500 draws per kind: about 6,400 phrases, half per label),
+from hand-written tables after all other phrases and from their own ``random.Random(seed + 3)``: aspect-balance (every
+domain aspect as often pos as neg), domain defects and merits, drawback clauses (the price decides), implicit praise and
+complaints (no word of ``SENTIMENT_WORDS``), double negation, and a few hundred of these quoted or with a trailing
+emoji.
 """
 
 from __future__ import annotations
@@ -557,6 +563,383 @@ def more_frames(lexicon: dict[tuple[str, str], int], rng: random.Random, n: int)
     return items
 
 
+# --more-kinds: six kinds of phrase written by hand (tables below), from their own random stream (seed + 3), after
+# all the others; every phrase carries the label it was drawn for.
+
+
+def tpl(spec: str) -> list[list[str]]:
+    """An event template written as one string: parts split by '/', choices by spaces, '_' an empty choice."""
+    return [["" if c == "_" else c for c in part.split()] for part in spec.split("/")]
+
+
+# aspect-balance: (aspects, positive words, negative words) by domain; every aspect is drawn as often for each label
+KIND_ASPECTS = [
+    # books
+    ("内容 故事 情节", "精彩 吸引人 有意思 充实", "无聊 空洞 乏味"),
+    ("文笔 语言 翻译", "好 流畅 优美 老练", "差 生硬 啰嗦 别扭"),
+    ("印刷 字迹", "清晰 好", "模糊 差"), ("纸张 纸质", "厚实 好 细腻", "薄 差 粗糙"), ("装订", "结实 牢固", "差 松"),
+    ("封面 插图 排版", "精美 好看 漂亮", "难看 粗糙 丑"),
+    # films
+    ("演技 表演", "好 精湛 自然 到位", "差 尴尬 浮夸 生硬"), ("剧情 故事", "精彩 吸引人 有意思", "无聊 老套 混乱 俗套"),
+    ("节奏", "紧凑 流畅", "拖沓 慢 乱"), ("特效", "逼真 震撼", "假 粗糙 廉价"),
+    ("画面 镜头 摄影", "精美 唯美 震撼", "粗糙 晃 模糊"),
+    ("配乐 音乐 音效", "好听 动人 震撼", "难听 刺耳 吵"), ("台词 对白", "精彩 自然 幽默", "尴尬 生硬 做作"),
+    # food and takeaway
+    ("味道 口味", "好 正宗 鲜美 好吃", "差 难吃 怪"), ("分量 份量", "足 大 实在", "少 小 不足"),
+    ("肉 牛肉 鸡肉", "嫩 新鲜 香", "老 柴 硬"), ("菜 食材 海鲜", "新鲜 好", "不新鲜 差"),
+    ("上菜 出餐", "快 及时", "慢 拖拉"),
+    ("服务员 服务", "热情 周到 好", "差 冷淡 敷衍"), ("环境 卫生", "干净 好 整洁", "脏 差 乱"),
+    # hotels
+    ("房间 卫生间 浴室", "干净 宽敞 整洁", "脏 小 乱 旧"), ("床 床垫", "舒服 舒适 大", "硬 窄 小"),
+    ("枕头 被子", "舒服 软和 干净", "硬 潮 薄"), ("隔音", "好 不错", "差"), ("前台", "热情 周到 客气", "冷淡 敷衍 差"),
+    ("位置 地段", "好 优越 便利", "偏 偏僻 差"), ("交通", "便利 方便", "不便 差"),
+    ("早餐", "丰盛 好吃 不错", "差 单调 难吃"),
+    ("设施 设备", "新 齐全 完善", "旧 陈旧 差"),
+    # phones and electronics
+    ("屏幕 显示", "清晰 细腻 亮", "模糊 暗 差"), ("续航", "强 长 好", "短 差"), ("电池", "耐用 给力 好", "差 不耐用"),
+    ("信号 网络 蓝牙", "稳定 好 强", "差 弱 不稳定"), ("系统 运行 反应", "流畅 快 稳定", "卡 慢 迟钝"),
+    ("拍照 相机 像素", "清晰 好 出色", "模糊 差 糊"), ("音质 声音", "好 清晰 饱满", "差 小 闷 刺耳"),
+    ("手感", "好 扎实", "差 廉价"), ("充电", "快", "慢"),
+    # clothes and shoes
+    ("面料 布料 料子 材质", "舒服 柔软 厚实 透气", "差 粗糙 硬"),
+    ("做工 走线 针脚", "精细 细致 好 扎实", "粗糙 差 马虎"),
+    ("尺码", "标准 准", "不准"), ("大小", "合适", "不合适"), ("版型 款式", "好看 时尚 大方", "难看 土 老气"),
+    ("颜色", "正 好看 鲜艳", "难看 暗 土"), ("鞋底 鞋子", "软 舒服 轻", "硬 重 磨脚"),
+    # delivery
+    ("物流 快递 发货 送货", "快 及时 迅速", "慢 拖拉"), ("包装", "严实 结实 仔细 好", "差 简陋 随便"),
+    ("快递员 快递小哥 送货师傅", "热情 客气 负责", "凶 不耐烦 敷衍"),
+    # customer service and after-sales
+    ("客服 售后 店家 卖家", "热情 耐心 负责 专业 好", "差 冷淡 敷衍 不负责"),
+    ("回复 处理 退款", "快 及时 迅速", "慢 拖拉"),
+    ("退换货 退货", "顺利 方便 爽快", "麻烦 难"), ("态度 服务态度", "好 热情 诚恳", "差 恶劣 冷淡"),
+    # cosmetics
+    ("效果 保湿效果 美白效果 遮瑕效果", "好 明显", "差 不明显 一般"), ("保湿 遮瑕", "好 强 不错", "差 一般"),
+    ("质地 肤感", "清爽 细腻 轻薄 水润", "油 黏 厚重 干"), ("香味 气味", "清新 淡雅 好闻", "刺鼻 难闻 冲"),
+    ("持妆", "久 好", "差"), ("显色", "好 正", "差 暗"),
+    # home appliances
+    ("噪音 动静", "小", "大"), ("制冷 制热 加热 吸力", "快 强 给力", "慢 弱 差"),
+    ("操作 使用 安装", "简单 方便 容易", "复杂 麻烦 难"),
+    ("功能", "齐全 强大 实用", "少 单一 鸡肋"), ("耗电量 能耗", "低 小", "高 大"),
+    ("清洁效果 烘干效果", "好 明显", "差 一般"),
+    ("外观 颜值", "好看 大气 时尚", "难看 丑"),
+    # travel
+    ("风景 景色 景点", "美 漂亮 壮观 迷人", "差 一般 普通 无聊"),
+    ("导游 司机 领队", "热情 负责 专业 幽默", "敷衍 凶 不负责"),
+    ("行程 路线 安排", "合理 紧凑 轻松 周到", "混乱 赶 累 不合理"), ("游客 排队的人", "少", "多"),
+    ("住宿 餐饮", "干净 舒适 好", "差 简陋 脏"),
+    # furniture
+    ("质量 用料 板材", "好 结实 扎实", "差 劣质"), ("组装", "简单 容易 方便", "复杂 麻烦 难"),
+    ("沙发 椅子 坐垫", "舒服 舒适", "硬 不舒服"), ("桌子 柜子 书架", "稳 结实 牢固", "晃 不稳 松"),
+    ("漆面 表面 边角", "光滑 平整 细腻", "粗糙 毛糙 不平"), ("气味 甲醛味", "小 淡", "大 重 刺鼻"),
+]
+KIND_GENERAL = {1: ["好", "不错"], 0: ["差", "糟糕"]}  # words that fit every aspect
+KIND_DEGREES = [*DEGREES, "真的很", "超级"]
+KIND_NOT_NEGATED = {"一般", "小", "少", "低", "淡", "大"}  # 噪音不太小, 游客一点也不少: not how people write
+KIND_NEGATE = {1: ["一点也不", "一点都不", "完全不", "并不", "一点儿也不", "根本不"],  # + a negative word
+               0: ["不太", "不是很", "不怎么", "不够", "没那么", "一点也不", "并不"]}  # + a positive word
+
+# domain-defects and domain-merits: (subjects, openers, defects, merits) by domain; no word of SENTIMENT_WORDS
+DOMAIN_FACTS = [tuple(s.split() for s in row) for row in [
+    ("这本书 书 这套书 这本小说", "刚收到 翻了几页 昨天到的 拆开一看",
+     "错别字一大堆 印刷有重影 有几页印歪了 字小得看不清 纸张发黄 书脊开裂了 封面有一道折痕 翻译读着像机器翻的 "
+     "书角全压扁了 是盗版 插图糊成一片",
+     "一个错别字都没找到 纸张厚实不透字 装订牢固，能平摊开 塑封完整，四个角都没磕到 附赠了书签和海报 "
+     "是正版，还有作者签名 注释详细，查资料用得上 翻译读起来像中文原著"),
+    ("这部电影 这部片子 这部剧 这个电影", "昨晚看的 周末看的 刚看完 和朋友一起看的",
+     "特效一看就是五毛的 特效假得出戏 字幕和声音对不上 声音和口型对不上 剧情漏洞百出 结局草草收场 广告植入一个接一个 "
+     "主角从头到尾一个表情 画面暗得看不清人脸 剪辑跳来跳去看不懂",
+     "结局的反转完全没猜到 每个配角都有自己的故事 伏笔最后全都收回来了 特效看不出是电脑做的 配乐听完一直在脑子里转 "
+     "台词句句都能记住 每一帧都能截下来当壁纸 全场笑声就没停过"),
+    ("这家店 这份外卖 这家的菜 点的菜 这家的外卖", "中午点的 今天点的 第一次来吃 周末去吃的",
+     "咸得没法下口 油多得能倒出半碗 米饭是夹生的 肉有一股腥味 菜里有沙子 吃完拉了一晚上肚子 牛肉嚼不动 面坨成了一块 "
+     "餐盒裂了，汤洒了一袋 备注了不要香菜还是放了 骨头比肉多",
+     "肉给得满满一碗 汤是现熬的 米饭粒粒分明 鱼是现杀的 辣度和备注的一模一样 餐具纸巾都给得齐齐全全 牛肉炖得入口即化 "
+     "虾仁个个都有拇指大 一份够我吃两顿"),
+    ("这家酒店 酒店 这家民宿 这家宾馆", "上周住的 住了两晚 开会住的 国庆入住的",
+     "空调不制冷 热水放了二十分钟还是凉的 床单上有污渍 窗户关不严，一直漏风 马桶堵了 淋浴喷头漏水 墙皮一块块往下掉 "
+     "半夜有人打电话推销 门卡刷不开 网络连不上 浴室地漏往上返水 电视打不开",
+     "推开窗户就能看到海 房间朝南，阳光照进来一整天 床品每天都换新的 离地铁站只有两百米 前台帮忙寄存了行李 "
+     "房间里有免费的洗衣机 退房延到了下午两点 早餐有二十多种 浴室干湿分离"),
+    ("手机 这台手机 新手机 这款平板", "用了两天 刚到手 用了一个月 昨天收到的",
+     "屏幕上有两个不亮的点 通话的时候有杂音 打游戏十分钟就发烫 划一下要卡半秒 拍出来的照片都是糊的 一天要充三次电 "
+     "充电器插上没反应 信号只有一格 蓝牙总是自己断开 经常自动重启 指纹解锁十次有八次识别不了 扬声器有破音 屏幕边缘漏光 "
+     "电池一晚上掉了百分之三十",
+     "打一下午游戏都不发烫 拍出来的夜景连招牌上的字都看得清 电梯里信号还是满格 电池用到晚上还剩一半 指纹一碰就解锁 "
+     "开十几个应用来回切都不卡 从桌上摔下来两次，屏幕一点裂痕都没有 外放声音大，洗澡都听得清"),
+    ("衣服 这件衣服 裤子 外套", "刚收到 穿了一次 洗了一次 上身以后",
+     "线头到处都是 拉链拉到一半卡住了 洗一次掉一盆色 洗完缩了一大截 领口一穿就变形 扣子缝得歪歪扭扭 一股化学味 "
+     "一碰就起静电 袖口脱线了 跟图片完全是两个颜色",
+     "机洗了一个月都没起球 一根线头都找不到 走线又直又密 穿一天都不起褶子 上身显瘦 带着吊牌和防尘袋 "
+     "按尺码表买的，长短刚刚合身 扣子多配了两颗 冬天穿着一点都不透风"),
+    ("这双鞋 鞋子 这双运动鞋 这双靴子", "刚收到 穿了一次 穿了一天 上脚以后",
+     "左右两只不一样大 走两步就咯吱响 鞋底开胶了 鞋头有一块脱皮 穿了半天就磨脚后跟 一股胶水味 下雨天一踩水就渗进去",
+     "防滑，下雨天也不打滑 鞋底又轻又软 走一天脚都不累 鞋垫可以拆出来洗 鞋盒里还多配了一双鞋带 "
+     "按平时的码买的，刚刚合脚 穿了半年鞋底花纹还在"),
+    ("快递 这单快递 这次的快递", "前天下的单 这次买的 昨天到的",
+     "外箱被压得变了形 送错了地址 在中转站停了一个星期没动 没打电话就显示签收了 要我自己去五公里外的站点取 "
+     "到了还要另收五块钱 里面的东西摔成了两半 面单上的电话号码写错了",
+     "隔天就到了 从广州到北京只用了一天 提前打电话问家里有没有人 送到家门口还帮忙拆了箱 包了三层气泡膜，一点都没磕到 "
+     "晚上九点还在派送 每个站点都有更新 送到时快递员等了我十分钟"),
+    ("客服 售后 店家 卖家", "问了一下 咨询的时候 退货的时候 出了问题以后",
+     "一句话要等半小时才回 让我找厂家，厂家又让我找店家 每次都发同一段话 电话打了十次没人接 同一个问题问了我五遍 "
+     "答应补发，结果一直没发 说过了七天就不管了 退款申请被驳回了三次",
+     "半夜问问题也秒回 一次就把问题说清楚了 主动打电话回访 没让寄回就直接补发了 把安装步骤录成视频发给了我 "
+     "退款当天就到账了 一直跟进到问题解决 记得我上次买过什么"),
+    ("这款面霜 这瓶精华 这套护肤品 这个乳液", "用了一周 刚用完 试用了几天 第一次用",
+     "一抹就搓泥 涂上脸就起了一片红疹 有一股刺鼻的香精味 瓶子里只装了一半 泵头按不出来 生产日期是三年前的 防伪码查不到 "
+     "擦完脸上油得反光 是拆封过的 膏体分层了",
+     "用完第二天脸上的干皮没了 一点香精味都没有 防伪码一查就是正品 擦完一会儿就吸收了 敏感肌用了也没泛红 "
+     "一瓶能用大半年 送了一大堆小样 用了一个月痘印淡了一大半"),
+    ("这台机器 机器 新买的这台", "刚装完 用了一周 昨天送到的 开了两天",
+     "开机就报故障码 运行起来嗡嗡响一整晚 底下漏了一地水 遥控器按了没反应 转一会儿就自己停了 插上电就跳闸 "
+     "温度怎么调都降不下来 外壳有一道很深的划痕 出风有一股焦味 门封条是歪的",
+     "开一晚上电表才走两度 十分钟屋里就凉下来了 一次就把沙发底下的灰全吸出来了 半夜开着也听不到声音 手机上就能远程开关 "
+     "上门安装没收一分钱 洗完的衣服一点褶子都没有 用了五年一次没报修"),
+    ("这次旅行 这个团 这条线路 这趟行程", "国庆去的 五一去的 上个月去的 跟团去的",
+     "行程单上的景点少去了两个 承诺的五星酒店换成了招待所 导游一路都在催我们买东西 大巴车上的空调不制冷 "
+     "一天有六个小时在车上 出发前一天才通知改时间 景区一半在装修不开放 被拉去一家店强制消费",
+     "每个景点都留了足够的拍照时间 导游讲的历史故事孩子都记住了 没有一个购物点 酒店就在景区门口 全程没有自费项目 "
+     "在山顶看到了日出和云海 提前把门票都订了，不用排队 行李一路都有人帮着搬"),
+    ("这套家具 买的家具 这批家具", "刚装完 送到以后 用了一个月 装完第二天",
+     "柜门关不严 抽屉拉起来卡卡的 螺丝孔对不上 封边翘起来了 少了两块隔板 桌面有一道裂缝 一打开全是刺鼻的甲醛味 "
+     "一坐上去就吱吱响 中间塌下去一块 说明书上的图和零件对不上",
+     "柜门关上一点缝都没有 抽屉拉起来一点声音都没有 螺丝孔一个个都对得上 放了半年屋里闻不到一点味 "
+     "实木的，拿在手上沉甸甸的 送货师傅顺手装上了，还把纸箱带走了 配件多给了一包螺丝 桌面上放满东西也不晃"),
+]]
+
+# drawback-clauses: the praise, the price, and the word that makes the second clause decide
+PRAISE = {0: ["东西是好东西", "好是好", "质量没得说", "东西确实不错", "各方面都挺好", "做工没得挑", "效果确实明显"],
+          1: ["质量真的没话说", "东西确实不错", "用着确实顺手", "效果对得起这个价", "质量确实过硬", "味道确实没得说"]}
+PRICE = {0: ["太贵了", "价格偏高", "性价比不高", "不值这个价", "贵了点", "价格太高了", "性价比太低", "价格虚高",
+             "这个价钱不值"],
+         1: ["价格公道", "物超所值", "这个价钱很值", "性价比很高", "价格实在", "价格很良心", "这个价位找不到更好的"]}
+DRAWBACK_LINKS = ["但是", "可是", "不过", "就是", "只是", "可惜", "只可惜", "唯一的缺点是", "美中不足的是"]
+PRICE_CONCEDED = ["价格是贵了点", "贵是贵了点", "虽然价格偏高", "虽然不便宜", "价格不算便宜", "虽说贵了点",
+                  "价钱是高了些"]
+
+# implicit-praise and implicit-complaint: events without a sentiment word, beyond EVENTS and MORE_EVENTS
+IMPLICIT = [(1, tpl(s)) for s in [
+    "本来只是随便买来试试 本来没抱什么期望 本来是冲着低价买的/，结果/现在每天都在用 一用就是两年 全家都离不开它了 "
+    "又回来买了三个",
+    "页面上写的是三到五天送达 预计周五送到 说是下周发货/，结果 ，没想到 ，/隔天 第二天一早 当天晚上/就送到了 就到了 "
+    "就放在家门口了",
+    "这款洗发水 这个牌子的纸巾 这家的大米 这款牙膏 这款洗衣液/我家 我们家/已经用了 连着用了/三年 五年 七八年/，/"
+    "一直没换过 每次都是整箱买 从来没换过别的牌子",
+    "用了一个月以后 试了一次以后 吃过一次以后/，/我妈 我姐 我同事 整个办公室/也都 都/跟着买了 让我帮忙下单了 "
+    "各自买了一套",
+    "过年回家 回老家 年前/给/爸妈 公婆 两边老人 家里老人/一人带了一台 每家送了一箱 各买了一套",
+    "这个保温杯 这个双肩包 这把雨伞 这个行李箱 这双拖鞋 这个水杯/天天用 每天带着 几乎天天用/，/已经第三年了 "
+    "用到现在四年了 陪我跑了十几个城市",
+    "服务员 保洁阿姨 前台 店员 大堂经理/发现我把/手机 钱包 身份证 充电器 外套/落在了房间里 落在了桌上 忘在了店里/，/"
+    "追出来交给了我 专门打电话通知了我 打包寄到了我家 跑到车站送给了我",
+    "维修师傅 安装师傅/修完 装完/还 顺手/把地拖了一遍 把旧空调搬下了楼 帮我把松了的门把手也拧紧了 把包装纸箱都带走了 "
+    "教了我半个小时怎么用",
+    "孩子 女儿 儿子 小外甥/吃完 用完 看完/第二天 每天 天天/就问 都问 都缠着问/还有没有 什么时候再买 下一本什么时候到",
+    "我爸 我妈 爷爷 奶奶/每次打电话 打电话/都问 专门问/上次那个茶叶在哪买的 那个按摩仪还能不能再买一个 "
+    "那家的月饼今年还有没有",
+    "晚上十点 睡前 下午/拿起来 翻开 开始看/，/再抬头 回过神来 看完最后一页/天都亮了 已经凌晨三点了 已经过了饭点",
+    "吃饭的时候 上厕所 坐公交 排队的时候/都 也/捧着 拿着 在看/这本书 这本小说 这套漫画",
+    "这部剧 这部电影 这部动画/每年 每到过年 隔一段时间/都要 都会/拿出来重看一遍 重新刷一遍 和家人再看一遍",
+    "这部电影 这部剧/的台词我都能背下来了 里的歌全家都会唱了",
+    "困扰了我 折腾了我/三年 大半年 一整个冬天/的/失眠 颈椎疼 脚后跟干裂 卫生间返味/，/用了一个星期就 换了这个以后就 "
+    "一个月就/没再出现过 解决了 再也没犯过",
+    "以前拖地要一个小时 以前洗碗要半个小时 以前做一顿饭要两个小时 以前打扫一遍屋子要一上午/，现在 ，有了它以后 "
+    "，用上以后/几分钟就完事了 用的时间少了一大半 时间省下了一大半",
+    "换了这台冰箱 换了这个热水器 装了这个空调/以后/，/每个月电费 一个月的电费/少了一百多 省了一半 从四百降到了两百",
+    "同事 朋友 邻居/看到以后 来家里看到以后 用了一次/，/当场就下单了 让我把链接发给他 第二天也买了一台",
+    "退房的时候 离开的时候/孩子 女儿 我们家老人/还 一直/不肯走 哭着不想走 问下次什么时候再来",
+    "老板 店员 服务员/记得 还记得/我不吃香菜 我上次点的菜 我喝咖啡不加糖 孩子不吃辣",
+    "这家的包子 这家的炸鸡 这家的蛋糕/我们/每周都要买 一周要买三回 每次路过都要带一份",
+    "快递员 快递小哥/知道我 看我/白天上班 不在家 去外地了/，/每次都帮我放到门卫室 主动把包裹放进了快递柜还拍了照 "
+    "晚上又专门送了一趟",
+    "问了一个很小的问题 只是随口问了一句 只是问了一下尺码/，/客服 店家/发来了/一段三分钟的视频 一整页的对照表 "
+    "实物测量的照片",
+    "手机 电脑 平板/从/高二 大一 研究生入学/用到 一直用到/工作第三年 博士毕业 现在",
+    "这台电脑 这台相机 这个耳机/跟着我/去过 跑了/二十多个国家 三十多个城市 西藏和新疆/，/一次都没出过问题 到现在还在用",
+    "这件羽绒服 这条牛仔裤 这件大衣 这双靴子/穿了/五个冬天 三年 四个冬天/，/每年都还拿出来穿 看着还跟新的一样 "
+    "同事还以为是今年新买的",
+    "出门 聚会 上班/穿这件 穿了这条裙子 穿这双鞋/，/三个同事 一路上有两个人 朋友们/都来问 追着问/在哪买的 要链接 "
+    "是什么牌子",
+    "这支口红已经用到第五支了 这瓶香水已经用到第三瓶了 这款面霜已经用到第四罐了/，/空盒子都攒了一抽屉 一直没换过牌子",
+    "素颜去上班 不化妆出门/，/被同事 被朋友/问是不是去打了水光针 问是不是去做了医美",
+    "买了洗碗机以后 有了扫地机器人以后/，/家里 我们家/再也没 没再/为家务活争过 为谁洗碗争过 为谁拖地红过脸",
+    "冬天 大冬天 零下十度/开着它 有了这台取暖器 开着这台暖风机/，/屋里只穿一件短袖就够了 脚一晚上都是热的 再也没冻醒过",
+    "从山顶下来 回到酒店 回家以后/，/一看相册 翻了翻手机/，/一天拍了 一个下午拍了/六百多张 一千多张 八百多张/照片",
+    "退房前 离开那天 走之前/就把 直接把/明年暑假的房间 下次的房间 国庆的房间/订下了 也订了",
+    "这张书桌 这把椅子 这张床 这套沙发/从/孩子上小学 我们结婚 搬进新家/用到现在 一直用到现在/，/一颗螺丝都没松过 "
+    "搬了三次家都没散架 一个角都没磕掉",
+    "买回来 收到以后/，/孩子 家里的猫 老公 我爸/就/霸占了这把椅子 天天睡在这个沙发上 再也不肯坐别的椅子了",
+    "狗 我家狗 家里的猫/吃了这款粮/两个月 半年 三个月/，/毛都变亮了 泪痕全没了 体检指标全部正常 再也没挑过食",
+    "这套积木 这套绘本 这辆滑板车/老大玩了三年 老大用了两年/，/又传给了老二 现在老二接着用 又传给了表妹",
+    "平时不肯吃青菜的 平时不吃鱼的 在家不肯吃胡萝卜的/孩子 女儿 儿子/，/这次 在这家店 今天/自己 一个人/吃了一大碗 "
+    "又要了一份 把盘子都吃空了",
+    "为了这一口 为了这家的烤鸭 为了这碗面/，/我 我们/专门 特地/开车一个小时 坐了四十分钟地铁 从城东跑到城西/过来",
+    "早上八点出门 在外面跑了一整天 带着它爬了一天山/，/晚上回来 到家的时候/电量还有一半 还剩百分之四十 电还够再用一天",
+    "这本书 这套书 这本小说/被我/画满了线 贴满了便签 折了几十个角",
+    "读完这本书 看完这部纪录片/以后/，/我 我们一家/开始每天跑步 报了一个书法班 去了书里写的那个小镇 戒掉了熬夜",
+    "凌晨一点 大年初一 半夜/家里的/热水器 暖气 空调/出了问题，/师傅 维修师傅/半小时后就上门了 连夜赶过来修完了",
+    "下单的时候 付款的时候/备注了 留言说/是送人的 是生日礼物 是给老人的/，/店家 商家/专门 就/包了礼盒 写了一张手写卡片 "
+    "把说明书放大打印了一份",
+    "同样的钱 同样的价钱/，/在别家 在商场/只能买一件 只能吃一小份 只能买一半",
+]] + [(0, tpl(s)) for s in [
+    "预约的 约定的 讲定的/上午十点 下午两点 九点/上门，/师傅 安装工/晚上七点才来 一直没来 第二天才打电话说来不了",
+    "在前台等了四十分钟才办完入住 在店里等了一个小时也没人过来问一句 奶茶等了半个多小时还没做出来/_ ，前面只有两个人",
+    "刚用了 才用了/三次 一个星期 五天/，/把手 轮子 盖子 开关/就掉下来了 就松了 就卡住不动了",
+    "承诺的赠品 页面上写的赠品 买一送一的那件/没有送 一个都没有 到现在也没收到",
+    "打开箱子 拆开包装/一看，/说明书 充电线 遥控器 螺丝包/都没有 不在里面 没放",
+    "下单的是两斤装，寄来的是一斤装 要的是一百五十毫升的，收到的是五十毫升的 买的是128G，寄来的是64G "
+    "订的是十二寸，送来的是十寸 拍的是真皮的，到手是人造革",
+    "中午十二点 晚上六点/点的/饭 外卖 火锅/，/两点才到 八点才送来 汤上都结了一层油",
+    "东西还没拆封 包装都没打开 吊牌都还在/，/申请退货 想退掉/，/店家 客服/说 却说/不支持退货 已经过了退货时间 "
+    "要扣三十块手续费",
+    "付了一次钱 明明只下了一单 只买了一件/，/银行卡 账户 信用卡/被扣了两次 扣了两笔钱 却扣了双份",
+    "只洗了一次 按标签上写的冷水手洗 第一次下水/，/衣服 毛衣 裤子/就 就已经/小得孩子都穿不下了 短了五厘米 宽了一圈",
+    "刚过了 才过/七天无理由退货期 三十天的换货期/，/就/开不了机了 不出水了 没声音了",
+    "不管问什么 问了三个问题 说了半天/，/客服 机器人客服/都只回/‘亲，我们会尽快处理’ ‘已经为您反馈’ 同一段话 一个表情",
+    "每换一个客服 每打一次电话 转了三个部门/，/都要 就要/把问题从头再说一遍 重新拍一遍照片 再报一遍订单号",
+    "晚上十一点 半夜两点 凌晨/楼上 隔壁 外面/还在 一直在/装修 唱歌 搬家具/，/前台说管不了 打了三次电话都没人管",
+    "一进房间 打开柜子 拉开抽屉/，/发现/纸篓里还有上一位客人的东西 浴巾上有一块黄印 茶杯里还有茶叶渣",
+    "备注了 交代了/微辣 不要葱 少盐/，/送来的 端上来的/辣得喝了三杯水 上面铺满了葱 咸得要喝两碗水",
+    "结账的时候 付钱的时候/发现/多算了两个菜 多收了一百块 收了没点的茶位费",
+    "买了不到一个月 刚用两个星期/，/手机 新手机/就/自动关机了三次 充着电就黑屏了 打电话对方一直听不到我的声音 "
+    "摄像头里进了灰",
+    "升级了 更新完/系统 新版本/以后/，/手机 平板 电脑/就/连不上网了 一直重启 打不开相机了",
+    "穿上 上身以后/，/才发现/袖子一边长一边短 两条裤腿不一样长 后背有一块污渍 吊牌是剪过的",
+    "鞋子 这双靴子/穿着走了 下雨天走了/一段路 两条街 十分钟/，/袜子全湿了 鞋里进了水 脚后跟全是血",
+    "快递员 送货的/没打电话 没敲门/，/就把/东西 包裹 冰箱/扔在了楼下 放在了小区门口 退回了仓库",
+    "买的是生鲜 寄的是冰淇淋 买了一箱海鲜/，/在路上走了/四天 一个星期/，/到手 打开/全化了 已经发出味道了 "
+    "冰袋都成了一袋水",
+    "寄回去 送去/修了/一个月 二十天 两个月/，/拿回来 寄回来/还是老问题 又多了一道划痕 换成了一台旧机子",
+    "保修期内 才买三个月 明明在保修期内/，/售后 维修点/说是 却说是/人为摔的 进水了 不在保修范围/，/要收三百块 "
+    "让我自己出维修费",
+    "这瓶 这罐/面霜 精华 香水/的/批号 包装 瓶身/和专柜的对不上 跟官网上的不一样 印得歪歪扭扭",
+    "擦了 用了/三瓶 两个月 半年/，/脸上的斑 痘印 黑眼圈/一点没变 还是老样子 反而多了",
+    "洗衣机洗完 烘干机烘完/，/衣服上 毛衣上/全是白色的絮 还沾着洗衣粉 多了几个洞",
+    "空调 暖气片 电暖器/开了/一整晚 三个小时 一下午/，/屋里 房间里/还是只有十五度 温度一点没升 还得穿着羽绒服",
+    "热水器 电热水壶 烤箱/用了/两次 一个星期/，/插头 底座 电线/就烧黑了 就冒烟了 烫得变了形",
+    "导游 领队/把我们/扔在 丢在/景区门口 服务区 购物店/，/自己走了 人就不见了 两个小时没回来",
+    "行程里写的 合同上写的/五星酒店 海景房 特色餐/，/实际是 到了才知道是/县城的小旅馆 看不到海的一楼 路边的快餐",
+    "到了景区 到了门口/才知道/山顶 主景点 索道/在维修 不开放 今天停运/，/门票却照收 也没有人提前说 票钱一分没退",
+    "柜子 书架 床头柜/装完以后/，/门 抽屉 柜门/关上总要弹开 拉不出来 一高一低",
+    "送货的时候 安装的时候/，/师傅 工人/把/墙角 地板 门框/磕掉了一块 划了一道长印子 撞出了一个凹痕/，/一句话没说就走了 "
+    "还不肯认",
+    "买的是全套十二本 下单的是精装版/，/收到的 寄来的/少了第七本 是简装版 有两本是重复的",
+    "买了 花钱买了/两张 三张/IMAX的票 首映的票/，/放映到一半 开场十分钟/画面就卡住了 就停电了 声音就没了/，/票钱也没退 "
+    "等了半小时才恢复",
+    "这部剧 这个视频/一集 一个小时/里插了/五次广告 十分钟广告 六个广告",
+    "买回来的 刚接回家的/小狗 小猫/第三天 一个星期后/就/开始拉稀 查出了猫瘟 不吃东西了/，/店家不认账 "
+    "店家说是我们养的问题",
+    "这个玩具 遥控车/要装/六节 八节/电池/，/玩了 开了/二十分钟 半小时/就没电了",
+    "问了 催了/三次 五次 七次/，/发货 退款 补发/还是 都/说明天 说在安排 说快了",
+    "打电话 去店里/说明情况，/对方 店员 经理/一直看手机 说是我自己弄的 说不归他们管",
+    "提前订的 预约的/房间 包间 座位/，/到了 到店以后/说已经给别人了 说没有记录 还要再等一个小时",
+    "办理入住的时候 退房的时候/，/前台/说系统里查不到我的订单 又让我交了一次押金 让我在大堂等了四十分钟",
+    "收到的/水果 苹果 橙子 芒果/一箱里/有一半是软的 三分之一长了霉 个头只有乒乓球大",
+]]
+no_sentiment_word([c for _, parts in IMPLICIT for part in parts for c in part]
+                  + [c for row in DOMAIN_FACTS for choices in row[1:] for c in choices])
+
+# double-negation: (a quantifier and a noun, positive words, negative words)
+EVERY = [("道菜", "好吃 入味", "难吃"), ("件衣服", "合身 好看", "难看"), ("本书", "好看 精彩", "无聊"),
+         ("集", "精彩 好看", "拖沓 无聊"), ("个景点", "美 漂亮", "无聊"), ("间房", "干净 宽敞", "脏"),
+         ("样东西", "好用 实用", "难用"), ("个功能", "实用 好用", "鸡肋"), ("个细节", "到位 用心", "粗糙 敷衍"),
+         ("首歌", "好听", "难听"), ("个客服", "耐心 热情", "敷衍")]
+NO_FAULT = {1: ["挑不出毛病", "无可挑剔", "没什么可挑剔的", "挑不出一点毛病", "找不出不满意的地方", "真的挑不出毛病"],
+            0: ["找不到一个优点", "没有一点可取之处", "挑不出一个优点", "找不出一点可取之处", "找不出一个亮点",
+                "真的找不到一个优点"]}
+NO_REASON = {1: ["找不出不买的理由", "没有理由不回购", "没有理由不给五星", "没有人不说好的",
+                 "不是不想挑毛病，是实在挑不出来", "没法不喜欢"],
+             0: ["没有一样是好用的", "找不出一个买的理由", "没有一个人说好的", "找不到一个回购的理由",
+                 "没有一样东西能用", "没有一个地方让人满意"]}
+QUOTES = [("“", "”"), ('"', '"'), ("「", "」"), ("（", "）"), ("【", "】")]
+QUOTE_TAILS = ["😂", "🤔", "😅", "👀", "！！！", "～", "~~", "。。。"]
+
+
+def more_kinds(rng: random.Random, n: int) -> list[tuple[str, int, str]]:
+    """``n`` draws of each kind of --more-kinds phrase, half per label (the implicit events: ``n`` over all their
+    templates), then a tenth as many fresh draws quoted; ``(text, label, kind)``, duplicates dropped later."""
+    rows = [(a, {1: pos.split(), 0: neg.split()}) for aspects, pos, neg in KIND_ASPECTS for a in aspects.split()]
+    turn = [0]  # kind 1 walks the aspects in turn: aspect k drawn for label 0, then for label 1
+
+    def end() -> str:
+        return rng.choice(ENDS)
+
+    def said(a: str, words: dict[int, list[str]], y: int, *, tai: bool = True) -> str:  # aspect + degree + word
+        w = rng.choice(KIND_GENERAL[y] if rng.random() < 0.2 else words[y])
+        r = rng.random()
+        if r < 0.15 and tai:
+            return a + "太" + w + "了"
+        if r < 0.3:
+            return a + "挺" + w + "的"
+        if r < 0.42 and not y:
+            return a + rng.choice(["有点", "有些"]) + w
+        return a + rng.choice(KIND_DEGREES) + w
+
+    def aspect_balance(y: int) -> str:
+        a, words = rows[turn[0] // 2 % len(rows)]
+        turn[0] += 1
+        other = [w for w in words[1 - y] if "不" not in w and w not in KIND_NOT_NEGATED]
+        if other and rng.random() < 0.5:  # a word of the other side negated: 演技一点也不差, 剧情不太精彩
+            return a + rng.choice(KIND_NEGATE[y]) + rng.choice(other) + end()
+        return said(a, words, y) + end()
+
+    def domain(y: int) -> str:
+        subjects, openers, *facts = rng.choice(DOMAIN_FACTS)
+        s, fact, r = rng.choice(subjects), rng.choice(facts[y]), rng.random()
+        text = rng.choice(openers) + "，" + s + fact if r < 0.35 else s + ("，" if r < 0.6 else "") + fact
+        return text + end()
+
+    def drawback(y: int) -> str:
+        r = rng.random()
+        if r < 0.2:  # the price alone
+            return rng.choice(["", "", "说实话", "感觉", "总的来说"]) + rng.choice(PRICE[y]) + end()
+        praise = rng.choice(PRAISE[y]) if rng.random() < 0.3 else said(*rng.choice(rows), 1, tai=False)
+        if y == 0 and r < 0.7:  # praise，但是/就是/可惜 + the price: the drawback decides
+            return praise + "，" + rng.choice(DRAWBACK_LINKS) + rng.choice(PRICE[0]) + end()
+        if y == 0:  # 虽然 + an aspect's praise，但是 + the price
+            return "虽然" + said(*rng.choice(rows), 1, tai=False) + "，" + rng.choice(["但是", "可是", "但"]) + \
+                rng.choice(PRICE[0]) + end()
+        if r < 0.7:  # the price conceded, praise after 但是: the praise decides
+            return rng.choice(PRICE_CONCEDED) + "，" + rng.choice(["但是", "不过", "可是", "但"]) + praise + end()
+        return praise + "，" + rng.choice(["而且", "关键是", "并且", ""]) + rng.choice(PRICE[1]) + end()
+
+    def double_negation(y: int) -> str:
+        r = rng.random()
+        if r < 0.3:  # 没有一道菜不好吃的 / 没有一道菜是难吃的 (pos); 没有一道菜不难吃的 / 没有一道菜是好吃的 (neg)
+            q, pos, neg = rng.choice(EVERY)
+            same = rng.random() < 0.5
+            words = (pos if y else neg) if same else (neg if y else pos)
+            return "没有一" + q + ("不" if same else "是") + rng.choice(words.split()) + "的" + end()
+        if r < 0.55:
+            a, _ = rng.choice(rows)
+            return rng.choice(["", a, a, "这家", "这次"]) + rng.choice(NO_FAULT[y]) + end()
+        if r < 0.7:
+            return rng.choice(NO_REASON[y]) + end()
+        if y == 0 and r < 0.8:  # 不是不想给好评，实在是 + a complaint
+            return "不是不想给好评，实在是" + said(*rng.choice(rows), 0) + end()
+        lead = rng.choice(["不得不说，", "不能不说，", "不得不承认，", "说实话不得不说，"])
+        if y == 0 and r < 0.88:
+            return lead + rng.choice(["真的很失望", "这次太让人失望了", "这次的体验太差了", "真的不会再来了",
+                                      "这钱花得真冤", "真的不会再买了"]) + end()
+        return lead + said(*rng.choice(rows), y) + end()
+
+    kinds = [(("aspect-balance",) * 2, aspect_balance), (("domain-defects", "domain-merits"), domain),
+             (("drawback-clauses",) * 2, drawback), (("double-negation",) * 2, double_negation)]
+
+    def draw(m: int) -> list[tuple[str, int, str]]:
+        items = [(fn(i % 2), i % 2, tags[i % 2]) for tags, fn in kinds for i in range(m)]
+        per = max(1, round(m / len(IMPLICIT)))
+        return items + [(t, y, ("implicit-complaint", "implicit-praise")[y]) for t, y in events(rng, per, IMPLICIT)]
+
+    def quoted(text: str) -> str:
+        if rng.random() < 0.6:
+            left, right = rng.choice(QUOTES)
+            return left + text + right
+        return text.rstrip("。！") + rng.choice(QUOTE_TAILS)
+
+    return draw(n) + [(quoted(t), y, "quoted") for t, y, _ in draw(n // 10)]
+
+
 def polarity(pos: int, neg: int, *, min_count: int, ratio: float) -> int | None:
     """1 (positive) or 0 when ``pos``/``neg`` clauses agree ``ratio`` to 1 or more (add-0.5 smoothing), else None."""
     if pos + neg < min_count:
@@ -669,6 +1052,12 @@ def main() -> None:
                              "appended after all others from their own random stream")
     parser.add_argument("--more-frames-per-kind", type=int, default=1300,
                         help="draws per kind of --more-frames frame, half per label (1300: about 6,400 phrases)")
+    parser.add_argument("--more-kinds", action="store_true",
+                        help="hand-written phrases of six kinds (aspect-balance, domain defects and merits, drawback "
+                             "clauses, implicit praise and complaints, double negation, quoted), appended after all "
+                             "others from their own random stream")
+    parser.add_argument("--more-kinds-per-kind", type=int, default=1500,
+                        help="draws per kind of --more-kinds phrase, half per label (1500: about 6,400 phrases)")
     parser.add_argument("--clean-mining", action="store_true",
                         help="mine no pair from a clause that opens with 就是/只是/可惜/虽然...: a drawback clause")
     parser.add_argument("--seed", type=int, default=0)
@@ -690,6 +1079,8 @@ def main() -> None:
                   events(random.Random(args.seed + 1), args.more_events_per_template, MORE_EVENTS)]
     if args.more_frames:
         items += more_frames(lexicon, random.Random(args.seed + 2), args.more_frames_per_kind)
+    new_kinds = more_kinds(random.Random(args.seed + 3), args.more_kinds_per_kind) if args.more_kinds else []
+    items += new_kinds
     seen: dict[str, tuple[str, int, str]] = {}
     in_suite = 0
     for text, y, source in items:
@@ -711,11 +1102,15 @@ def main() -> None:
     if args.more_events:
         print(f"--more-events: {distinct['more-events']} distinct phrases from {len(MORE_EVENTS)} templates, "
               f"{written['more-events']} written (pos {pos['more-events']})", file=sys.stderr)
-    if args.more_frames:
-        kinds = [k for k in dict.fromkeys(source for _, _, source in items) if k not in ("", "more-events")]
+    added = list(dict.fromkeys(source for _, _, source in new_kinds))
+    for flag, on in [("--more-frames", args.more_frames), ("--more-kinds", args.more_kinds)]:
+        if not on:
+            continue
+        kinds = [k for k in dict.fromkeys(source for _, _, source in items)
+                 if k not in ("", "more-events") and (k in added) == (flag == "--more-kinds")]
         n = sum(written[k] for k in kinds)
         per = "; ".join(f"{k} {written[k]} ({pos[k] / max(1, written[k]):.0%} pos)" for k in kinds)
-        print(f"--more-frames: {sum(distinct[k] for k in kinds)} distinct phrases, {n} written, "
+        print(f"{flag}: {sum(distinct[k] for k in kinds)} distinct phrases, {n} written, "
               f"{sum(pos[k] for k in kinds) / max(1, n):.1%} pos; {per}", file=sys.stderr)
 
 if __name__ == "__main__":
