@@ -10,7 +10,7 @@ test accuracy, and this script does not read it.
 The compose routes read phrases that benchmarks/classify/classify_compose.py writes first into $ROUTES_DIR
 (compose-neg.jsonl: no flags; compose-contrast.jsonl: --contrast; compose-v2.jsonl: --contrast --family --events;
 compose-v3.jsonl: and --more-events; compose-v4.jsonl: and --more-frames; compose-v5.jsonl: and --clean-mining;
-all with --seed 0).
+compose-v6.jsonl: and --more-kinds; all with --seed 0).
 
 A route is a name in ROUTES, trained into $ROUTES_DIR/NAME (default /tmp/zh-routes) unless its final.json is
 there already; one JSON row per route is appended to benchmarks/results/classify_routes.jsonl. (The rows there
@@ -86,6 +86,10 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     # the miner without drawback clauses (--clean-mining: 就是价钱太贵了 in a positive review taught 价钱太贵了 = pos)
     "crops30-compose-v5-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v5.jsonl"), "rdrop": 1.0},
     "crops30-compose-v5-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v5.jsonl"), "rdrop": 1.0, "seed": 1},
+    # the fourth edition's candidate: v5 and --more-kinds (aspects with both labels, domain defects and merits, drawback
+    # clauses and price, more praise and complaints without a sentiment word, double negation, quoted phrases)
+    "crops30-compose-v6-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0},
+    "crops30-compose-v6-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0, "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
