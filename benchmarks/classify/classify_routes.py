@@ -10,7 +10,7 @@ test accuracy, and this script does not read it.
 The compose routes read phrases that benchmarks/classify/classify_compose.py writes first into $ROUTES_DIR
 (compose-neg.jsonl: no flags; compose-contrast.jsonl: --contrast; compose-v2.jsonl: --contrast --family --events;
 compose-v3.jsonl: and --more-events; compose-v4.jsonl: and --more-frames; compose-v5.jsonl: and --clean-mining;
-compose-v6.jsonl: and --more-kinds; all with --seed 0).
+compose-v6.jsonl: and --more-kinds; compose-v7.jsonl: and --counter-cues; all with --seed 0).
 
 A route is a name in ROUTES, trained into $ROUTES_DIR/NAME (default /tmp/zh-routes) unless its final.json is
 there already; one JSON row per route is appended to benchmarks/results/classify_routes.jsonl. (The rows there
@@ -90,6 +90,10 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     # clauses and price, more praise and complaints without a sentiment word, double negation, quoted phrases)
     "crops30-compose-v6-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0},
     "crops30-compose-v6-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0, "seed": 1},
+    # and --counter-cues: phrases that use the character pairs the templates had made lopsided against the corpus the
+    # other way (送了 had come only in gift templates, so 快递送了五天 read as praise)
+    "crops30-compose-v7-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v7.jsonl"), "rdrop": 1.0},
+    "crops30-compose-v7-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v7.jsonl"), "rdrop": 1.0, "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
@@ -128,7 +132,7 @@ def train(name: str) -> Path:
     if (out / "final.json").is_file():
         return out
     config = json.loads((ROOT / "configs" / "zh-sentiment.json").read_text())
-    config["train"].update(ROUTES[name])
+    config["train"].update({"seed": 0, **ROUTES[name]})  # seed 0 unless the route names one, whatever the bundle's
     config_file = RUNS / f"{name}.json"
     config_file.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
