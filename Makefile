@@ -41,7 +41,9 @@ bench: $(STAMP)
 # $(ZH_CONFIG) (about 8 CPU minutes on 1 thread: 473 s on 2026-11-28); first the phrases composed from the training
 # split's words (issue 30) are written into $(ZH_COMPOSED), which the config names as "extra" training texts
 # (benchmarks/classify/classify_compose.py: seeded, the same bytes every time); the run goes to $(ZH_OUT)/ (model, metrics,
-# curves, final.json with the test accuracy, train.log written by the run itself), then its final model and log are copied to $(ZH_BUNDLED)/.
+# curves, final.json with the test accuracy, train.log written by the run itself), then its final model and log are copied to $(ZH_BUNDLED)/,
+# where the paths inside this folder that the run recorded (the composed phrases' file) are written relative to it
+# (attnlab.training.make_portable: the bundle's bytes do not depend on where the clone is).
 # Last, the bundle's temperature is fit on the valid split (attnlab.training.calibrate): calibration.json (with the
 # test ECE, 15 bins, before and after) and reliability.png; then the pass rates of the development suite and of the
 # held-out one (zh-sentiment-heldout: reported, never used to choose) go into final.json.
@@ -63,6 +65,8 @@ train-zh: $(STAMP)
 	mkdir -p $(ZH_BUNDLED)
 	cp $(addprefix $(ZH_OUT)/,model.safetensors config.json tokenizer.json final.json metrics.jsonl curves.png \
 	  train.log) $(ZH_BUNDLED)/
+	$(REPRODUCIBLE) $(PY) -c 'import sys; from attnlab.training import make_portable; make_portable(*sys.argv[1:])' \
+	  $(ZH_BUNDLED) $(CURDIR)
 	$(REPRODUCIBLE) $(PY) -c 'import sys; from attnlab.training import calibrate; calibrate(sys.argv[1])' $(ZH_BUNDLED)
 	$(REPRODUCIBLE) $(PY) -m attnlab.suites $(ZH_BUNDLED) zh-sentiment
 	$(REPRODUCIBLE) $(PY) -m attnlab.suites $(ZH_BUNDLED) zh-sentiment-heldout

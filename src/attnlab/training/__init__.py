@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         load_translator,
     )
     from ._classify_run import train_classifier
-    from ._classify_use import calibrate, evaluate_model
+    from ._classify_use import calibrate, evaluate_model, make_portable
     from ._config import ClassifyTrainConfig, InductionTrainConfig, LMTrainConfig, RunConfig, TranslateTrainConfig
     from ._induction_run import train_induction
     from ._lm_run import train_lm
@@ -39,7 +39,7 @@ _MODULES = {  # public name -> the module that defines it (the configs' module, 
     **dict.fromkeys(("ClassifyTrainConfig", "InductionTrainConfig", "LMTrainConfig", "RunConfig",
                      "TranslateTrainConfig"), "._config"),
     "train_classifier": "._classify_run",
-    **dict.fromkeys(("calibrate", "evaluate_model"), "._classify_use"),
+    **dict.fromkeys(("calibrate", "evaluate_model", "make_portable"), "._classify_use"),
     "train_induction": "._induction_run",
     "train_lm": "._lm_run",
     **dict.fromkeys(("Task", "accuracy_stderr", "lr_at", "saved_run"), "._runtime"),
@@ -73,6 +73,7 @@ __all__ = [
     "load_trained",
     "load_translator",
     "lr_at",
+    "make_portable",
     "saved_run",
     "train_classifier",
     "train_induction",

@@ -1,19 +1,20 @@
 """Held-out figures of a trained classifier: accuracy on a split (:func:`evaluate_model`) and the calibration
 temperature fit on valid (:func:`calibrate`, which writes ``calibration.json`` and ``reliability.png`` beside the
-model; ``attnlab.trained`` reads it back).
+model; ``attnlab.trained`` reads it back); and :func:`make_portable`, which a bundle's folder goes through first.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from .._bundled import locate
-from .._io import atomic_write_text
+from .._io import atomic_write_bytes, atomic_write_text, safetensors_bytes
 from ..data import load_data
 from ..errors import InputError
 from ..trained import (
@@ -31,7 +32,7 @@ from ..trained import (
 from ._curves import plot_reliability
 from ._runtime import accuracy_stderr
 
-__all__ = ["calibrate", "evaluate_model"]
+__all__ = ["calibrate", "evaluate_model", "make_portable"]
 
 
 def _held_out(clf: Classifier, data: str | os.PathLike[str] | None, split: str) -> tuple[str, Any]:
@@ -100,3 +101,48 @@ def calibrate(path: str | os.PathLike[str], *, bins: int = ECE_BINS) -> dict[str
                      f"reliability on test ({len(test)} texts, {bins} bins); temperature fit on valid")
     atomic_write_text(folder / CALIBRATION_FILE, json.dumps(record, indent=2) + "\n")
     return record
+
+
+def make_portable(folder: str | os.PathLike[str], root: str | os.PathLike[str]) -> list[str]:
+    """Write the absolute paths under ``root`` that a classifier's run folder records (in ``config.json``, in the run
+    record of the model file's header, in ``train.log``) relative to ``root``, so that a bundle's bytes do not depend
+    on the folder it was trained in: ``make train-zh`` names the composed phrases' file inside the clone, and a run
+    records every file it read by its whole path (so that ``--resume`` works from another folder).  The weights are
+    not touched.  Returns the paths rewritten (none, and no file written, when there is nothing to rewrite)."""
+    from safetensors.torch import load_file
+
+    from ..models import MODEL_FILE, read_model_meta
+
+    folder, base = Path(folder), Path(root).resolve()
+    found: dict[str, str] = {}
+
+    def relative(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: relative(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [relative(v) for v in value]
+        if isinstance(value, str) and value and all(os.path.isabs(p) for p in value.split(",")):  # teachers: a,b
+            parts = [Path(p) for p in value.split(",")]
+            if all(p.is_relative_to(base) for p in parts):
+                found[value] = ",".join(p.relative_to(base).as_posix() for p in parts)
+                return found[value]
+        return value
+
+    config = folder / "config.json"
+    if config.is_file():
+        data = json.loads(config.read_text(encoding="utf-8"))
+        if (moved := relative(data)) != data:
+            atomic_write_text(config, json.dumps(moved, indent=2) + "\n")  # as the run wrote it
+    model = folder / MODEL_FILE
+    meta = read_model_meta(model)
+    run = json.loads(meta.get("run", "{}"))
+    if (moved := relative(run)) != run:
+        tensors = load_file(str(model))
+        atomic_write_bytes(model, safetensors_bytes(tensors, {**meta, "run": json.dumps(moved)}))
+    log = folder / "train.log"
+    if found and log.is_file():
+        text = log.read_text(encoding="utf-8")
+        for whole, short in found.items():
+            text = text.replace(whole, short)
+        atomic_write_text(log, text)
+    return list(found)
