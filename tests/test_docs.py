@@ -2,11 +2,13 @@
 
 Each block gets a fresh namespace and an empty working folder, so an example that leans on an earlier
 block (a missing import, a variable defined above) fails here. Examples that check something print it;
-a printed ``False`` fails the test. Signatures are shown as ```text blocks, which are not run.
+a printed ``False`` fails the test. Signatures are shown as ```text blocks, which are not run; but every
+``$ attnlab predict`` transcript in a ```text block is, and must print what the page shows.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -45,3 +47,44 @@ def test_block_runs(page: Path, line: int, code: str, tmp_path, monkeypatch, cap
     exec(compile("\n" * (line - 1) + code, str(page), "exec"), {"__name__": "__doc_example__"})
     printed = capsys.readouterr().out
     assert not re.search(r"\bFalse\b", printed), f"{page.name}:{line} printed False:\n{printed}"
+
+
+TRANSCRIPT = re.compile(r"^```text\n(.*?)^```", flags=re.S | re.M)
+
+
+def _predict_transcripts() -> list[tuple[str, str, list[str]]]:
+    """Each ``$ attnlab predict ...`` command shown in a ```text block of the pages, with the lines shown after it
+    (up to the next ``$`` line or the block's end): what a reader is told the command prints."""
+    out = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in TRANSCRIPT.finditer(text):
+            first = text.count("\n", 0, m.start()) + 2
+            lines = m.group(1).splitlines()
+            starts = [i for i, line in enumerate(lines) if line.startswith("$ ")] + [len(lines)]
+            for i, j in itertools.pairwise(starts):
+                if lines[i].startswith("$ attnlab predict "):
+                    out.append((f"{page.relative_to(ROOT)}:{first + i}", lines[i][2:], lines[i + 1:j]))
+    return out
+
+
+PREDICTS = _predict_transcripts()
+
+
+def test_the_pages_show_predict_transcripts() -> None:
+    assert {where.split(":")[0] for where, _, _ in PREDICTS} >= {"README.md", "docs/training.md"}
+
+
+@pytest.mark.parametrize(("command", "shown"), [p[1:] for p in PREDICTS], ids=[p[0] for p in PREDICTS])
+def test_a_shown_predict_prints_what_the_page_says(command: str, shown: list[str], capsys) -> None:
+    """The README's and docs' ``attnlab predict`` transcripts (the bundled classifier's labels, probabilities,
+    warnings, --explain lines and errors) are what the command prints now: warnings and errors on stderr first,
+    then the answers."""
+    import shlex
+
+    from attnlab.cli import main
+
+    code = main(shlex.split(command)[1:])
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() + captured.out.splitlines() == shown, command
+    assert code == (2 if any(line.startswith("attnlab predict: error:") for line in shown) else 0)

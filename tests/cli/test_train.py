@@ -289,14 +289,6 @@ def test_pooled_attention_reads_what_the_pooling_reads() -> None:
     assert [w for _, w in mean] == pytest.approx([0.5 / 3, 0.9 / 3, 1.6 / 3])
 
 
-def test_the_readmes_example_is_right(capsys: pytest.CaptureFixture[str]) -> None:
-    """README: `attnlab predict --model zh-sentiment "这本书写得很好"` ("this book is well written"), which the model
-    bundled before the clause crops called negative at 0.92."""
-    assert main(["predict", "--model", "zh-sentiment", "这本书写得很好"]) == 0
-    label, prob, _ = capsys.readouterr().out.strip().split("\t")
-    assert label == "pos" and 0.8 < float(prob) < 0.95
-
-
 def test_show_on_the_bundled_classifier_prints_its_calibrated_prediction(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from attnlab.training import load_trained
