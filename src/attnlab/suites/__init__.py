@@ -29,6 +29,7 @@ from ._run import (
 from ._suite import (
     BUNDLED_SUITES,
     EXPECT_KEYS,
+    FLOORS,
     KINDS,
     TEST_TYPES,
     Case,
@@ -42,6 +43,7 @@ from ._suite import (
 __all__ = [
     "BUNDLED_SUITES",
     "EXPECT_KEYS",
+    "FLOORS",
     "KINDS",
     "TEST_TYPES",
     "Case",
