@@ -43,6 +43,12 @@ emoji.
 ``--counter-cues`` (``COUNTER_CUES``, about 2,400 phrases, 16% pos), after all others from ``random.Random(seed + 4)``:
 pairs with no sentiment of their own that the templates above use on one side only (送了, 都没, 换了, 好了, 小时...,
 and bare 失望/让人失望) written the other way. ``--cues`` prints the pairs whose pos share here and in training differ.
+
+``--invariants`` (``invariants``, 3,000 phrases, half per label), after all others from ``random.Random(seed + 5)``: a
+short phrase (one composed above, or a short review of the training split) with one decoration that keeps its label: a
+brand or product name of its domain (``INV_BRANDS``: ThinkPad X1 Carbon + 开机太慢了), a neutral clause on the purchase
+(``INV_CLAUSES``: 给我妈买的, 第二次买了, 在京东下的单), a punctuation or emoji tail, or an empty frame (总的来说，X).
+Each decoration is drawn first and written on a phrase of each label: none carries a label.
 """
 
 from __future__ import annotations
@@ -1144,6 +1150,130 @@ def counter_cues(rng: random.Random) -> list[tuple[str, int, str]]:
     return items
 
 
+# --invariants: a short phrase with one decoration that should not change its label (a brand or product name, a
+# neutral clause about the purchase, a punctuation or emoji tail, a frame that says nothing); each decoration is drawn
+# first and written once on a phrase of each label, from its own random stream (seed + 5)
+INV_BRANDS = [  # (domain, measure words after 这, names split by '|')
+    ("phone", "款 部", "iPhone 15 Pro Max|华为Mate 60 Pro|小米14|vivo X100|OPPO Reno 11|三星Galaxy S23|"
+                       "荣耀Magic5|红米K70|一加12|魅族20"),
+    ("laptop", "台 款", "ThinkPad X1 Carbon|MacBook Air|戴尔XPS 13|联想小新Pro|华硕天选|惠普战66|神舟战神|ROG幻14|"
+                        "Surface Pro|宏碁暗影骑士"),
+    ("appliance", "台 款", "海尔|格力|美的|西门子|戴森V12|科沃斯T20|小天鹅|松下|九阳|苏泊尔"),
+    ("car", "辆 款", "比亚迪汉EV|特斯拉Model 3|大众朗逸|丰田卡罗拉|理想L7|五菱宏光MINI|本田CR-V|蔚来ES6"),
+    ("hotel", "家", "如家|汉庭|全季|锦江之星|7天酒店|希尔顿|亚朵|万豪|IBIS宜必思|桔子水晶"),
+    ("food", "家", "海底捞|肯德基|KFC|麦当劳|必胜客|喜茶|瑞幸|星巴克|沙县小吃|蜜雪冰城"),
+    ("book", "本 套", "《三体》|《活着》|《围城》|《百年孤独》|中信版《人类简史》|人文社版《红楼梦》|"
+                      "Kindle版《解忧杂货店》|企鹅版《1984》"),
+    ("clothes", "件", "优衣库|ZARA|H&M|波司登|海澜之家|UR"),
+    ("clothes", "双", "Nike Air Force 1|Adidas|李宁|安踏|回力|New Balance 574"),
+    ("cosmetics", "瓶 款", "兰蔻小黑瓶|雅诗兰黛|SK-II神仙水|欧莱雅|珀莱雅|资生堂|大宝SOD蜜|Olay|花西子|自然堂"),
+    ("shop", "家", "京东自营|天猫旗舰店|淘宝店|拼多多|苏宁易购|唯品会|当当网|亚马逊|闲鱼|Apple Store"),
+]
+INV_BRAND_AT = ["{b}{x}", "{b}的{x}", "这{m}{b}，{x}", "{x}，说的是{b}", "{x}（{b}）"]
+INV_DOMAINS = {  # what a base phrase is about: a brand or clause goes on a phrase of its own domain (or, where a
+    # source has fewer than 30 of each label, of none; never for hotels and food)
+    "phone": "手机|信号|拍照|像素|通话|充电|续航|屏",
+    "laptop": "电脑|笔记本|本本|本子|键|散热|开机|启动|系统|驱动|内存|硬盘|光驱|鼠标|风扇|发热|配置|显卡|触摸板|屏|"
+              "电池|机器|外壳",
+    "appliance": "冰箱|空调|洗衣机|电饭煲|吸尘器|热水器|噪音|制冷|微波炉|烤箱",
+    "car": "车|油耗|方向盘|座椅|底盘|发动机|刹车",
+    "hotel": "房|酒店|宾馆|前台|早餐|床|入住|隔音|卫生间|浴室|大堂|大厅|住|设施|环境|交通|位置|地段|周边|周围|楼|离",
+    "food": "菜|味道|外卖|饭|口味|分量|餐|汤|吃|食|肉|鱼|辣|咸",
+    "book": "书|印刷|纸|内容|作者|翻译|文笔|故事|装订|情节|读|封面|插图|排版",
+    "clothes": "衣|鞋|裤|裙|面料|尺码|穿|料子|袖",
+    "cosmetics": "面霜|精华|口红|粉底|皮肤|脸|护肤|保湿|香水|肤",
+    "shop": "物流|快递|发货|卖家|店家|商家|包装|送货|退货|客服|售后",
+}
+INV_GOODS = {"phone", "laptop", "appliance", "car", "book", "clothes", "cosmetics"}
+INV_CLAUSES = {  # neutral clauses by the phrases they fit ("": any; "goods": not hotels or food)
+    "": "国庆期间 去外地的时候 去年冬天 上周末 周五晚上 春节前后 三月份的时候 这是第二次了 已经是第三次了 公司报销的",
+    "goods": "给我妈买的 给爸妈买的 给孩子买的 给老公买的 帮同事带的 送朋友的 第二次买了 又买了一次 这是第三次买 "
+             "已经回购两次了 在京东下的单 拼多多上买的 在实体店买的 双十一囤的 顺丰送来的 放在快递柜里自己取的 "
+             "快递放在了驿站 送货上门的 昨天到的货 前天签收的 用了一周",
+    "hotel": "帮同事订的 开会住了两晚 给爸妈订的 第二次住了 又住了一次 带孩子住的 在携程上订的 公司订的房 周末入住的 "
+             "住的是大床房",
+    "food": "中午点的外卖 给同事点的 第二次点了 带家人去吃的 周末去吃的 晚上十点点的 骑手送到楼下的 和同学一起去的",
+}
+INV_TAILS = ["。", "！", "…", "!!!", "？", "～", "！！", "。。。", "...", "~~", "😂", "🤔", "😅", "👀", "🙃", "😶"]
+INV_FRAMES = ["总的来说，{}", "{}，就是这样", "{}，{}", "总之，{}", "怎么说呢，{}", "{}，就这些", "一句话：{}",
+              "{}，大概就是这样"]
+INV_KINDS = ("brand", "clause", "brand", "clause", "tail", "frame")  # the kinds in turn, one pair of phrases each
+no_sentiment_word([name for _, _, names in INV_BRANDS for name in names.split("|")] + INV_FRAMES
+                  + [c for clauses in INV_CLAUSES.values() for c in clauses.split()])
+
+
+def invariants(base: list[tuple[str, int]], rng: random.Random, n: int, *, train: list[tuple[str, int]],
+               marks: dict[str, str] | None = None) -> list[tuple[str, int, str]]:
+    """--invariants: about ``n`` phrases, a base phrase with one decoration of :data:`INV_KINDS`; each decoration is
+    drawn first, then written on a phrase of each label (of a domain it fits: :data:`INV_DOMAINS`), so no decoration
+    carries a label.
+    Bases: the phrases composed so far (``base``: 14 characters or fewer, no comma) and the training split's own
+    short reviews (``train``: 20 or fewer, not numbered), each for half of the pairs; trailing punctuation dropped.
+    No phrase equals one of ``base`` (normalised) or another drawn here; ``marks``: each text's decoration.
+    ``(text, label, 'inv-' + kind)``."""
+    doms = {d: re.compile(k) for d, k in INV_DOMAINS.items()}
+    pools: dict[tuple[int, int], list[tuple[str, str, set[str]]]] = {(s, y): [] for s in (0, 1) for y in (0, 1)}
+    for s, pairs, most in [(0, base, 14), (1, train, 20)]:
+        for text, y in dict.fromkeys(pairs):
+            t = re.sub(r"[\s。！？!?.…~～，,、；;：:]+$", "", text.strip())
+            if len(text) <= most and len(t) >= 2 and (s or not re.search("[，,]", text)) and not re.match(
+                    r"[（(]?\d", t):  # not a numbered point of a longer review
+                pools[s, y].append((t, text, {d for d, r in doms.items() if r.search(t)}))
+    cache: dict[tuple[int, int, str], list[tuple[str, str]]] = {}
+
+    def fits(key: str, ds: set[str], *, loose: bool) -> bool:  # a decoration of domain ``key`` on a phrase about ds
+        if key == "goods":
+            return not ds & {"hotel", "food"}
+        return (not key or key in ds or (ds == {"shop"} and key in INV_GOODS)
+                or (loose and not ds and key not in ("hotel", "food")))
+
+    def pool(s: int, y: int, key: str) -> list[tuple[str, str]]:  # a domain's own phrases; too few: also the general
+        if (s, y, key) not in cache:
+            loose = min(sum(fits(key, ds, loose=False) for _, _, ds in pools[s, z]) for z in (0, 1)) < 30
+            cache[s, y, key] = [(t, text) for t, text, ds in pools[s, y] if fits(key, ds, loose=loose)]
+        return cache[s, y, key]
+
+    def decoration(kind: str) -> tuple[str, str, str]:  # (template with {} for the phrase, decoration, domain)
+        if kind == "brand":
+            dom, measures, names = rng.choice(INV_BRANDS)
+            name = rng.choice(names.split("|"))
+            return rng.choice(INV_BRAND_AT).format(b=name, m=rng.choice(measures.split()), x="{}"), name, dom
+        if kind == "clause":
+            key = rng.choice(list(INV_CLAUSES))
+            clause = rng.choice(INV_CLAUSES[key].split())
+            return rng.choice([clause + "，{}", "{}，" + clause]), clause, key
+        if kind == "tail":
+            tail = rng.choice(INV_TAILS)
+            return "{}" + tail, tail, ""
+        frame = rng.choice(INV_FRAMES)
+        return frame, frame, ""
+
+    taken = {normalise(t) for t, _ in base}
+    used = [0, 0]  # pairs drawn on each source of bases
+    items = []
+    for i in range(n // 2):
+        kind = INV_KINDS[i % len(INV_KINDS)]
+        for _ in range(50):
+            tmpl, mark, key = decoration(kind)
+            # a tail of punctuation alone on a composed phrase normalises to the phrase itself: training bases only
+            s = 1 if kind == "tail" and not normalise(mark) else int(used[1] < used[0])
+            if not pool(s, 0, key) or not pool(s, 1, key):
+                continue
+            drawn = [rng.choice(pool(s, y, key)) for y in (0, 1)]
+            texts = [tmpl.replace("{}", t) for t, _ in drawn]
+            keys = {normalise(text) for text in texts}
+            if len(keys) == 2 and not keys & taken and not {text for _, text in drawn} & set(texts):
+                break
+        else:
+            continue
+        taken |= keys
+        used[s] += 1
+        items += [(text, y, "inv-" + kind) for y, text in enumerate(texts)]
+        if marks is not None:
+            marks.update(dict.fromkeys(texts, mark))
+    return items
+
+
 def polarity(pos: int, neg: int, *, min_count: int, ratio: float) -> int | None:
     """1 (positive) or 0 when ``pos``/``neg`` clauses agree ``ratio`` to 1 or more (add-0.5 smoothing), else None."""
     if pos + neg < min_count:
@@ -1293,6 +1423,10 @@ def main() -> None:
     parser.add_argument("--counter-cues", action="store_true",
                         help="COUNTER_CUES: phrases that use a pair the templates above use on one side only (送了, "
                              "都没, 失望...) the other way, appended after all others from their own random stream")
+    parser.add_argument("--invariants", action="store_true",
+                        help="about 3,000 short phrases with one decoration that keeps the label (a brand or product "
+                             "name, a neutral purchase clause, a punctuation or emoji tail, an empty frame), each "
+                             "decoration on both labels alike, appended after all others from their own random stream")
     parser.add_argument("--cues", action="store_true",
                         help="print the CJK bigrams whose pos share here differs from the training texts' by >= 0.35")
     parser.add_argument("--seed", type=int, default=0)
@@ -1318,6 +1452,10 @@ def main() -> None:
     items += new_kinds
     if args.counter_cues:
         items += counter_cues(random.Random(args.seed + 4))
+    marks: dict[str, str] = {}  # each --invariants phrase's decoration
+    if args.invariants:
+        items += invariants([(text, y) for text, y, _ in items], random.Random(args.seed + 5), 3000,
+                            train=list(zip(splits.train.texts, splits.train.labels, strict=True)), marks=marks)
     seen: dict[str, tuple[str, int, str]] = {}
     in_suite = 0
     for text, y, source in items:
@@ -1344,7 +1482,7 @@ def main() -> None:
         if not on:
             continue
         kinds = [k for k in dict.fromkeys(source for _, _, source in items)
-                 if k not in ("", "more-events") and not k.startswith("cue-")
+                 if k not in ("", "more-events") and not k.startswith(("cue-", "inv-"))
                  and (k in added) == (flag == "--more-kinds")]
         n = sum(written[k] for k in kinds)
         per = "; ".join(f"{k} {written[k]} ({pos[k] / max(1, written[k]):.0%} pos)" for k in kinds)
@@ -1356,6 +1494,16 @@ def main() -> None:
         print(f"--counter-cues: {n} written, {sum(pos[k] for k in groups) / max(1, n):.1%} pos; "
               + "; ".join(f"{k[4:]} {written[k]} ({pos[k] / max(1, written[k]):.0%} pos)" for k in groups),
               file=sys.stderr)
+    if args.invariants:
+        kinds = ["inv-" + k for k in dict.fromkeys(INV_KINDS)]
+        n = sum(written[k] for k in kinds)
+        by_mark = collections.Counter((marks[text], y) for text, y, source in kept if source.startswith("inv-"))
+        worst = max(sorted({m for m, _ in by_mark}), key=lambda m: abs(by_mark[m, 1] - by_mark[m, 0]), default="")
+        print(f"--invariants: {n} written, {sum(pos[k] for k in kinds) / max(1, n):.1%} pos; "
+              + "; ".join(f"{k[4:]} {written[k]} ({pos[k] / max(1, written[k]):.0%} pos)" for k in kinds)
+              + f"; {len({m for m, _ in by_mark})} decorations, the worst pos-neg gap "
+              f"{abs(by_mark[worst, 1] - by_mark[worst, 0])} ({worst!r}: {by_mark[worst, 1]} pos, "
+              f"{by_mark[worst, 0]} neg)", file=sys.stderr)
     if args.cues:
         cue_table([t for t, _, _ in kept], [y for _, y, _ in kept], list(splits.train.texts), list(splits.train.labels))
 
