@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from attnlab.data import load_data
 from attnlab.errors import ConfigError, InputError
 from attnlab.training import ClassifyTrainConfig, saved_run, train_classifier
-from attnlab.training._classify_run import contrast_clauses, extra_texts, training_crops
+from attnlab.training._classify_run import TEACHERS_FILE, contrast_clauses, extra_texts, training_crops
 
 MODEL = {"d_model": 12, "n_heads": 3, "n_layers": 1, "d_ff": 20, "bigrams": 20, "pooling": "meanmax",
          "embed_norm": True, "positional": "learned"}
@@ -121,3 +121,29 @@ def test_a_run_with_crops_extra_teachers_and_contrast_clauses_resumes_exactly(
     assert resumed == whole
     a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("whole", "cut"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_distilling_run_writes_its_teachers_probabilities_and_a_run_from_that_file_is_the_same(
+        reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    def run(name: str, **train: object) -> dict[str, torch.Tensor]:
+        train_classifier(reviews, tmp_path / name, model=MODEL, config=ClassifyTrainConfig(**{**TRAIN, **train}),  # type: ignore[arg-type]
+                         max_length=24, log=lambda _: None, progress=False)
+        return load_file(str(tmp_path / name / "model.safetensors"))
+
+    run("teacher", seed=1)
+    run("teacher2", seed=2)
+    taught = run("taught", crops=0.5, teachers=f"{tmp_path / 'teacher'},{tmp_path / 'teacher2'}", distill=0.5)
+    probs = tmp_path / "taught" / TEACHERS_FILE
+    assert load_file(str(probs))["probabilities"].shape[1] == 2
+    again = run("again", crops=0.5, teachers=str(probs), distill=0.5)  # no teacher loaded: the same weights
+    assert all(torch.equal(taught[k], again[k]) for k in taught)
+    assert not (tmp_path / "again" / TEACHERS_FILE).exists()
+    extra = tmp_path / "extra.csv"
+    extra.write_text("text,label\n好好好,pos\n差差,neg\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"written for \d+ other training items, this run has \d+: the data, crops"):
+        run("other", crops=0.5, extra=str(extra), teachers=str(probs))  # two more training items
+    (tmp_path / "bad.safetensors").write_bytes(b"not a safetensors file")
+    for bad, match in [(tmp_path / "bad.safetensors", "is not a teachers' probabilities file"),
+                       (tmp_path / "missing.safetensors", "which is not a file")]:
+        with pytest.raises(InputError, match=match):
+            run("bad", crops=0.5, teachers=str(bad))

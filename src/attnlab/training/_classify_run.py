@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._io import atomic_write_bytes, safetensors_bytes
 from ..data import (
     Splits,
     build_tokenizer,
@@ -231,15 +232,25 @@ def extra_texts(spec: str, splits: Splits, text_column: str, label_column: str) 
     return [t for t, _ in kept], [y for _, y in kept]
 
 
+TEACHERS_FILE = "teachers.safetensors"  # what a distilling run writes: its teachers' mean probability on each item
+
+
 def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[str],
                           log: Callable[[str], None]) -> torch.Tensor:
     """``(N, C)`` the mean probability the classifiers in ``teachers`` (folders, comma-separated) give ``texts``;
-    each must have ``labels``, in that order."""
+    each must have ``labels``, in that order.  ``teachers`` may instead name one ``.safetensors`` file that a run
+    distilling from folders wrote (:data:`TEACHERS_FILE`, :func:`save_teacher_probabilities`): the same
+    probabilities, bit for bit, without the teachers, for these very training items (same data, crops, extra texts
+    and seed), which its header's digest checks."""
     from ..trained import load_trained
 
+    folders = teacher_folders(teachers)
+    if len(folders) == 1 and folders[0].endswith(".safetensors"):
+        return load_teacher_probabilities(folders[0], texts, labels, log)
     probs = []
-    for folder in teacher_folders(teachers):
-        teacher = load_trained(folder)
+    for folder in folders:
+        with torch.random.fork_rng(devices=[]):  # building a teacher draws initial weights: the student's dropout
+            teacher = load_trained(folder)      # must not depend on whether its teachers were loaded or read
         if tuple(teacher.labels) != tuple(labels):
             raise InputError(f"teacher {folder!r} has labels {list(teacher.labels)}, the data {list(labels)}; "
                              f"distil from classifiers trained on the same labels")
@@ -248,6 +259,47 @@ def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[
     log(f"distillation: the mean probability of {len(probs)} teacher(s) on {len(texts)} training items (mean "
         f"confidence {float(mean.max(-1).values.mean()):.3f})")
     return mean
+
+
+def _items_digest(texts: Sequence[str]) -> str:
+    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode()).hexdigest()
+
+
+def save_teacher_probabilities(path: Path, probs: torch.Tensor, texts: Sequence[str], labels: Sequence[str],
+                               teachers: str) -> None:
+    """Write ``probs`` ``(N, C)``, the teachers' mean probability on the training items ``texts``, to ``path``
+    (safetensors; the header names the labels, the items' digest and the teachers), so that a later run reads them
+    with ``teachers = path`` instead of the teachers' folders."""
+    meta = {"labels": json.dumps(list(labels), ensure_ascii=False), "items": str(len(texts)),
+            "items_sha256": _items_digest(texts), "teachers": json.dumps(teacher_folders(teachers))}
+    atomic_write_bytes(path, safetensors_bytes({"probabilities": probs.contiguous()}, meta))
+
+
+def load_teacher_probabilities(path: str, texts: Sequence[str], labels: Sequence[str],
+                               log: Callable[[str], None]) -> torch.Tensor:
+    """The probabilities :func:`save_teacher_probabilities` wrote to ``path``, checked against this run's training
+    items and labels."""
+    from safetensors import safe_open
+
+    if not Path(path).is_file():
+        raise InputError(f"teachers names {path!r}, which is not a file; give the {TEACHERS_FILE} a distilling run "
+                         f"wrote, or the teachers' folders")
+    try:
+        with safe_open(path, framework="pt") as f:
+            meta, probs = f.metadata() or {}, f.get_tensor("probabilities")
+    except Exception as e:  # safetensors' own errors: not a safetensors file, no such tensor
+        raise InputError(f"teachers file {path!r} is not a teachers' probabilities file ({e}); give the "
+                         f"{TEACHERS_FILE} a distilling run wrote") from e
+    if json.loads(meta.get("labels", "null")) != list(labels):
+        raise InputError(f"teachers file {path!r} is for the labels {meta.get('labels')}, the data has "
+                         f"{list(labels)}")
+    if meta.get("items_sha256") != _items_digest(texts) or tuple(probs.shape) != (len(texts), len(labels)):
+        raise InputError(f"teachers file {path!r} was written for {meta.get('items')} other training items, this "
+                         f"run has {len(texts)}: the data, crops, extra texts or seed differ; write it again by "
+                         f"distilling from the teachers' folders with this configuration")
+    log(f"distillation: the mean probability of the teachers {meta.get('teachers')} on {len(texts)} training items, "
+        f"read from {path} (mean confidence {float(probs.max(-1).values.mean()):.3f})")
+    return probs
 
 
 CONTRAST = ("但", "可是", "不过", "然而", "只是", "就是", "却")  # what starts a clause that turns the text around
@@ -336,6 +388,11 @@ def train_classifier(
         say = opened.open_log()
         say(splits.summary())
         task = ClassifyTask(splits, tokenizer, net, config, opened.run, w, say)
+        folders = teacher_folders(config.teachers)
+        if task.soft is not None and not folders[0].endswith(".safetensors") and w.main:
+            # so a later run can distil without the teachers (teachers = this file)
+            save_teacher_probabilities(Path(out) / TEACHERS_FILE, task.soft, task.texts, splits.label_names,
+                                       config.teachers)
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, {schedule(config, task.n_train)[1]} "
             f"steps of {config.batch_size} texts on {w.size} process(es), {w.device}")
         final = opened.runtime(task).loop()
