@@ -91,7 +91,8 @@ TRAIN_OPTIONS = run_options(
     extra=(str, "a CSV/TSV/JSONL file of labelled texts added to the training split alone (never to valid or test; "
            "texts equal to a valid or test text are left out)"),
     teachers=(str, "distil from these trained classifiers (folders, comma-separated): their mean probability on "
-              "each training item is a second target"),
+              "each training item is a second target; or the teachers.safetensors such a run wrote, for the same "
+              "items"),
     distill=(float, "the teachers' share of the loss, the label's is the rest"),
     crops=(float, "also train on this share of the clauses of multi-clause training texts, each with its text's "
            "label (short inputs seen in training); 0 = off"),
