@@ -6,6 +6,7 @@ test accuracy, and this script does not read it.
 
     PYTHONPATH=src python benchmarks/classify/classify_routes.py ROUTE...        # e.g. base crops30 seed1
     PYTHONPATH=src python benchmarks/classify/classify_routes.py --list
+    PYTHONPATH=src python benchmarks/classify/classify_routes.py --judge BASE ROUTE...  # issue 30's rule, from the rows
 
 The compose routes read phrases that benchmarks/classify/classify_compose.py writes first into $ROUTES_DIR
 (compose-neg.jsonl: no flags; compose-contrast.jsonl: --contrast; compose-v2.jsonl: --contrast --family --events;
@@ -27,6 +28,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -201,12 +203,62 @@ def score(name: str, folder: Path) -> dict[str, object]:
             "steps": final["steps"], "cpu_s": float(cpu[-1].split(",")[1].split()[0]) if cpu else None}
 
 
+def judge(rows_file: str, base: str, routes: list[str], margin: float) -> None:
+    """Issue 30's rule, from the rows alone (the last row of each name): a route (its runs ``NAME`` and
+    ``NAME-seed1``) passes when the mean of its seeds' development cases is at least ``base``'s mean plus
+    ``margin``; a seed with a development group below its floor (``below_floors``) is not eligible; among the routes
+    that pass, the highest mean, and its eligible seed with the more development cases (seed 0 on a tie)."""
+    from attnlab.suites import FLOORS
+
+    rows: dict[str, dict[str, Any]] = {}
+    for line in Path(rows_file).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        # the floors of today, also for the rows written before they were recorded (v7's seed 1, say)
+        row["below_floors"] = [cap for cap, least in FLOORS["zh-sentiment"].items()
+                               if cap in row.get("dev", {}) and row["dev"][cap] < 100 * least]
+        rows[row["route"]] = row
+
+    def seeds(route: str) -> list[dict[str, Any]]:
+        missing = [n for n in (route, route + "-seed1") if n not in rows]
+        if missing:
+            raise SystemExit(f"classify_routes: no row for {', '.join(missing)} in {rows_file}; train it first")
+        return [rows[route], rows[route + "-seed1"]]
+
+    def mean(route: str) -> float:
+        return sum(float(r["suite_passed"]) for r in seeds(route)) / 2
+
+    bar = mean(base) + margin
+    print(f"{base}: mean {mean(base):g} development cases; a route passes at {bar:g} or more")
+    passing = []
+    for route in routes:
+        eligible = [r for r in seeds(route) if not r["below_floors"]]
+        verdict = "passes" if mean(route) >= bar and eligible else "does not pass"
+        print(f"{route}: " + ", ".join(f"{r['route']} {r['suite_passed']} (below floors: "
+                                       f"{', '.join(r['below_floors']) or 'none'})" for r in seeds(route))
+              + f"; mean {mean(route):g}: {verdict}")
+        if verdict == "passes":
+            passing.append((mean(route), route, max(eligible, key=lambda r: int(r["suite_passed"]))))
+    if not passing:
+        print(f"no route passes: {base} stays")
+        return
+    _, route, seed = max(passing, key=lambda p: p[0])
+    print(f"chosen: {route}, seed run {seed['route']}: retrain it by make train-zh; it must pass the guard and "
+          f"make test")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("routes", nargs="*")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "classify_routes.jsonl"))
+    parser.add_argument("--judge", metavar="BASE",
+                        help="train nothing: apply issue 30's rule to the routes named (each with its -seed1 run) "
+                             "against BASE, from the rows in --out")
+    parser.add_argument("--margin", type=float, default=9, help="with --judge: the development cases to gain (9)")
     args = parser.parse_args()
+    if args.judge:
+        judge(args.out, args.judge, args.routes, args.margin)
+        return
     if args.list or not args.routes:
         print("\n".join(f"{k}: {v}" for k, v in ROUTES.items()))
         return
