@@ -113,6 +113,11 @@ ROUTES: dict[str, dict[str, object]] = {  # route -> the train options it change
                                           "teachers": COMPOSED_TEACHERS, "distill": 0.5},
     "crops30-compose-v6-rdrop1-distil8-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0,
                                                 "teachers": COMPOSED_TEACHERS, "distill": 0.5, "seed": 1},
+    # a capacity probe, not a candidate (14.5 MB in float32, over the 10 MB of the guard): v6's route 1.5 times as wide
+    "crops30-compose-v6-rdrop1-wide": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0,
+                                       "model": {"d_model": 192, "d_ff": 384}},
+    "crops30-compose-v6-rdrop1-wide-seed1": {"crops": 0.3, "extra": str(RUNS / "compose-v6.jsonl"), "rdrop": 1.0,
+                                             "model": {"d_model": 192, "d_ff": 384}, "seed": 1},
     "distil3": {"teachers": TEACHERS, "distill": 0.5},  # the mean of base, seed1, seed2 as a second target
     "distil3-crops30": {"teachers": TEACHERS, "distill": 0.5, "crops": 0.3},
 }
@@ -151,7 +156,9 @@ def train(name: str) -> Path:
     if (out / "final.json").is_file():
         return out
     config = json.loads((ROOT / "configs" / "zh-sentiment.json").read_text())
-    config["train"].update({"seed": 0, **ROUTES[name]})  # seed 0 unless the route names one, whatever the bundle's
+    options = dict(ROUTES[name])
+    config["model"].update(options.pop("model", {}))  # a route may change the model's shape too
+    config["train"].update({"seed": 0, **options})  # seed 0 unless the route names one, whatever the bundle's
     config_file = RUNS / f"{name}.json"
     config_file.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
