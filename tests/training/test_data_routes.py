@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from attnlab.data import load_data
 from attnlab.errors import ConfigError, InputError
@@ -143,7 +143,9 @@ def test_a_distilling_run_writes_its_teachers_probabilities_and_a_run_from_that_
     with pytest.raises(InputError, match=r"written for \d+ other training items, this run has \d+: the data, crops"):
         run("other", crops=0.5, extra=str(extra), teachers=str(probs))  # two more training items
     (tmp_path / "bad.safetensors").write_bytes(b"not a safetensors file")
+    save_file(load_file(str(probs)), str(tmp_path / "nolabels.safetensors"), {"labels": "pos,neg"})
     for bad, match in [(tmp_path / "bad.safetensors", "is not a teachers' probabilities file"),
-                       (tmp_path / "missing.safetensors", "which is not a file")]:
+                       (tmp_path / "missing.safetensors", "which is not a file"),
+                       (tmp_path / "nolabels.safetensors", r"for the labels pos,neg, the data has \['neg', 'pos'\]")]:
         with pytest.raises(InputError, match=match):
             run("bad", crops=0.5, teachers=str(bad))

@@ -290,7 +290,7 @@ def load_teacher_probabilities(path: str, texts: Sequence[str], labels: Sequence
     except Exception as e:  # safetensors' own errors: not a safetensors file, no such tensor
         raise InputError(f"teachers file {path!r} is not a teachers' probabilities file ({e}); give the "
                          f"{TEACHERS_FILE} a distilling run wrote") from e
-    if json.loads(meta.get("labels", "null")) != list(labels):
+    if meta.get("labels") != json.dumps(list(labels), ensure_ascii=False):  # as save_teacher_probabilities wrote it
         raise InputError(f"teachers file {path!r} is for the labels {meta.get('labels')}, the data has "
                          f"{list(labels)}")
     if meta.get("items_sha256") != _items_digest(texts) or tuple(probs.shape) != (len(texts), len(labels)):
