@@ -149,3 +149,14 @@ def test_a_distilling_run_writes_its_teachers_probabilities_and_a_run_from_that_
                        (tmp_path / "nolabels.safetensors", r"for the labels pos,neg, the data has \['neg', 'pos'\]")]:
         with pytest.raises(InputError, match=match):
             run("bad", crops=0.5, teachers=str(bad))
+
+
+def test_a_run_told_not_to_test_holds_no_test_figure(reviews: Path, tmp_path: Path, one_thread: None) -> None:
+    lines: list[str] = []
+    final = train_classifier(reviews, tmp_path / "run", model=MODEL, config=ClassifyTrainConfig(**TRAIN),  # type: ignore[arg-type]
+                             max_length=24, test=False, log=lines.append, progress=False)
+    assert not [k for k in final if k.startswith("test")] and "valid_accuracy" in final
+    assert json.loads((tmp_path / "run" / "final.json").read_text()) == final
+    assert not any("test accuracy" in line for line in lines) and any("test not scored" in line for line in lines)
+    saved = saved_run(tmp_path / "run")  # not a setting of the run: --resume needs no --no-test
+    assert saved is not None and "test" not in saved and "test" not in saved["train"]

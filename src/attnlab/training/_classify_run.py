@@ -111,8 +111,9 @@ class ClassifyTask:
     judged = Judged(metric="accuracy", key="valid_accuracy", unit="texts")
 
     def __init__(self, splits: Splits, tokenizer: Any, model: AttentionClassifier, config: ClassifyTrainConfig,
-                 run: dict[str, Any], w: World, log: Callable[[str], None]) -> None:
+                 run: dict[str, Any], w: World, log: Callable[[str], None], *, test: bool = True) -> None:
         self.splits, self.model, self.config, self.run, self.w, self.log = splits, model, config, run, w, log
+        self.test = test  # score the test split at the end
         self.tokenizer_json = tokenizer.to_json()
         self.header = {"labels": json.dumps(list(splits.label_names))}
         limit = model.config.max_length
@@ -207,14 +208,18 @@ class ClassifyTask:
         return load_classifier(folder / MODEL_FILE)
 
     def finish(self, state: dict[str, Any]) -> Result:
-        """Test the best model; final.json, and config.json holding the model's config and the run."""
-        test_loss, test_acc, n = evaluate_ids(self.model, self.ids["test"], self.splits.test.labels,
-                                              self.config.batch_size, self.w)
-        final = {"test_accuracy": test_acc, "test_stderr": accuracy_stderr(test_acc, n), "test_loss": test_loss,
-                 "test_n": n, "valid_accuracy": state["best"], "best_step": state["best_step"],
-                 "steps": state["step"], "early_stopped": state["stopped"], "labels": list(self.splits.label_names)}
-        return Result(final, final, "config.json", {"model": self.model.config.to_dict(), **self.run},
-                      f"{self.run['data']}: test accuracy {test_acc:.4f} ± {final['test_stderr']:.4f} (n={n})")
+        """Test the best model (unless the run was told not to); final.json, and config.json holding the model's
+        config and the run."""
+        final = {"valid_accuracy": state["best"], "best_step": state["best_step"], "steps": state["step"],
+                 "early_stopped": state["stopped"], "labels": list(self.splits.label_names)}
+        title = f"{self.run['data']}: best valid accuracy {state['best']:.4f} (test not scored)"
+        if self.test:
+            test_loss, test_acc, n = evaluate_ids(self.model, self.ids["test"], self.splits.test.labels,
+                                                  self.config.batch_size, self.w)
+            final = {"test_accuracy": test_acc, "test_stderr": accuracy_stderr(test_acc, n), "test_loss": test_loss,
+                     "test_n": n, **final}
+            title = f"{self.run['data']}: test accuracy {test_acc:.4f} ± {final['test_stderr']:.4f} (n={n})"
+        return Result(final, final, "config.json", {"model": self.model.config.to_dict(), **self.run}, title)
 
 
 def extra_texts(spec: str, splits: Splits, text_column: str, label_column: str) -> tuple[list[str], list[int]]:
@@ -335,6 +340,7 @@ def train_classifier(
     max_length: int = 256,
     text_column: str = "text",
     label_column: str = "label",
+    test: bool = True,
     **start: Unpack[Start],
 ) -> dict[str, Any]:
     """Train an :class:`AttentionClassifier` on ``data`` and write the run into ``out``.
@@ -347,6 +353,9 @@ def train_classifier(
             (which the data and ``max_length`` fix).
         config: the :class:`ClassifyTrainConfig`.
         max_length: the most tokens per text (``[CLS]`` included); longer texts are cut and counted in the log.
+        test: score the best model on the test split at the end (``False``: the run never reads the test split's
+            labels, and final.json, the log and the curves' title hold no test figure; for runs that choose between
+            routes, before the chosen one is scored once).
         start: how the run starts, as for every task (:class:`~._runtime.Start`): ``resume`` (continue from
             ``out/checkpoints/latest``; the settings must equal those it was started with), ``device`` (``"cpu"`` or
             ``"cuda"``; default: cuda when available), ``log`` (rank 0's lines), ``progress`` (the bar).
@@ -387,7 +396,7 @@ def train_classifier(
             **options)).to(w.device)
         say = opened.open_log()
         say(splits.summary())
-        task = ClassifyTask(splits, tokenizer, net, config, opened.run, w, say)
+        task = ClassifyTask(splits, tokenizer, net, config, opened.run, w, say, test=test)
         folders = teacher_folders(config.teachers)
         if task.soft is not None and not folders[0].endswith(".safetensors") and w.main:
             # so a later run can distil without the teachers (teachers = this file)
@@ -396,8 +405,9 @@ def train_classifier(
         say(f"model: {sum(p.numel() for p in net.parameters()):,} parameters, {schedule(config, task.n_train)[1]} "
             f"steps of {config.batch_size} texts on {w.size} process(es), {w.device}")
         final = opened.runtime(task).loop()
-        say(f"test accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f} (standard error, "
-            f"n={final['test_n']}); best valid accuracy {final['valid_accuracy']:.4f} at step {final['best_step']}")
+        scored = (f"test accuracy {final['test_accuracy']:.4f} ± {final['test_stderr']:.4f} (standard error, "
+                  f"n={final['test_n']}); " if test else "test not scored (--no-test); ")
+        say(f"{scored}best valid accuracy {final['valid_accuracy']:.4f} at step {final['best_step']}")
         say(f"time: {time.perf_counter() - started[0]:.1f} s wall, {time.process_time() - started[1]:.1f} s CPU "
             f"(this process, {torch.get_num_threads()} thread(s)), load average {os.getloadavg()[0]:.2f}")
         return final
