@@ -27,10 +27,11 @@ def main() -> None:
     args = parser.parse_args()
     train = load_data(args.data).train
     names = train.label_names
+    least = args.min_texts or (10 if args.negated else 5)
     if args.negated:
-        found = negated_words(train, min_texts=args.min_texts or 10)
+        found = negated_words(train, min_texts=least)
         print(f"{len(found)} words of the {len(train)} training texts are negated in 30% or more of the at least "
-              f"{args.min_texts or 10} texts that hold them, with one label 80% of the time or more when negated. "
+              f"{least} texts that hold them, with one label 80% of the time or more when negated. "
               f"Most negated texts first:")
         print(f"{'word':>4}  negated: " + " ".join(f"{n:>5}" for n in names) + "   plain: "
               + " ".join(f"{n:>5}" for n in names) + "   negated texts lean")
@@ -38,11 +39,10 @@ def main() -> None:
             print(f"{w.word:>3}            " + " ".join(f"{c:5d}" for c in w.negated) + "          "
                   + " ".join(f"{c:5d}" for c in w.plain) + f"   {w.label} {w.share:4.2f}")
         return
-    args.min_texts = args.min_texts or 5
     short = sum(len(t) < args.shorter_than for t in train.texts)
-    rows = char_label_bias(train, shorter_than=args.shorter_than, min_texts=args.min_texts)
+    rows = char_label_bias(train, shorter_than=args.shorter_than, min_texts=least)
     print(f"{short} of {len(train)} training texts have fewer than {args.shorter_than} characters; "
-          f"{len(rows)} characters are in at least {args.min_texts} of them. Most lopsided first:")
+          f"{len(rows)} characters are in at least {least} of them. Most lopsided first:")
     print(f"{'char':>4}  " + "  ".join(f"{n:>5}" for n in names) + "  leans  share   base      z")
     for r in rows[:args.top]:
         print(f"{r.char:>3}   " + "  ".join(f"{c:5d}" for c in r.counts)

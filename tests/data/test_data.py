@@ -29,7 +29,7 @@ from attnlab.errors import InputError
 
 def test_negated_words_are_the_words_a_corpus_mostly_says_are_absent() -> None:
     rows = ([("屏幕没有坏点，很好", 1)] * 4 + [("未发现坏点", 1), ("有坏点", 0), ("有两个坏点", 1)]  # 5 of 7 negated
-            + [("房间不暖和", 0), ("没有暖气", 0), ("没有暖气，很冷", 0), ("暖气很足", 1)] * 2  # 4 of 8, all neg
+            + [("房间不暖和", 0), ("没有暖气", 0), ("没有暖气，很冷", 0), ("暖气很足", 1)] * 2  # 4 of 6, all neg
             + [("屏幕很好", 1)] * 8 + [("没有问题", 1), ("问题很多", 0), ("有问题", 0), ("问题不少", 0)])  # 1 of 4
     data = Dataset(tuple(t for t, _ in rows), tuple(y for _, y in rows), ("neg", "pos"))
     found = {w.word: w for w in negated_words(data, min_texts=4)}

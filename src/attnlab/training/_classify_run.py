@@ -47,7 +47,7 @@ from ..models import (
     load_classifier,
     save_classifier,
 )
-from ._config import ClassifyTrainConfig, teacher_folders
+from ._config import ClassifyTrainConfig, teacher_folders, teachers_file
 from ._distributed import World
 from ._runtime import (
     Judged,
@@ -249,11 +249,11 @@ def teacher_probabilities(teachers: str, texts: Sequence[str], labels: Sequence[
     and seed), which its header's digest checks."""
     from ..trained import load_trained
 
-    folders = teacher_folders(teachers)
-    if len(folders) == 1 and folders[0].endswith(".safetensors"):
-        return load_teacher_probabilities(folders[0], texts, labels, log)
+    file = teachers_file(teachers)
+    if file is not None:
+        return load_teacher_probabilities(file, texts, labels, log)
     probs = []
-    for folder in folders:
+    for folder in teacher_folders(teachers):
         with torch.random.fork_rng(devices=[]):  # building a teacher draws initial weights: the student's dropout
             teacher = load_trained(folder)      # must not depend on whether its teachers were loaded or read
         if tuple(teacher.labels) != tuple(labels):
@@ -397,8 +397,7 @@ def train_classifier(
         say = opened.open_log()
         say(splits.summary())
         task = ClassifyTask(splits, tokenizer, net, config, opened.run, w, say, test=test)
-        folders = teacher_folders(config.teachers)
-        if task.soft is not None and not folders[0].endswith(".safetensors") and w.main:
+        if task.soft is not None and teachers_file(config.teachers) is None and w.main:
             # so a later run can distil without the teachers (teachers = this file)
             save_teacher_probabilities(Path(out) / TEACHERS_FILE, task.soft, task.texts, splits.label_names,
                                        config.teachers)

@@ -12,7 +12,7 @@ from .. import _checks as check
 from ..errors import ConfigError
 
 __all__ = ["ClassifyTrainConfig", "InductionTrainConfig", "LMTrainConfig", "RunConfig", "TranslateTrainConfig",
-           "differing_keys", "teacher_folders"]
+           "differing_keys", "teacher_folders", "teachers_file"]
 
 CLASSIFY_TOKENIZERS = ("char", "char_bigram", "wordpiece", "bpe")  # attnlab.data.TOKENIZERS (a test keeps them equal)
 
@@ -118,6 +118,13 @@ class ClassifyTrainConfig(RunConfig):
 def teacher_folders(teachers: str) -> list[str]:
     """The folders of the comma-separated ``teachers``."""
     return [f.strip() for f in teachers.split(",") if f.strip()]
+
+
+def teachers_file(teachers: str) -> str | None:
+    """The one ``.safetensors`` file ``teachers`` names (the teachers' probabilities a distilling run wrote), or
+    None when it names the teachers' folders."""
+    folders = teacher_folders(teachers)
+    return folders[0] if len(folders) == 1 and folders[0].endswith(".safetensors") else None
 
 
 @dataclass(frozen=True)
