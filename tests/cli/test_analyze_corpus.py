@@ -29,3 +29,13 @@ def test_corpus_with_a_text_or_a_missing_file_is_refused(tmp_path, capsys):
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and words in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_corpus_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tmp_path, capsys):
+    corpus = tmp_path / "latin1.txt"
+    corpus.write_bytes("The cat sat.\nUn café au lait.\n".encode("latin-1"))  # é: 0xE9, byte 19 (from 0)
+    assert main(["analyze", "--corpus", str(corpus), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("attnlab analyze: error: "), err
+    assert f"corpus file {str(corpus)!r} is not UTF-8: byte 0xE9 at byte offset 19 (line 2" in err, err
+    assert not (tmp_path / "out").exists()

@@ -107,6 +107,24 @@ def test_corrupt_checkpoint_and_corrupt_model(trained: tuple[Path, Path], capsys
     assert "corrupt" in one_error_line(capsys, "predict")
 
 
+@pytest.mark.parametrize("task", ["classify", "translate", "lm", "induction"])
+def test_a_config_file_that_is_not_utf8_or_not_json_is_one_line(task: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A Latin-1 --config gave a UnicodeDecodeError traceback: now one line naming the file and the byte offset;
+    an integer past Python's 4,300 digits and nesting past the stack are "not valid JSON" too."""
+    config = tmp_path / "latin1.json"
+    config.write_bytes('{"train": {"note": "café"}}'.encode("latin-1"))  # é: 0xE9, byte 23 (from 0)
+    assert main(["train", task, "--config", str(config), "--out", str(tmp_path / "run")]) == 2
+    assert (f"--config {str(config)!r} is not UTF-8: byte 0xE9 at byte offset 23 (line 1"
+            in one_error_line(capsys, "train"))
+    for content, says in (('{"train": {"epochs": ' + "1" * 5000 + "}}", "holds an integer of more than 4,300 digits"),
+                          ('{"train": ' + "[" * 100_000 + "]" * 100_000 + "}", "it nests too deep")):
+        config.write_text(content, encoding="utf-8")
+        assert main(["train", task, "--config", str(config), "--out", str(tmp_path / "run")]) == 2
+        assert says in one_error_line(capsys, "train")
+    assert not (tmp_path / "run").exists()
+
+
 def test_bad_data(tmp_path: Path, capsys: pytest.CaptureFixture[str], one_thread: None) -> None:
     empty = tmp_path / "empty.csv"
     empty.write_text("")

@@ -295,6 +295,7 @@ def test_several_texts_print_one_line_each_and_write_nothing(tmp_path: Path, mon
     (["--file", "empty.txt"], "", "'empty.txt' holds no text"),
     (["--file", "-"], "\n  \n", "stdin holds no text"),
     (["--file", "missing.txt"], "", "cannot read --file 'missing.txt'"),
+    (["--file", "latin1.txt"], "", "--file 'latin1.txt' is not UTF-8: byte 0xE9 at byte offset 7 (line 2"),
     (["Friday", "--file", "empty.txt"], "", "not both"),
     ([], "", "no text to translate"),
     (["Friday", "Monday", "--out", "o"], "", "--out, --no-viewer and --attribute draw one text's figures"),
@@ -307,7 +308,8 @@ def test_bad_lists_of_texts_are_one_line_exit_2_and_write_nothing(
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    (tmp_path / "latin1.txt").write_bytes("2021\nl'été 2021\n".encode("latin-1"))  # é: 0xE9, byte 7 of the file
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     assert main(["translate", *args, "--model", "dates-zh"]) == 2
     assert message in one_error_line(capsys, "translate")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt", "latin1.txt"]

@@ -67,3 +67,38 @@ def test_a_greedy_loop_is_said(client: TestClient) -> None:
 def test_bad_settings_are_refused(client: TestClient, model: str, sampling: Any, message: str) -> None:
     r = run(client, model=model, text="中国", sampling=sampling)
     assert r.status_code == 422 and message in r.json()["error"], r.text
+
+
+def test_a_temperature_whose_logits_overflow_is_the_greedy_text(client: TestClient) -> None:
+    """The hand-found {"temperature": 1e-300} gave 500: the T -> 0 limit, the likeliest character each time."""
+    r = run(client, model="zh-lm", text="经济", sampling={"temperature": 1e-300})
+    assert r.status_code == 200, r.text
+    lm = load_language_model("zh-lm")
+    greedy = lm.generate("经济", max_tokens=CONTINUATION, greedy=True)
+    assert r.json()["output"]["continuation"] == "".join(lm.characters()[i] for i in greedy.ids)
+
+
+@pytest.mark.parametrize(("sampling", "status", "message"), [
+    (b'{"temperature": 1e-300}', 200, None),
+    (b'{"temperature": 5e-324, "top_p": 5e-324}', 200, None),
+    (b'{"temperature": 1e308, "repetition_penalty": 1e308}', 200, None),
+    (b'{"top_k": 9223372036854775807, "seed": 9223372036854775807}', 200, None),
+    (b'{"temperature": NaN}', 422, '"temperature" must be a number > 0, got nan'),
+    (b'{"temperature": Infinity}', 422, '"temperature" must be a number > 0, got inf'),
+    (b'{"temperature": 1e999}', 422, '"temperature" must be a number > 0, got inf'),
+    (b'{"temperature": -1e308}', 422, '"temperature" must be a number > 0'),
+    (b'{"top_p": NaN}', 422, '"top_p" must be in (0, 1], got nan'),
+    (b'{"top_p": 1e308}', 422, '"top_p" must be in (0, 1]'),
+    (b'{"top_k": -1}', 422, '"top_k" must be 0 (off) or a positive count'),
+    (b'{"repetition_penalty": -Infinity}', 422, '"repetition_penalty" must be a number >= 1, got -inf'),
+    (b'{"seed": 9223372036854775808}', 422, '"seed" must be an integer from 0'),
+])
+def test_every_number_works_or_is_refused_in_one_line(client: TestClient, sampling: bytes, status: int,
+                                                      message: str | None) -> None:
+    body = b'{"model": "zh-lm", "text": "\xe4\xb8\xad\xe5\x9b\xbd", "sampling": ' + sampling + b"}"  # 中国
+    r = client.post("/api/run", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == status, r.text
+    if message is not None:
+        assert message in r.json()["error"] and "\n" not in r.json()["error"]
+    else:
+        assert len(r.json()["output"]["continuation"]) == CONTINUATION

@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnlab.data import CharTokenizer
 from attnlab.errors import InputError
+from attnlab.layers import KVCache
 from attnlab.models.lm import CausalLM, LMConfig, save_lm
 from attnlab.trained import SAMPLING, LanguageModel, check_sampling, find_loop
 from attnlab.trained._lm import filter_scores, repeated_ngram_ends
@@ -152,6 +155,80 @@ def test_bad_settings_are_refused_named_as_they_were_given(kwargs: dict[str, flo
         with pytest.raises(InputError, match=f"^{name} must"):
             check_sampling(3, settings["temperature"], settings["top_k"], settings["top_p"],
                            settings["repetition_penalty"], settings["no_repeat_ngram"], style=style)  # type: ignore[arg-type]
+
+
+class Negative(CausalLM):
+    """Every logit below 0: with every character of its tiny vocabulary in the window, a huge repetition penalty
+    sends them all past float32's range (once -inf for all: NaN probabilities)."""
+
+    def forward(self, ids: torch.Tensor, cache: list[KVCache] | None = None) -> torch.Tensor:
+        return super().forward(ids, cache) - 100.0
+
+
+def negative_lm() -> LanguageModel:
+    torch.manual_seed(0)
+    vocab = CharTokenizer(("[UNK]", "中", "国"))
+    model = Negative(LMConfig(vocab_size=len(vocab), context=16, d_model=12, n_heads=3, n_layers=1, d_ff=10))
+    return LanguageModel(model.eval(), vocab, {"tokenizer": vocab.to_json()}, "negative")
+
+
+MODELS = {"tiny": tiny_lm(), "negative": negative_lm()}
+# every float (NaN, the infinities, subnormals, 1e-300, 1e308, negatives) and integers, small and past a float's range
+NUMBERS = st.one_of(st.floats(), st.integers(), st.sampled_from([1e-300, 5e-324, 1e308, -1e308, 10**400, 2**63, 1, 0]))
+FIELDS = ("temperature", "top_k", "top_p", "repetition_penalty")
+
+
+@given(model=st.sampled_from(sorted(MODELS)), given_settings=st.dictionaries(st.sampled_from(FIELDS), NUMBERS,
+                                                                             min_size=1))
+@settings(max_examples=300, deadline=None)
+def test_every_number_is_either_refused_or_generates(model: str, given_settings: dict[str, float]) -> None:
+    """check_sampling either raises InputError (one line) or takes the settings, and then a generation with them
+    runs: a character each step, never [UNK], no NaN log-probability."""
+    wanted = {**SAMPLING, **given_settings}
+    try:
+        check_sampling(3, wanted["temperature"], wanted["top_k"], wanted["top_p"], wanted["repetition_penalty"],
+                       wanted["no_repeat_ngram"], style="json")
+    except InputError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 300
+        with pytest.raises(InputError):  # generate checks as check_sampling does
+            MODELS[model].generate("中国", max_tokens=3, **wanted)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a loop or an unknown character: said, not wrong
+        got = MODELS[model].generate("中国国中", max_tokens=3, **wanted)
+    assert len(got.ids) == 3 and 0 not in got.ids
+    assert not any(math.isnan(x) for x in got.log_probs), got.log_probs
+
+
+@pytest.mark.parametrize("temperature", [1e-300, 5e-324, 1e-40])
+def test_a_temperature_whose_logits_overflow_takes_the_likeliest_character(temperature: float) -> None:
+    """The hand-found 1e-300 (attnlab generate --temperature 1e-300 gave a traceback): the T -> 0 limit, greedy
+    decoding with the same penalties, each character with probability 1."""
+    lm = tiny_lm()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cold = lm.generate("中国人", max_tokens=10, temperature=temperature, seed=3)
+        greedy = lm.generate("中国人", max_tokens=10, greedy=True)
+    assert cold.ids == greedy.ids and cold.log_probs == [0.0] * 10
+
+
+def test_a_repetition_penalty_past_float32_lowers_every_seen_character_and_bans_none() -> None:
+    lm = negative_lm()
+    got = lm.generate("中国中国", max_tokens=4, repetition_penalty=1e308, no_repeat_ngram=0, seed=1)
+    assert len(got.ids) == 4 and 0 not in got.ids and all(math.isfinite(x) for x in got.log_probs)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"temperature": math.nan}, "temperature must be a number > 0, got nan"),
+    ({"temperature": math.inf}, "temperature must be a number > 0, got inf"),
+    ({"temperature": 10**400}, "temperature must be a number > 0, got an integer of about 401 digits"),
+    ({"top_p": math.nan}, "top_p must be in"), ({"repetition_penalty": math.inf}, "repetition_penalty must be"),
+    ({"repetition_penalty": 10**400}, "repetition_penalty must be"),
+    ({"seed": -1}, "seed must be an integer from 0 to 2\\*\\*63 - 1, got -1"), ({"seed": 2**63}, "seed must be"),
+])
+def test_nan_infinity_numbers_past_a_float_and_bad_seeds_are_refused(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(InputError, match=f"^{message}"):
+        tiny_lm().generate("中国", max_tokens=3, **kwargs)  # type: ignore[arg-type]
 
 
 # --- the command ------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._io import read_utf8
 from .._process_group import speaks
 from ..errors import ConfigError, InputError
 from ..models import ClassifierConfig, LMConfig, Seq2SeqConfig, TransformerSeq2SeqConfig  # torch-free configs
@@ -203,7 +204,7 @@ def _key_values(items: list[str], option: str, example: str) -> dict[str, Any]:
             raise InputError(f"{option} takes KEY=VALUE, got {item!r}; e.g. {option} {example}")
         try:
             values[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (an integer past 4,300 digits, nesting past the stack too)
             values[key] = value
     return values
 
@@ -222,10 +223,13 @@ def _config_file(path: Path | None, allowed: set[str], takes: str) -> dict[str, 
     """The ``--config`` JSON file (``{}`` without one); keys outside ``allowed`` are refused, saying ``takes``."""
     if path is None:
         return {}
+    text = read_utf8(path, f"--config {str(path)!r}")  # bytes that are not UTF-8: their offset
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--config {str(path)!r} is not valid JSON ({exc}); fix the file") from None
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError; an integer past 4,300 digits; nesting too deep
+        why = ("it nests too deep" if isinstance(exc, RecursionError) else str(exc)
+               if isinstance(exc, json.JSONDecodeError) else "it holds an integer of more than 4,300 digits")
+        raise InputError(f"--config {str(path)!r} is not valid JSON ({why}); fix the file") from None
     unknown = set(data) - allowed if isinstance(data, dict) else {"?"}
     if unknown:
         raise InputError(f"--config {str(path)!r} has unknown keys {sorted(unknown)}; it takes {takes}")

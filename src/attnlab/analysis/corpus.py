@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from .._io import not_utf8
 from .._process_group import join_process_group
 from .._progress import progress_bar
 from ..capturing import capture
@@ -127,7 +128,10 @@ def _count_texts(path: Path) -> int:
         raise InputError(
             f"corpus file {str(path)!r} does not exist or is not a file; give a text file, one text a line"
         )
-    n = sum(1 for _ in _texts(path))
+    try:
+        n = sum(1 for _ in _texts(path))  # the whole file is read once before any batch: bad bytes stop it here
+    except UnicodeDecodeError:
+        raise not_utf8(path, f"corpus file {str(path)!r}") from None
     if not n:
         raise InputError(f"corpus file {str(path)!r} is empty (no non-blank line); give a file with one text a line")
     return n

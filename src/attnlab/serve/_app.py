@@ -92,7 +92,10 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
 
     @app.exception_handler(405)
     async def wrong_method(request: Request, exc: Exception) -> Response:
-        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}; see docs/serve.md")
+        allow = (getattr(exc, "headers", None) or {}).get("Allow")  # Starlette's router names the path's methods
+        methods = f"; it takes {allow}" if allow else ""
+        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}{methods}; see docs/serve.md",
+                      {"Allow": allow} if allow else None)
 
     @app.get("/", response_class=HTMLResponse, responses=schema.page_answers())
     async def index() -> Response:
@@ -239,17 +242,71 @@ async def _body(request: Request, limits: Limits) -> dict[str, Any]:
         if len(raw) > limits.max_body:
             raise ApiError(413, f"the request body is over {limits.max_body} bytes, the limit")
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_int=_parse_int)
+    except RecursionError:  # the parser recursed once a level: nesting deeper than the stack
+        raise ApiError(400, f"the body nests too deep to read; send a flat object such as {EXAMPLE}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ApiError(400, f"the body is not valid JSON ({exc}); send an object such as "
-                       f'{{"model": "minilm", "text": "The cat sat."}}') from None
+        raise ApiError(400, f"the body is not valid JSON ({exc}); send an object such as {EXAMPLE}") from None
     if not isinstance(body, dict):
         raise ApiError(400, f"the body must be a JSON object, got a JSON {type(body).__name__}")
+    _check_values(body)
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
         raise ApiError(422, f"unknown field(s) {', '.join(map(repr, unknown))[:120]}; the fields are "
                        f"{', '.join(FIELDS)}")
     return body
+
+
+EXAMPLE = '{"model": "minilm", "text": "The cat sat."}'
+MAX_DEPTH = 8  # levels of a body's nesting: the fields are 2 deep ({"sampling": {"seed": 0}})
+MAX_DIGITS = 19  # digits of an integer a body may hold: every index, count and seed is below 2**63 (19 digits)
+
+
+class _HugeInt:
+    """An integer of more than :data:`MAX_DIGITS` digits in a body, kept as its digits (never converted: Python
+    refuses to convert more than 4,300) until :func:`_check_values` refuses it naming its field."""
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+
+def _parse_int(digits: str) -> int | _HugeInt:
+    return _HugeInt(digits) if len(digits.lstrip("-")) > MAX_DIGITS else int(digits)
+
+
+def _check_values(body: dict[str, Any]) -> None:
+    """Refuse what no field takes and a model could not survive, naming where it is: a string with a lone surrogate
+    (a ``\\ud800`` escape without its pair: not Unicode, no UTF-8 encodes it; 400), nesting deeper than
+    :data:`MAX_DEPTH` (400) and an integer of more than :data:`MAX_DIGITS` digits (422).  Iterative: a body the
+    parser could read (less deep than the stack) is walked without recursion."""
+    stack: list[tuple[Any, str, int]] = [(body, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ApiError(400, f"the body nests deeper than {MAX_DEPTH} levels (at {where}); its fields are at "
+                           f"most 2 deep, e.g. {{\"sampling\": {{\"seed\": 0}}}}")
+        if isinstance(value, str):
+            _check_unicode(value, f"the {where}" if where else "a string")
+        elif isinstance(value, _HugeInt):
+            shown = value.digits if len(value.digits) <= 24 else f"{value.digits[:12]}...{value.digits[-6:]}"
+            raise ApiError(422, f"{where} is an integer of {len(value.digits.lstrip('-'))} digits ({shown}); no field "
+                           f"takes more than {MAX_DIGITS} digits: send a number in range (e.g. 0)")
+        elif isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                _check_unicode(key, f"a field name in {where}" if where else "a field name")
+                named = f'"{key[:40]}"' if not where else f'{where}."{key[:40]}"'
+                stack.append((item, named, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in reversed(list(enumerate(value))))
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """A 400 when ``text`` holds a lone surrogate: where (1-based, as the CLI says it) and how to fix it."""
+    at = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+    if at is not None:
+        raise ApiError(400, f"{what} holds a lone surrogate \\u{ord(text[at]):04x} at character {at + 1}, which is not "
+                       f"a character (no UTF-8 encodes it); send valid Unicode (a \\ud800-\\udbff escape must be "
+                       f"followed by a \\udc00-\\udfff one)")
 
 
 def _text(body: dict[str, Any], field: str, limits: Limits) -> Any:

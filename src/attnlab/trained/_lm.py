@@ -4,13 +4,16 @@ through a callback); ``attnlab.capturing.trace_generation`` captures its attenti
 
 Sampling, in this order (as Hugging Face's logits processors): ``[UNK]`` is never drawn; a ``repetition_penalty``
 > 1 lowers every character already in the window the model reads (CTRL, Keskar et al. 2019: a positive logit divided
-by it, a negative one multiplied); ``no_repeat_ngram`` n > 0 forbids any character that would repeat an n-gram of the
-prompt and the text so far (Paulus et al. 2018); the logits divided by ``temperature`` (> 0); kept to the ``top_k``
-most likely when given; kept to the smallest set whose probability reaches ``top_p`` (nucleus sampling, Holtzman et
-al. 2020; 1 = off); drawn from a generator seeded with ``seed`` (the same seed and settings, the same text).  The
-defaults (:data:`SAMPLING`) sample, and do not loop on the bundled zh-lm (docs/lm.md); ``greedy=True`` takes the
-likeliest character each time (after the penalties), as ``top_k=1`` does.  Whatever the settings, a generation whose
-end repeats one unit back to back is said: :func:`find_loop` sets ``Generated.loop`` and ``generate`` warns.
+by it, a negative one multiplied; one it sends past the float range stays the least likely, never banned);
+``no_repeat_ngram`` n > 0 forbids any character that would repeat an n-gram of the prompt and the text so far (Paulus
+et al. 2018); the logits divided by ``temperature`` (any finite number > 0: one so small that the logits over it
+overflow is its limit, the likeliest character as ``greedy`` takes it, and one so large that they vanish is the
+uniform draw); kept to the ``top_k`` most likely when given; kept to the smallest set whose probability reaches
+``top_p`` (nucleus sampling, Holtzman et al. 2020; 1 = off); drawn from a generator seeded with ``seed`` (the
+same seed and settings, the same text).  The defaults (:data:`SAMPLING`) sample, and do not loop on the bundled
+zh-lm (docs/lm.md); ``greedy=True`` takes the likeliest character each time (after the penalties), as ``top_k=1``
+does.  Whatever the settings, a generation whose end repeats one unit back to back is said: :func:`find_loop` sets
+``Generated.loop`` and ``generate`` warns.
 Past the model's context the window slides: the cache is rebuilt from the last ``context // 2`` characters.
 """
 
@@ -116,7 +119,8 @@ class LanguageModel:
                  on_text: Callable[[str], None] | None = None) -> Generated:
         """``max_tokens`` characters after ``prompt``, sampled as the module's docstring says; ``on_text`` gets each
         one as it comes.  A loop at the end (:func:`find_loop`) is kept in ``loop`` and warned about."""
-        check_sampling(max_tokens, temperature, top_k, top_p, repetition_penalty, no_repeat_ngram, style="python")
+        check_sampling(max_tokens, temperature, top_k, top_p, repetition_penalty, no_repeat_ngram, style="python",
+                       seed=seed)
         out = Generated(self.encode_prompt(prompt))
         model, L = self.model.eval(), self.context
         g = torch.Generator().manual_seed(seed)
@@ -125,11 +129,14 @@ class LanguageModel:
         logits = model(torch.tensor([seq]), cache)[0, -1]  # (V,)
         for step in range(max_tokens):
             scores = logits.float().clone()  # (V,)
-            scores[0] = -math.inf  # never [UNK]
             if repetition_penalty != 1.0:
                 seen = torch.tensor(sorted(set(seq)))
                 s = scores[seen]
-                scores[seen] = torch.where(s > 0, s / repetition_penalty, s * repetition_penalty)
+                # a penalty past float32's range is its largest (inf would make 0 * inf NaN), and a logit it sends
+                # below the range stays the lowest finite score: penalised characters are never all banned
+                r = min(float(repetition_penalty), torch.finfo(scores.dtype).max)
+                scores[seen] = torch.where(s > 0, s / r, (s * r).clamp(min=torch.finfo(scores.dtype).min))
+            scores[0] = -math.inf  # never [UNK]
             if no_repeat_ngram:
                 banned = repeated_ngram_ends([*out.prompt_ids, *out.ids], no_repeat_ngram)
                 if banned and len(banned) < int(torch.isfinite(scores).sum()):  # never ban every character
@@ -138,7 +145,7 @@ class LanguageModel:
                 nxt = int(scores.argmax())
                 log_p = torch.log_softmax(scores, -1)
             else:
-                scores = filter_scores(scores / temperature, top_k, top_p)
+                scores = filter_scores(tempered(scores, temperature), top_k, top_p)
                 log_p = torch.log_softmax(scores, -1)
                 nxt = int(torch.multinomial(log_p.exp(), 1, generator=g))
             out.ids.append(nxt)
@@ -163,6 +170,19 @@ class LanguageModel:
         return out
 
 
+def tempered(scores: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``scores / temperature``, or where that leaves no finite largest score (a temperature so small that the
+    logits over it overflow, or past float32's range: 0 or inf in it), the same distribution written as
+    ``(scores - max) / temperature`` with the temperature in float32's range: the largest score is 0, the others at
+    most 0 (``-inf`` when they underflow: the T -> 0 limit, the likeliest character)."""
+    out = scores / float(temperature)  # a Python int past int64 is no torch scalar
+    if bool(torch.isfinite(out.max())):
+        return out
+    info = torch.finfo(scores.dtype)
+    t = min(max(float(temperature), info.tiny), info.max)
+    return (scores - scores.max()) / t
+
+
 def filter_scores(scores: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
     """``scores`` ``(V,)`` with every character outside the ``top_k`` likeliest (0 = all) and outside the smallest
     set whose probability reaches ``top_p`` (1 = all; the likeliest is always kept) set to ``-inf``."""
@@ -173,7 +193,7 @@ def filter_scores(scores: torch.Tensor, top_k: int, top_p: float) -> torch.Tenso
         order = torch.argsort(scores, descending=True, stable=True)  # (V,)
         probs = torch.softmax(scores[order], -1)
         before = torch.cumsum(probs, -1) - probs  # the probability of the likelier characters
-        drop = order[before >= top_p]
+        drop = order[1:][before[1:] >= top_p]  # the likeliest is kept even where top_p rounds to 0 in float32
         scores = scores.clone()
         scores[drop] = -math.inf
     return scores
@@ -232,25 +252,51 @@ _NAMED = {"cli": lambda f: "--" + f.replace("_", "-"), "json": lambda f: f'"{f}"
 
 def check_sampling(max_tokens: int, temperature: float, top_k: int, top_p: float = 1.0,
                    repetition_penalty: float = 1.0, no_repeat_ngram: int = 0, *,
-                   style: Literal["cli", "json", "python"] = "cli") -> None:
-    """An InputError for a sampling setting out of range, naming it as ``style`` says it was given."""
+                   style: Literal["cli", "json", "python"] = "cli", seed: int = 0) -> None:
+    """An InputError for a sampling setting out of range, naming it as ``style`` says it was given.  A number must
+    be a finite float (an integer too large for one, NaN and infinity are refused); any temperature > 0 works (one
+    so small that the logits over it overflow takes the likeliest character, :func:`tempered`)."""
     n = _NAMED[style]
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise InputError(f"{n('max_tokens')} must be at least 1, got {max_tokens!r}; e.g. 100")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < math.inf:
-        raise InputError(f"{n('temperature')} must be a number > 0, got {temperature!r}; 1 samples the model's own "
-                         f"distribution, lower is more conservative (e.g. 0.8)")
+        raise InputError(f"{n('max_tokens')} must be at least 1, got {_shown(max_tokens)}; e.g. 100")
+    t = _real(temperature)
+    if t is None or not 0 < t < math.inf:
+        raise InputError(f"{n('temperature')} must be a number > 0, got {_shown(temperature)}; 1 samples the model's "
+                         f"own distribution, lower is more conservative (e.g. 0.8; near 0 it takes the likeliest "
+                         f"character)")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
-        raise InputError(f"{n('top_k')} must be 0 (off) or a positive count, got {top_k!r}; e.g. 20")
-    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
-        raise InputError(f"{n('top_p')} must be in (0, 1], got {top_p!r}; e.g. 0.9 (1 = off)")
-    if (isinstance(repetition_penalty, bool) or not isinstance(repetition_penalty, (int, float))
-            or not 1 <= repetition_penalty < math.inf):
-        raise InputError(f"{n('repetition_penalty')} must be a number >= 1, got {repetition_penalty!r}; e.g. 1.2 "
-                         f"(1 = off)")
+        raise InputError(f"{n('top_k')} must be 0 (off) or a positive count, got {_shown(top_k)}; e.g. 20")
+    p = _real(top_p)
+    if p is None or not 0 < p <= 1:
+        raise InputError(f"{n('top_p')} must be in (0, 1], got {_shown(top_p)}; e.g. 0.9 (1 = off)")
+    r = _real(repetition_penalty)
+    if r is None or not 1 <= r < math.inf:
+        raise InputError(f"{n('repetition_penalty')} must be a number >= 1, got {_shown(repetition_penalty)}; e.g. "
+                         f"1.2 (1 = off)")
     if isinstance(no_repeat_ngram, bool) or not isinstance(no_repeat_ngram, int) or no_repeat_ngram < 0:
-        raise InputError(f"{n('no_repeat_ngram')} must be 0 (off) or a length >= 1, got {no_repeat_ngram!r}; "
+        raise InputError(f"{n('no_repeat_ngram')} must be 0 (off) or a length >= 1, got {_shown(no_repeat_ngram)}; "
                          f"e.g. 4")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise InputError(f"{n('seed')} must be an integer from 0 to 2**63 - 1, got {_shown(seed)}; the same seed "
+                         f"gives the same text (e.g. 0)")
+
+
+def _real(value: object) -> float | None:
+    """``value`` as a float when it is a number (not a bool) that one can hold, else None (NaN stays NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer past 1.8e308
+        return None
+
+
+def _shown(value: object) -> str:
+    """``value`` for a message: its repr, an integer too long to print whole by its length, at most 60 characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:  # 4,300 digits cannot print
+        return f"an integer of about {math.floor(abs(value).bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def load_language_model(model: str | os.PathLike[str]) -> LanguageModel:
