@@ -29,9 +29,9 @@ SUBPACKAGES = ("analysis", "capturing", "circuits", "data", "explain", "function
 _LAZY_NAMES = {
     "attention": "attnlab.functional",
     "capture": "attnlab.capturing",
-    "trace_text": "attnlab.capturing",
-    "Model": "attnlab.capturing",
-    "Outcome": "attnlab.capturing",
+    "trace_text": "attnlab.kinds",
+    "Model": "attnlab.kinds",
+    "Outcome": "attnlab.kinds",
     "AttentionRecord": "attnlab.trace",
     "AttentionTrace": "attnlab.trace",
     **{name: "attnlab.layers" for name in (
@@ -57,8 +57,9 @@ if TYPE_CHECKING:
         training,
         viz,
     )
-    from .capturing import Model, Outcome, capture, trace_text
+    from .capturing import capture
     from .functional import attention
+    from .kinds import Model, Outcome, trace_text
     from .layers import (
         BahdanauAttention,
         ConvAttentionBlock,

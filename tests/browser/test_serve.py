@@ -341,7 +341,7 @@ def test_the_output_is_attributed_to_what_it_read(lab: Lab) -> None:
     assert "the source | the output before" in lab.page.inner_text("#attribution")
     lab.page.select_option("#model", "minilm")
     deadline = time.monotonic() + 60
-    while "needs a language model or a translator" not in lab.page.inner_text("#attribution"):
+    while "needs a model that writes them (" not in lab.page.inner_text("#attribution"):
         assert time.monotonic() < deadline
         lab.page.wait_for_timeout(50)
     lab.page.uncheck("#attribute-on")

@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import attnlab as al
-from attnlab.capturing import RUNNERS
 from attnlab.cli import main
+from attnlab.kinds import KIND
 
 # one text per bundled model the lab offers; each chosen to carry a warning where the model has one to give
 TEXTS = {"minilm": "The cat sat on the mat.", "zh-sentiment": "☃这本书写得很好", "dates-zh": "Feb 30, 2021",
@@ -91,7 +91,9 @@ def surfaces(name: str, text: str, tmp: Path, capsys: pytest.CaptureFixture[str]
     if kind == "lm":
         lines, warned = _cli(capsys, "generate", text, "--model", name, "--max-tokens", "20",  # the shown run
                              "--out", str(tmp / "gen"))
-        out["generate"] = (lines[0][len(text):], ran.output["log_probability"], 17, tuple(warned))
+        [said] = [line for line in lines if " mean log-probability " in line]  # the number generate prints
+        printed = float(said.split(" mean log-probability ")[1].split()[0])
+        out["generate"] = (lines[0][len(text):], printed, 3, tuple(warned))
     if kind in ("classifier", "translator"):
         from attnlab.suites import observer
 
@@ -100,11 +102,32 @@ def surfaces(name: str, text: str, tmp: Path, capsys: pytest.CaptureFixture[str]
         out["evaluate --suite"] = (str(seen.output), number, 17, (seen.warning,) if seen.warning else ())
         [many] = model.run_many([text])
         out["Model.run_many"] = (*_score(kind, many.output), 17, many.warnings)
+    if kind == "classifier":  # the head ablation's "before" and analyze's pass read the text as every surface does
+        rows = client.post("/api/ablate", json={"model": name, "text": text, "layer": 0, "head": 0}).json()["outputs"]
+        best = max(rows, key=lambda r: r["before"])
+        out["POST /api/ablate before"] = (best["token"], best["before"], 4, ran.warnings)
+        from attnlab.analysis import trace_for_analysis
+
+        analyzed = trace_for_analysis(text, name).meta
+        out["analyze"] = (analyzed["label"], analyzed["probability"], 17, tuple(analyzed["warnings"]))
     body = client.post("/api/run", json={"model": name, "text": text}).json()
     lab_output = body["output"] or {"n_tokens": len(body["tokens"])}
     said = tuple(dict.fromkeys([*(lab_output.get("doubts") or ()), *body["warnings"]]))
     out["POST /api/run"] = (*_score(kind, lab_output), 17, said)
     return out
+
+
+def agree(got: dict[str, tuple[str, float | None, int, tuple[str, ...]]]) -> tuple[str, ...]:
+    """Check that every surface gives Model.run's answer, its number to the digits it is given to (1e-6 at most) and
+    its warnings; the warnings."""
+    answer, number, _, warned = got["Model.run"]
+    assert len(got) >= 5
+    for surface, (a, x, digits, w) in got.items():
+        assert a == answer, (surface, a, answer)
+        if number is not None:
+            assert x is not None and abs(x - number) <= max(1e-6, 0.5 * 10**-digits), (surface, x, number)
+        assert set(w) == set(warned), (surface, w, warned)
+    return warned
 
 
 def _show_line(kind: str, lines: list[str]) -> str:
@@ -124,8 +147,8 @@ class _nothing:
         return None
 
 
-def test_every_kind_has_a_runner_and_every_bundled_model_a_text_here() -> None:
-    assert set(RUNNERS) == set(al.KINDS) and set(TEXTS) == set(al.MODELS)
+def test_every_kind_has_its_module_and_every_bundled_model_a_text_here() -> None:
+    assert set(KIND) == set(al.KINDS) and set(TEXTS) == set(al.MODELS)
 
 
 @pytest.mark.slow
@@ -133,13 +156,7 @@ def test_every_kind_has_a_runner_and_every_bundled_model_a_text_here() -> None:
 def test_one_text_gives_one_answer_on_every_surface(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                     client: TestClient) -> None:
     got = surfaces(name, TEXTS[name], tmp_path, capsys, client)
-    answer, number, _, warned = got["Model.run"]
-    assert len(got) >= 5
-    for surface, (a, x, digits, w) in got.items():
-        assert a == answer, (surface, a, answer)
-        if number is not None:
-            assert x is not None and abs(x - number) <= max(1e-6, 0.5 * 10**-digits), (surface, x, number)
-        assert set(w) == set(warned), (surface, w, warned)
+    warned = agree(got)
     if name in ("zh-sentiment", "dates-zh"):
         assert warned  # the text was chosen to be warned of: warnings are compared, not two empty sets
 
@@ -150,6 +167,8 @@ def test_a_long_text_is_read_whole_on_every_surface(tmp_path: Path, capsys: pyte
     assert len(NEUTRAL) == 140
     before = surfaces("zh-sentiment", NEUTRAL, tmp_path / "a", capsys, client)
     after = surfaces("zh-sentiment", NEUTRAL + POSITIVE, tmp_path / "b", capsys, client)
+    agree(before), agree(after)  # read whole: every surface gives the answer of Model.run, to its digits
+    assert {"POST /api/ablate before", "analyze", "POST /api/run", "predict"} <= set(after)
     for surface in before:
         (la, pa, digits, _), (lb, pb, _, _) = before[surface], after[surface]
         p_pos = {"pos": pa, "neg": 1 - pa}[la], {"pos": pb, "neg": 1 - pb}[lb]

@@ -120,6 +120,17 @@ def test_what_a_folder_holds_says_what_it_is(tmp_path: Path) -> None:
     assert al.locate(str(hf)).given == str(hf)
 
 
+def test_a_broken_config_json_is_named_not_read_as_another_kind(tmp_path: Path) -> None:
+    folder = tmp_path / "broken"
+    write(folder / "config.json", '{"format": "attnlab.lm/1", ')  # cut short
+    write(folder / "model.safetensors")  # which alone would make it look like a classifier
+    with pytest.raises(ModelLoadError, match=r"config\.json' is not valid JSON .*; repair it"):
+        al.locate(folder)
+    write(folder / "config.json", "[1, 2]")
+    with pytest.raises(ModelLoadError, match="holds a JSON list, not the object"):
+        al.locate(folder)
+
+
 @pytest.mark.parametrize(("config", "kind"), [({"format": "attnlab.seq2seq/1"}, "translator"), (None, "classifier")])
 def test_a_run_still_training_is_read_from_its_latest_checkpoint(tmp_path: Path, config: dict[str, str] | None,
                                                                  kind: str) -> None:
@@ -188,7 +199,7 @@ def test_the_recipe_for_a_new_bundled_model(reviews: Path, tmp_path: Path, one_t
     assert capsys.readouterr().out.endswith("\tgreat film\n")
     offered = {m["name"]: m for m in Lab(catalogue()).models()}
     assert offered["toy-reviews"] == {"name": "toy-reviews", "kind": "classifier", "languages": ["en"],
-                                      "example": "great film"}
+                                      "example": "great film", "can": ["ablate", "analyze", "batch", "explain", "patch"]}
     from attnlab.suites import bundled_suites
 
     assert bundled_suites()["toy-reviews"] == "zh-sentiment"

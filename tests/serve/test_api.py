@@ -63,6 +63,7 @@ def test_a_folder_named_at_start_is_offered_by_its_folder_name(tmp_path: Path) -
         (folder.name, "classifier"), (f"{folder.name}-2", "classifier"), ("minilm", "huggingface"),
         (lm_folder.name, "lm")]
     assert Lab(entries).models()[-1] == {"name": lm_folder.name, "kind": "lm", "languages": [], "example": None,
+                                         "can": ["ablate", "analyze", "attribute", "patch", "sample"],
                                          "sampling": {**al.trained.SAMPLING, "greedy": False, "seed": 0}}
     assert Lab(entries).models()[2]["example"] == "The cat sat on the mat because it was tired."  # named: bundled
     assert all(isinstance(e, ModelEntry) for e in entries)
@@ -238,6 +239,9 @@ def test_compare_gives_both_sides_and_the_difference_of_their_attention(client: 
 BAD = [
     ({"model": "nope", "text": "x"}, 404, "unknown model 'nope'; the lab offers minilm"),
     ({"model": "/etc", "text": "x"}, 404, "unknown model"),
+    ({}, 422, 'the body names no "model"; name one the lab offers: minilm'),
+    ({"text": "x"}, 422, 'the body names no "model"'),
+    ({"model": "zh-sentiment", "text": "好" * 10_000}, 413, "would keep 800,170,009 weights"),
     ({"model": "minilm", "text": ""}, 422, '"text" is empty'),
     ({"model": "minilm", "text": "   "}, 422, '"text" is empty'),
     ({"model": "minilm"}, 422, '"text" must be a string'),
@@ -281,10 +285,58 @@ def test_malformed_requests(client: TestClient, content: bytes, kind: str, statu
     assert r.status_code == status and says in r.json()["error"], r.text
 
 
+ROUTES = ["/api/run", "/api/download", "/api/ablate", "/api/attribute"]
+HUGE = b"1" * 5000  # past the 4,300 digits Python converts between int and str
+DEEP = b"[" * 100_000 + b"]" * 100_000  # past the parser's stack (RecursionError)
+# the hand-found bodies that gave 500 on the POST routes, and their neighbours
+UNREADABLE = {
+    "lone surrogate in text": (b'{"model": "minilm", "text": "a\\ud800b"}', 400,
+                               'the "text" holds a lone surrogate \\ud800 at character 2'),
+    "lone low surrogate in model": (b'{"model": "\\udc00", "text": "a"}', 400,
+                                    'the "model" holds a lone surrogate \\udc00 at character 1'),
+    "lone surrogate in a field name": (b'{"model": "zh-lm", "text": "a", "sampling": {"\\ud800": 1}}', 400,
+                                       'a field name in "sampling" holds a lone surrogate \\ud800'),
+    "5000-digit layer": (b'{"model": "minilm", "text": "a", "layer": ' + HUGE + b', "head": 0}', 422,
+                         '"layer" is an integer of 5000 digits (111111111111...111111); no field takes more than 19'),
+    "5000-digit head": (b'{"model": "minilm", "text": "a", "layer": 0, "head": -' + HUGE + b"}", 422,
+                        '"head" is an integer of 5000 digits'),
+    "5000-digit seed": (b'{"model": "zh-lm", "text": "a", "sampling": {"seed": ' + HUGE + b"}}", 422,
+                        '"sampling"."seed" is an integer of 5000 digits'),
+    "nested 100,000 deep": (b'{"model": "minilm", "text": "a", "layer": ' + DEEP + b"}", 400,
+                            "the body nests too deep to read"),
+    "nested 10 deep": (b'{"model": "minilm", "text": "a", "layer": [[[[[[[[[[0]]]]]]]]]]}', 400,
+                       "the body nests deeper than 8 levels"),
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("case", list(UNREADABLE))
+def test_what_no_field_can_hold_is_a_one_line_4xx_on_every_route(client: TestClient, route: str, case: str) -> None:
+    """A lone surrogate (no UTF-8 encodes it), an integer past 4,300 digits, nesting past the parser's stack: each
+    was a 500 on every POST route."""
+    content, status, says = UNREADABLE[case]
+    r = client.post(route, content=content, headers={"content-type": "application/json"})
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert says in error and "\n" not in error and len(error) < 300, error
+    assert client.get("/healthz").status_code == 200
+
+
+def test_an_integer_in_range_is_read_and_refused_by_its_field(client: TestClient) -> None:
+    r = run(client, model="minilm", text="a", layer=-(10**18))
+    assert r.status_code == 422 and f"layer {-(10**18)} is out of range" in r.json()["error"]
+
+
 def test_unknown_paths_and_methods_are_json_errors(client: TestClient) -> None:
     assert client.get("/api/nothing").status_code == 404 and "GET /api/models" in client.get("/x").json()["error"]
     r = client.get("/api/run")
     assert r.status_code == 405 and "GET is not allowed" in r.json()["error"]
+    assert r.headers["allow"] == "POST" and "it takes POST" in r.json()["error"]  # RFC 9110: a 405 names them
+    for path in ROUTES:
+        assert client.put(path).headers["allow"] == "POST"
+    wrong = client.post("/api/models")
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "GET"
+    assert client.delete("/healthz").headers["allow"] == "GET"
 
 
 def test_host_and_origin_of_another_site_are_refused(lab: Lab) -> None:

@@ -32,8 +32,8 @@ from typing import Literal
 
 from ..errors import ModelLoadError
 
-__all__ = ["KINDS", "MODELS", "MODEL_KINDS", "Bundled", "KindInfo", "Located", "ModelKind", "bundled_folder", "locate",
-           "minilm_folder"]
+__all__ = ["FORMATS", "KINDS", "MODELS", "MODEL_KINDS", "Bundled", "KindInfo", "Located", "ModelKind", "bundled_folder",
+           "locate", "minilm_folder"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -102,6 +102,8 @@ MODEL_FILE = "model.safetensors"  # attnlab.models.MODEL_FILE: what `attnlab tra
 CONFIG_FILE = "config.json"
 SEQ2SEQ_FORMAT = "attnlab.seq2seq/"  # the format prefix of a translator's config.json (attnlab.models)
 LM_FORMAT = "attnlab.lm/"  # and of a language model's (attnlab.models.lm)
+# what the "format" of a folder's config.json says it is, by prefix (attnlab.kinds.register adds a kind's own)
+FORMATS: dict[str, ModelKind] = {SEQ2SEQ_FORMAT: "translator", LM_FORMAT: "lm"}
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ def locate(model: str | os.PathLike[str], *accept: ModelKind) -> Located:
         raise ModelLoadError(f"a model is a bundled name or a folder path, got {type(model).__name__} {model!r}; "
                              f"pass one of {', '.join(MODELS)} or a folder")
     given = os.fspath(model)
-    accept = accept or MODEL_KINDS
+    accept = accept or tuple(KINDS)
     name = _bundled_name(model)
     if name is not None:
         folder = bundled_folder(name)
@@ -217,10 +219,10 @@ def _read_path(path: Path, given: str, accept: Collection[ModelKind]) -> Located
 def _kind_of_folder(folder: Path) -> ModelKind | None:
     """The kind a model folder's files say, or None when it holds no complete model (a run not yet finished)."""
     config = _read_json(folder / CONFIG_FILE)
-    if str(config.get("format", "")).startswith(SEQ2SEQ_FORMAT):
-        return "translator"
-    if str(config.get("format", "")).startswith(LM_FORMAT):
-        return "lm"
+    said = str(config.get("format", ""))
+    for prefix, kind in FORMATS.items():
+        if said.startswith(prefix):
+            return kind
     if "model_type" in config:
         return "huggingface"
     if (folder / MODEL_FILE).is_file():  # `attnlab train classify` (its config.json, if any, names no model_type)
@@ -229,11 +231,23 @@ def _kind_of_folder(folder: Path) -> ModelKind | None:
 
 
 def _read_json(path: Path) -> dict[str, object]:
+    """The JSON object in ``path``; {} when there is no such file.  A file that is there but not a JSON object is a
+    :class:`ModelLoadError` naming it (a broken config.json must not make a folder look like another kind)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return {}
-    return value if isinstance(value, dict) else {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"{str(path)!r} cannot be read as UTF-8 text ({exc}); repair or remove it") from None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ModelLoadError(f"{str(path)!r} is not valid JSON ({str(exc)[:100]}); repair it, or write the model "
+                             f"again (attnlab train ... --out, or save_pretrained)") from None
+    if not isinstance(value, dict):
+        raise ModelLoadError(f"{str(path)!r} holds a JSON {type(value).__name__}, not the object a model's "
+                             f"{path.name} is; repair it or write the model again")
+    return value
 
 
 def _latest_checkpoint(run: Path) -> Path | None:

@@ -46,7 +46,9 @@ def add_parser(sub: Any) -> None:
                    help="zh-lm (default) | the --out folder of `attnlab train lm`")
     p.add_argument("--max-tokens", type=int, default=100, metavar="N", help="characters to generate (default 100)")
     p.add_argument("--temperature", type=float, default=None, metavar="T",
-                   help="divide the logits by T > 0 before sampling (default 0.8; 1: the model's own distribution)")
+                   help="divide the logits by T > 0 before sampling (default 0.8; 1: the model's own distribution; "
+                   "a T so small that the logits over it overflow, e.g. 1e-300, takes the likeliest character, as "
+                   "--greedy does)")
     p.add_argument("--top-k", type=int, default=None, metavar="K", help="sample among the K likeliest only (default 0 "
                    "= all)")
     p.add_argument("--top-p", type=float, default=None, metavar="P", help="sample among the fewest likeliest "
@@ -61,8 +63,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--attribute", action="store_true", help="also attribute every generated character to the "
                    f"characters the model read (ALTI-Logit, gradient x input): {ATTRIBUTION_FIGURE} and "
                    f"{ATTRIBUTION_FILE}")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="the sampler's seed: the same seed, the same text "
-                   "(default 0)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="the sampler's seed, 0 to 2**63 - 1: the same "
+                   "seed, the same text (default 0)")
     p.add_argument("--out", type=Path, metavar="DIR", help=f"the folder to write into (default {DEFAULT_OUT}/"
                    f"<prompt>-<hash>)")
     p.set_defaults(run=run)
@@ -95,13 +97,16 @@ def described(settings: dict[str, Any], seed: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .._bundled import locate
-    from ..capturing import Model
+    from ..errors import InputError
+    from ..kinds import Model
     from ..trained import check_sampling, sampling_defaults
     from ..viz import save_html
 
+    if not args.prompt.strip():  # as the lab and every other command refuse an empty text
+        raise InputError(f"the prompt is empty (got {args.prompt!r}); give some text to continue, e.g. \"中国\"")
     settings = sampling(args, sampling_defaults(locate(args.model, "lm").path))  # the model's own defaults beneath
     check_sampling(args.max_tokens, settings["temperature"], settings["top_k"], settings["top_p"],
-                   settings["repetition_penalty"], settings["no_repeat_ngram"])
+                   settings["repetition_penalty"], settings["no_repeat_ngram"], seed=args.seed)
     key = repr((args.prompt, args.model, args.max_tokens, sorted(settings.items()), args.seed, args.attribute))
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(args.prompt, key)
     out, base = check_out(out_arg)
@@ -126,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             agreement = attribute(model.loaded, generated, args.prompt, stage)
             files += [ATTRIBUTION_FIGURE, ATTRIBUTION_FILE]
         publish(stage, out, files)
-    mean = sum(generated.log_probs) / len(generated.log_probs)
+    mean = outcome.score  # the model's own, per character, before temperature and penalties: as every surface
     print(f"\n{len(generated.ids)} characters, mean log-probability {mean:.3f} per character "
           f"({described(settings, args.seed)})"
           f"{'; the trace replays the last context (the window slid)' if generated.slid else ''}")

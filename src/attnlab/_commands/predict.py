@@ -15,8 +15,10 @@ TOP = 5  # --explain shows this many characters of each kind
 
 EXAMPLES = """\
 Each line: the label, its probability (calibrated on the model's valid split when the model folder holds a
-calibration.json, as the bundled zh-sentiment does) and the text, separated by tabs.  A text with more than 10% of
-its characters unknown to the model gets a one-line warning on stderr (its prediction says little).  A text longer
+calibration.json, as the bundled zh-sentiment does) and the text, separated by tabs (a tab, a line break or another
+control character in the text is written escaped, \\t, \\n, \\x1b, so that each answer stays one line of three
+fields).  A text with any character unknown to the model gets a one-line warning on stderr naming them and their
+share; a text of nothing else is refused (the rule of every model, attnlab.trained.unknown_warning).  A text longer
 than the model's window (127 characters for zh-sentiment) is read whole, in overlapping windows pooled as one text;
 nothing is cut.
 
@@ -111,14 +113,21 @@ def _alti_line(clf: Any, text: str, label: str, pieces: list[str]) -> str:
     return head + "  ".join(f"{t} {v:+.2f}" for t, v in top)
 
 
+def one_field(text: str) -> str:
+    """``text`` as one tab-separated field: tabs, line breaks, escape characters and every other control character
+    written as Python escapes (``\\t``, ``\\n``, ``\\x1b``), a backslash as ``\\\\``; anything else as it is."""
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+                   for c in text.replace("\\", "\\\\"))
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..capturing import Model
+    from ..kinds import Model
 
     texts = read_texts(args.text)
     model = Model.load(args.model, "classifier")
     for outcome in model.run_many(texts):
         o = outcome.output
-        print(f"{o['label']}\t{o['probability']:.4f}\t{outcome.text}")
+        print(f"{o['label']}\t{o['probability']:.4f}\t{one_field(outcome.text)}")
         if args.explain:
             print("\n".join(_explain(model, outcome.text)))
     return 0

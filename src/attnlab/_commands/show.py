@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .._bundled import locate
 from ..errors import InputError, TooLongError
 from ._output import (
     DEFAULT_OUT,
@@ -34,6 +33,9 @@ KINDS = ("self", "causal", "cross")
 # Every file show writes into --out: a run replaces them all and removes the ones it does not write
 # (another --format, --no-viewer), so a folder never mixes two runs.
 OWNED = (TRACE_FILE, VIEWER_FILE, *(f"{f}.{ext}" for f in FIGURES for ext in FORMATS))
+# attention weights a run may keep for the figures and the viewer (float32: 80 MB); a longer text is refused before
+# it runs (attnlab.kinds.Budget), since they grow with the square of its length
+SHOW_KEPT = 20_000_000
 ANNOTATE_UP_TO = 20  # write the weights into the heatmap's cells when it shows at most this many tokens
 SCALES = ("auto", "linear", "power", "log")  # attnlab.viz.static.SCALES, without importing matplotlib here
 AUTO_LINEAR_UP_TO = 64  # attnlab.viz.static.AUTO_LINEAR_UP_TO
@@ -136,10 +138,15 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
     if trace is None:
-        kind = locate(args.model or "minilm").kind
-        if kind in ("huggingface", "classifier"):  # check what the model's config.json can tell before the slow load
-            _check_against_config(args.model or "minilm", args.kind, layer, head)
-        if kind == "huggingface":
+        from .._bundled import locate
+        from ..kinds import KIND
+
+        found = locate(args.model or "minilm")
+        spec = KIND[found.kind]
+        config = spec.config(found)
+        if config is not None:  # check what the model's config.json can tell before the slow load
+            _check_against_config(args.model or "minilm", config, args.kind, layer, head)
+        if spec.cut:  # a model that reads at most its window: the span must fit it
             _check_span_against_limit(args, span)
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / _run_name(args, trace)
     out, base = check_out(out_arg)
@@ -170,8 +177,9 @@ def run(args: argparse.Namespace) -> int:
             written.append(VIEWER_FILE)
         publish(stage, out, written, OWNED)
 
-    if outcome is not None and outcome.kind != "huggingface":
-        print(_told(outcome))
+    told = outcome.told() if outcome is not None else None
+    if told is not None:
+        print(told)
     print(summary)
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
@@ -179,37 +187,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> Any:
     """The :class:`attnlab.Outcome` of the model on TEXT: the output the user is told and the trace of that run."""
-    from ..capturing import Model
+    from ..kinds import Budget, Model, TooCostlyError
 
     model = Model.load(args.model or "minilm")
-    options: dict[str, Any] = {}
-    if model.kind == "huggingface":
-        options = {"text_pair": args.pair, "merge": args.merge, "max_length": args.max_length,
-                   "truncate": args.truncate}
-    else:
-        given = [o for o, v in (("--pair", args.pair), ("--merge", args.merge), ("--max-length", args.max_length),
-                                ("--truncate", args.truncate)) if v]
-        if given:
-            raise InputError(f"{', '.join(given)} apply to encoders, not to the {model.kind} {args.model!r}")
+    options = {"text_pair": args.pair, "merge": args.merge, "max_length": args.max_length, "truncate": args.truncate}
+    given = [o for o, (k, v) in zip(("--pair", "--merge", "--max-length", "--truncate"), options.items(), strict=True)
+             if v and k not in model.spec.options]
+    if given:
+        raise InputError(f"{', '.join(given)} apply to encoders, not to the {model.spec.noun} {args.model!r}")
+    options = {k: v for k, v in options.items() if k in model.spec.options}
+    budget = Budget(kept=SHOW_KEPT, how="shorten the text")
     try:
-        return model.run(args.text, **options)
+        return model.run(args.text, budget=budget, **options)
+    except TooCostlyError as exc:
+        raise InputError(str(exc)) from None
     except TooLongError as exc:
         raise InputError(
             f"the input is {exc.n_tokens} tokens long (special tokens included) but at most {exc.limit} are taken; "
             f"shorten the text, or add --truncate to keep the first {exc.limit} tokens"
         ) from None
-
-
-def _told(outcome: Any) -> str:
-    """The line show prints first for a trained model: what it says of TEXT, as predict, translate and generate say it
-    (the classifier's calibrated probability rounded to 2 places)."""
-    o = outcome.output
-    if outcome.kind == "classifier":
-        read = f"; read in {o['windows']} overlapping windows" if o["windows"] > 1 else ""
-        return f"prediction: {o['label']} {o['probability']:.2f} (calibrated probability{read})"
-    if outcome.kind == "translator":
-        return f"translation: {o['translation']}"
-    return f"continuation: {o['continuation']}"
 
 
 def _run_name(args: argparse.Namespace, trace: Any) -> str:
@@ -220,11 +216,10 @@ def _run_name(args: argparse.Namespace, trace: Any) -> str:
                                      args.truncate)))
 
 
-def _check_against_config(model: str, kind: str | None, layer: int, head: int | str) -> None:
+def _check_against_config(model: str, config: dict[str, Any], kind: str | None, layer: int, head: int | str) -> None:
     """Refuse --layer, --head or --kind that the model's config.json already rules out, before loading it."""
-    from ..capturing.pretrained import config_counts, model_config
+    from ..capturing.pretrained import config_counts
 
-    config = model_config(model)
     enc_dec = bool(config.get("is_encoder_decoder"))
     decoder_only = not enc_dec and (bool(config.get("is_decoder")) or "n_layer" in config)
     if kind == "cross" and not enc_dec:

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._io import read_utf8
 from ..errors import InputError
 from ._output import DEFAULT_OUT, TRACE_FILE, VIEWER_FILE, check_out, publish, read_stdin_lines, run_name, staging
 
@@ -79,7 +80,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import viz
-    from ..capturing import Model
+    from ..kinds import Model
 
     if args.beam < 1:
         raise InputError(f"--beam must be at least 1, got {args.beam}; 1 is greedy, 4 a usual beam")
@@ -175,8 +176,8 @@ def _texts(given: list[str], file: str | None) -> list[str]:
         lines = read_stdin_lines()
     else:
         try:
-            lines = Path(file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
+            lines = read_utf8(file, f"--file {file!r}").splitlines()  # bytes that are not UTF-8: their offset
+        except OSError as exc:
             raise InputError(f"cannot read --file {file!r} ({exc}); give a UTF-8 text file, one text a line"
                              ) from None
     texts = [line for line in lines if line.strip()]

@@ -69,7 +69,7 @@ from .rollout import (
     spearman,
     spearman_agreement,
 )
-from .running import LM_TEXT, causal_head_scores, is_language_model, sentence_tracer, trace_for_analysis
+from .running import LM_TEXT, analyzed, causal_head_scores, sentence_tracer, trace_for_analysis
 from .syntax import DependencyCounts, Sentence, dependency_counts, parse_text, read_conllu, relation_scores, word_pieces
 
 __all__ = [
@@ -101,6 +101,7 @@ __all__ = [
     "alti_logit",
     "alti_vectors",
     "analyze_trace",
+    "analyzed",
     "attention_vectors",
     "attribute_generation",
     "attribute_text",
@@ -127,7 +128,6 @@ __all__ = [
     "head_metrics",
     "head_notes",
     "head_sums",
-    "is_language_model",
     "js_distances",
     "js_sums",
     "label_heads",

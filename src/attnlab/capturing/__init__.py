@@ -1,11 +1,10 @@
 """Capture the attention of any PyTorch model into an :class:`AttentionTrace`.
 
 ``attnlab.capture`` (the function) is this package's :func:`capture`; the package itself is ``attnlab.capturing``.
-:class:`Model` loads any model once and runs it on a text (``Model.load(name).run(text)``: the output the user is
-told, its warnings and the trace), the one way every surface runs a model.  The names that load models (``Model``,
-``trace_text``, ``trace_translation``, ``load_model``, ``load_encoder``,
-``model_config``) are imported on first use, so ``import attnlab`` does not import the models and data packages
-they need.
+Running a model by name (the output the user is told, its warnings and the trace) is :class:`attnlab.Model` and
+:func:`attnlab.trace_text`, in :mod:`attnlab.kinds`.  The names that load models (``trace_module``,
+``trace_translation``, ``load_model``, ``load_encoder``, ``model_config``) are imported on first use, so ``import
+attnlab`` does not import the models and data packages they need.
 """
 
 from __future__ import annotations
@@ -22,14 +21,14 @@ from .tokens import attach_tokens, merge_words
 
 if TYPE_CHECKING:
     from ._classifier import attach_classifier_tokens
-    from ._run import RUNNERS, Model, Outcome
-    from ._trace_text import UnknownTokensWarning, trace_text
+    from ._trace_text import UnknownTokensWarning, check_text, encode_loaded, token_limit, trace_module
     from ._translation import trace_translation
     from .pretrained import load_encoder, load_model, model_config
 
-_LAZY = {"attach_classifier_tokens": "._classifier", "Model": "._run", "Outcome": "._run", "RUNNERS": "._run",
+_LAZY = {"attach_classifier_tokens": "._classifier", "check_text": "._trace_text", "encode_loaded": "._trace_text",
+         "token_limit": "._trace_text", "trace_module": "._trace_text",
          "UnknownTokensWarning": "._trace_text",
-         "trace_text": "._trace_text", "trace_translation": "._translation", "load_model": ".pretrained",
+         "trace_translation": "._translation", "load_model": ".pretrained",
          "load_encoder": ".pretrained", "model_config": ".pretrained"}
 
 
@@ -45,12 +44,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "KINDS",
-    "RUNNERS",
     "AttentionRecord",
     "AttentionTrace",
     "HeadGates",
-    "Model",
-    "Outcome",
     "StatsRecord",
     "StatsTrace",
     "UnknownTokensWarning",
@@ -58,12 +54,15 @@ __all__ = [
     "attach_tokens",
     "capture",
     "capture_stats",
+    "check_text",
+    "encode_loaded",
     "head_gates",
     "load_encoder",
     "load_model",
     "merge_words",
     "model_config",
+    "token_limit",
     "trace_generation",
-    "trace_text",
+    "trace_module",
     "trace_translation",
 ]

@@ -1,14 +1,11 @@
-"""``trace_text``: run a pretrained model on a text, offline, and return its attention with readable tokens.
-
-The model is a name or folder :func:`attnlab.locate` resolves (the bundled all-MiniLM-L6-v2 by default, the bundled
-``zh-sentiment`` classifier, any local Hugging Face folder, the folder of ``attnlab train classify``) or a Hugging Face
-model already loaded; :mod:`attnlab.capturing.pretrained` loads it.
+"""A Hugging Face encoder's attention on a text, offline, with readable tokens: what :func:`attnlab.trace_text`
+(in :mod:`attnlab.kinds`, which runs any model by name) runs for an encoder, or for a Hugging Face model already
+loaded (:func:`trace_module`); :mod:`attnlab.capturing.pretrained` loads it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -20,13 +17,12 @@ from torch import nn
 from ..errors import InputError, ModelLoadError, TooLongError
 from ..trace import AttentionTrace
 from ._core import capture
-from .pretrained import BUNDLED
 from .tokens import attach_tokens, detect_style, merge_words, readable_tokens
 
-__all__ = ["UnknownTokensWarning", "encode_loaded", "trace_loaded", "trace_text"]
+__all__ = ["UnknownTokensWarning", "check_text", "encode_loaded", "token_limit", "trace_loaded", "trace_module"]
 
 
-def _check_text(label: str, text: object) -> str:
+def check_text(label: str, text: object) -> str:
     if not isinstance(text, str):
         raise InputError(f"{label} must be a string, got {type(text).__name__}")
     if not text.strip():
@@ -34,7 +30,7 @@ def _check_text(label: str, text: object) -> str:
     return text
 
 
-def _limit(hf_model: Any, tokenizer: Any, max_length: int | None) -> int:
+def token_limit(hf_model: Any, tokenizer: Any, max_length: int | None) -> int:
     """The most tokens the model takes: the smaller of its positions and its tokenizer's limit."""
     limits = [
         v for v in (getattr(hf_model.config, "max_position_embeddings", None), tokenizer.model_max_length)
@@ -51,72 +47,12 @@ def _limit(hf_model: Any, tokenizer: Any, max_length: int | None) -> int:
     return max_length
 
 
-def trace_text(
-    text: str,
-    model: str | os.PathLike[str] | nn.Module = BUNDLED,
-    text_pair: str | None = None,
-    *,
-    tokenizer: Any = None,
-    merge: str | None = None,
-    max_length: int | None = None,
-    truncate: bool = False,
-) -> AttentionTrace:
-    """Run a pretrained model on ``text`` offline and return all its attention, with readable tokens.
-
-    Args:
-        text: the input text (for an encoder-decoder model, the encoder's input).
-        model: any model :class:`attnlab.Model` loads: ``"minilm"`` (bundled all-MiniLM-L6-v2), a local Hugging Face
-            model folder, a bundled or trained classifier (``"zh-sentiment"``: ``meta`` then has its ``label`` and
-            calibrated ``probability``, as ``attnlab predict`` prints them), translator (``"dates-zh"``: its
-            attention while it translates) or language model (``"zh-lm"``: while it writes the default continuation);
-            or a Hugging Face model already loaded (then pass its ``tokenizer`` too), which runs in eval mode on
-            its own device and is put back in the mode it was in.  ``meta["warnings"]`` holds what the user is warned
-            of; :meth:`attnlab.Model.run` gives the output and the trace together.
-        tokenizer: the tokenizer of a loaded ``model`` (a folder brings its own).
-        text_pair: a second sentence (BERT's sentence pairs, with ``token_type_ids``); for an
-            encoder-decoder model, the decoder's text (default: ``text``).
-        merge: ``"words"`` merges sub-word pieces into words (sum over a word's key pieces, mean over
-            its query pieces; rows still sum to one).
-        max_length: the most tokens to take, special tokens included (default: the model's maximum).
-        truncate: cut a longer input to ``max_length`` tokens with a warning instead of raising (encoders; a
-            classifier reads a long text whole, in overlapping windows).
-
-    Returns:
-        An :class:`AttentionTrace` with ``meta`` ``model``, ``text``, ``text_pair``, ``n_layers``, ``n_heads``,
-        ``n_tokens`` and ``merge``.
-
-    Raises:
-        InputError: empty text, or a text longer than the limit without ``truncate=True``.
-        ModelLoadError: a missing folder or one that is not a model.
-    """
-    _check_text("text", text)
-    if not isinstance(model, (str, os.PathLike, nn.Module)):
-        raise InputError(f"model must be {BUNDLED!r}, a folder path or a loaded Hugging Face model (with tokenizer=), "
-                         f"got {type(model).__name__}")
-    if isinstance(model, nn.Module):
-        hf_model, tokenizer, name = _model_and_tokenizer(model, tokenizer)
-        return trace_loaded(text, hf_model, tokenizer, name, text_pair=text_pair, merge=merge, max_length=max_length,
-                            truncate=truncate)
-    if tokenizer is not None:
-        raise InputError(
-            "tokenizer= goes with a loaded model (model=<a transformers model object>); a model folder or "
-            "'minilm' brings its own tokenizer: leave tokenizer= out"
-        )
-    from ._run import Model
-
-    loaded = Model.load(model)
-    options: dict[str, Any] = {}
-    if loaded.kind == "huggingface":
-        options = {"text_pair": text_pair, "merge": merge, "max_length": max_length, "truncate": truncate}
-    else:
-        given = [k for k, v in (("text_pair", text_pair), ("merge", merge), ("max_length", max_length),
-                                ("truncate", truncate)) if v not in (None, False)]
-        if given:
-            raise InputError(f"{', '.join(given)} apply to Hugging Face encoders, not to the {loaded.kind} "
-                             f"{str(model)!r}; leave them out")
-    trace = loaded.run(text, **options).trace
-    assert trace is not None
-    return trace
+def trace_module(text: str, model: nn.Module, tokenizer: Any, *, text_pair: str | None = None,
+                 merge: str | None = None, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
+    """:func:`attnlab.trace_text` on a Hugging Face model already loaded, with its ``tokenizer`` (both checked)."""
+    hf_model, tokenizer, name = _model_and_tokenizer(model, tokenizer)
+    return trace_loaded(text, hf_model, tokenizer, name, text_pair=text_pair, merge=merge, max_length=max_length,
+                        truncate=truncate)
 
 
 def trace_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_pair: str | None = None,
@@ -132,12 +68,12 @@ def encode_loaded(text: str, hf_model: Any, tokenizer: Any, name: str, *, text_p
     """``(trace, embedding)``: :func:`trace_loaded`, and the text's embedding from the same forward pass, the mean of
     the last hidden states over its tokens, unit length (what sentence-transformers' all-MiniLM-L6-v2 returns; None
     for a model whose output has no hidden states, or an encoder-decoder)."""
-    _check_text("text", text)
+    check_text("text", text)
     if text_pair is not None:
-        _check_text("text_pair", text_pair)
+        check_text("text_pair", text_pair)
     if merge not in (None, "words"):
         raise InputError(f"merge must be None or 'words', got {merge!r}")
-    limit = _limit(hf_model, tokenizer, max_length)
+    limit = token_limit(hf_model, tokenizer, max_length)
     enc_dec = bool(getattr(hf_model.config, "is_encoder_decoder", False))
     first = (text,) if enc_dec else (text, text_pair)
     inputs = tokenizer(*first, return_tensors="pt", truncation=False, verbose=False)

@@ -32,7 +32,7 @@ def model_config(model: str | os.PathLike[str]) -> dict[str, Any]:
     """The parsed ``config.json`` of a Hugging Face model or classifier (``"minilm"`` for the bundled encoder), read
     without transformers: cheap enough to check arguments (a layer index, say) before the model loads."""
     found = locate(model, "huggingface", "classifier")
-    if found.kind == "classifier":
+    if found.path.is_file():  # a classifier's model file: its header describes it
         from ._classifier import classifier_config  # (it imports attnlab.data: not needed for other models)
 
         return classifier_config(found.path)

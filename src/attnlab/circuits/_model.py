@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from ..errors import InputError
 from ..layers import AttentionCall, MultiHeadAttention
 
-__all__ = ["ActivationCache", "Anatomy", "Edit", "Layer", "anatomy", "hook_names", "run_with_cache",
+__all__ = ["ActivationCache", "Anatomy", "Edit", "Layer", "anatomy", "edited", "hook_names", "run_with_cache",
            "run_with_hooks"]
 
 # An edit receives the activation (in the layout above) and returns its replacement, or None to leave it.
@@ -181,6 +181,20 @@ def run_with_hooks(model: nn.Module, inputs: Tensor, edits: Mapping[str, Edit] |
             i = int(name.split(".")[1])
             kept[name] = head_results(a, i, kept[f"blocks.{i}.attn.hook_z"])
     return out, {n: kept[n] for n in keep}
+
+
+@contextmanager
+def edited(model: nn.Module, edits: Mapping[str, Edit]) -> Iterator[None]:
+    """Every forward pass of ``model`` inside the block runs with each ``edits[name]`` replacing the activation
+    ``name`` (in eval mode; the hooks leave with the block): for a caller whose own code runs the model, such as a
+    classifier reading a long text in windows (each window's activation is edited)."""
+    a = anatomy(model)
+    edits = dict(edits)
+    _check_names(edits, [n for n in hook_names(a) if not n.endswith(DERIVED)], "edits")
+    with ExitStack() as stack:
+        stack.enter_context(_eval(model))
+        _install(stack, a, edits, set(), {}, False)
+        yield
 
 
 def run_with_cache(model: nn.Module, inputs: Tensor, names: Iterable[str] | None = None, *, grad: bool = False,

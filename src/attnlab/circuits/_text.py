@@ -1,23 +1,25 @@
 """Circuits on texts, by model name: what ``attnlab patch`` and ``attnlab circuit`` run (and the lab may).
 
-A model is a bundled name or a folder (:func:`attnlab.locate`) of a kind with hook points: a language model
-(``lm``: its texts are characters) or a classifier (its texts go through its tokenizer; target and distractor are
-label names).  Other kinds are refused by the resolver with the command that reads them.
+A model is a bundled name or a folder (:func:`attnlab.locate`) of a kind that can be patched
+(:meth:`attnlab.kinds.Kind.able`): its kind builds the :class:`TextModel` these functions read (a language model's
+texts are characters, a classifier's go through its tokenizer and its outputs are label names).  Other kinds are
+refused with the kinds that can.
 """
 
 from __future__ import annotations
 
-import warnings
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ..errors import InputError
+from ..kinds import TextModel
 from ._lens import Composition
-from ._model import anatomy, run_with_hooks
+from ._model import anatomy, edited
 from ._patch import Patching, PathPatching, attribution_patching, logit_diff, patch_heads, patch_resid, path_patch
 
 __all__ = ["WHATS", "TextModel", "TextPatching", "ablate_text", "circuit_json", "load_text_model", "parse_head",
@@ -26,68 +28,21 @@ __all__ = ["WHATS", "TextModel", "TextPatching", "ablate_text", "circuit_json", 
 WHATS = ("resid", "heads", "pattern", "path")
 
 
-@dataclass(frozen=True)
-class TextModel:
-    """A model with hook points, how to turn its texts into ids and what its outputs are called."""
-
-    name: str
-    kind: str  # "lm" or "classifier"
-    model: nn.Module
-    encoder: Any  # the model's tokenizer (attnlab.data.CharTokenizer for an lm)
-    outputs: tuple[str, ...]  # the lm's characters by id, or the classifier's labels
-    temperature: float = 1.0  # a classifier's calibration: its probabilities are softmax(logits / T), as told
-
-    def encode(self, text: str, what: str) -> tuple[Tensor, list[str]]:
-        """``(ids (1, T), tokens)`` of ``text``; an empty text or one of only unknown characters is refused."""
-        if not text:
-            raise InputError(f"the {what} text is empty; give a text")
-        from ..trained import unknown_warning
-
-        units = self.encoder.units(text)  # the one rule: warn on any unknown character, refuse when all are
-        try:
-            said = unknown_warning([p for p, _ in units], [u for _, u in units], text=text, model=self.name)
-        except InputError as exc:
-            raise InputError(f"the {what} text: {exc}") from None
-        if said:
-            warnings.warn(f"the {what} text: {said}", UserWarning, stacklevel=3)
-        if self.kind == "lm":
-            ids = [int(i) for i in self.encoder.encode(text)]
-            tokens = list(text)
-        else:
-            ids, tokens = self.encoder.encode(text), self.encoder.tokens(text)
-            config: Any = self.model.config
-            limit = int(config.max_length)
-            ids, tokens = ids[:limit], tokens[:limit]
-        return torch.tensor([ids], dtype=torch.long), tokens
-
-    def output_id(self, token: str, what: str) -> int:
-        """The id of the output ``token`` (a character of an lm's vocabulary, a classifier's label)."""
-        if token in self.outputs and not (self.kind == "lm" and token == self.outputs[0]):
-            return self.outputs.index(token)
-        known = (f"one character it knows ({len(self.outputs) - 1} in its vocabulary)" if self.kind == "lm"
-                 else f"one of its labels {list(self.outputs)}")
-        raise InputError(f"{what} {token!r} is not an output of {self.name}; give {known}")
-
-
-def text_model(loaded: Any, name: str) -> TextModel:
-    """The :class:`TextModel` of an already loaded :class:`attnlab.trained.LanguageModel` or
-    :class:`attnlab.trained.Classifier` (what the lab holds); other kinds are an :class:`InputError`."""
-    from ..trained import Classifier, LanguageModel
-
-    if isinstance(loaded, LanguageModel):
-        return TextModel(name, "lm", loaded.model, loaded.vocab, tuple(loaded.vocab.vocabulary))
-    if isinstance(loaded, Classifier):
-        return TextModel(name, "classifier", loaded.model, loaded.tokenizer, tuple(loaded.labels),
-                         loaded.temperature)
-    raise InputError(f"{name} has no hook points to ablate a head through; ablation runs on a language model or a "
-                     f"classifier")
+def text_model(model: Any, name: str | None = None) -> TextModel:
+    """The :class:`TextModel` of a loaded :class:`attnlab.Model` (what the lab holds), named ``name`` (default: as
+    the model was given); a kind without hook points is an :class:`InputError` naming the kinds that have them."""
+    spec = model.spec
+    spec.require("patch", name or model.found.given, "a circuit (patching, ablating a head)")
+    tm = spec.text_model(model)
+    return tm if name is None else dataclasses.replace(tm, name=name)
 
 
 def ablate_text(tm: TextModel, text: str, layer: int, head: int, *, top: int = 5) -> dict[str, Any]:
     """The model's output on ``text`` before and after zero-ablating head ``layer.head`` (its output ``z`` at every
-    position): the ``top`` likeliest next characters of a language model or every label of a classifier, with
-    their probabilities before and after, and the total variation distance between the two distributions."""
-    ids, tokens = tm.encode(text, "given")
+    position, in every window of a long text): the ``top`` likeliest next characters of a language model or every
+    label of a classifier, with their probabilities before and after, and the total variation distance between the
+    two distributions.  "Before" is what every surface tells (a classifier reads the whole text)."""
+    ids, tokens = tm.encode(text, "given", whole=True)
     a = anatomy(tm.model)
     if not (0 <= layer < a.n_layers and 0 <= head < a.n_heads):
         raise InputError(f"head {layer}.{head} does not exist; {tm.name} has layers 0-{a.n_layers - 1} and heads "
@@ -98,24 +53,27 @@ def ablate_text(tm: TextModel, text: str, layer: int, head: int, *, top: int = 5
         y[:, :, head] = 0
         return y
 
-    before, _ = run_with_hooks(tm.model, ids)
-    after, _ = run_with_hooks(tm.model, ids, {f"blocks.{layer}.attn.hook_z": zero})
-    p, q = ((o[0, -1] if tm.kind == "lm" else o[0] / tm.temperature).double().softmax(-1)
-            for o in (before, after))  # (V,) or (C,): a classifier's calibrated probabilities, as every surface tells
-    shown = p.argsort(descending=True)[:top] if tm.kind == "lm" else torch.arange(len(p))
+    row = [int(i) for i in ids[0]]
+    with torch.no_grad():
+        before = tm.read(row)
+        with edited(tm.model, {f"blocks.{layer}.attn.hook_z": zero}):
+            after = tm.read(row)
+    # (V,) or (C,): a classifier's calibrated probabilities, as every surface tells
+    p, q = ((o / tm.temperature).double().softmax(-1) for o in (before, after))
+    shown = p.argsort(descending=True)[:min(top, tm.top)] if tm.top is not None else torch.arange(len(p))
     rows = [{"token": tm.outputs[int(i)], "before": round(float(p[i]), 4), "after": round(float(q[i]), 4)}
             for i in shown]
-    return {"model": tm.name, "layer": layer, "head": head, "tokens": tokens, "outputs": rows,
+    return {"model": tm.name, "layer": layer, "head": head, "tokens": tokens, "outputs": rows, "output": tm.output_noun,
             "total_variation": round(float((p - q).abs().sum() / 2), 4)}
 
 
 def load_text_model(model: str) -> TextModel:
     """The model named ``model`` (bundled name or folder) with its texts' encoder; kinds without hook points are
-    refused by :func:`attnlab.locate` with the command that reads them."""
-    from ..capturing import Model
+    refused with the kinds that have them."""
+    from ..kinds import KIND, Model
 
-    loaded = Model.load(model, "lm", "classifier")  # the one way a model is loaded (kinds without hooks refused)
-    return text_model(loaded.loaded, loaded.found.given)
+    kinds = [k for k, spec in KIND.items() if spec.able("patch")]
+    return text_model(Model.load(model, *kinds))  # the one way a model is loaded (kinds without hooks refused)
 
 
 def parse_head(text: str, option: str) -> tuple[int, int]:
@@ -191,15 +149,14 @@ def patch_texts(tm: TextModel, clean: str, corrupt: str, *, target: str | None =
         raise InputError(f"the clean text is {ids.shape[1]} tokens and the corrupted text {bad.shape[1]}; patching "
                          f"pairs them position by position, so make the corrupted text {ids.shape[1]} tokens long")
     with torch.no_grad():
-        top_clean = tm.model(ids)[0, -1] if tm.kind == "lm" else tm.model(ids)[0]  # (V,) or (C,)
-        top_bad = tm.model(bad)[0, -1] if tm.kind == "lm" else tm.model(bad)[0]
-    order = [int(i) for i in top_clean.argsort(descending=True) if not (tm.kind == "lm" and int(i) == 0)]
+        top_clean, top_bad = tm.last(tm.model(ids)), tm.last(tm.model(bad))  # (V,) or (C,)
+    order = [int(i) for i in top_clean.argsort(descending=True) if int(i) != tm.skip]
     t = tm.output_id(target, "--target") if target is not None else order[0]
     if distractor is not None:
         d = tm.output_id(distractor, "--distractor")
     else:
         d = int(top_bad.argmax())
-        if d == t or (tm.kind == "lm" and d == 0):
+        if d == t or d == tm.skip:
             d = next(i for i in order if i != t)
     if t == d:
         raise InputError(f"the target and the distractor are both {tm.outputs[t]!r}; give two different outputs")

@@ -196,7 +196,7 @@ def find_induction_circuit(model: nn.Module, inputs: InductionInputs | None = No
     """Run every tool on ``model`` (a two-layer :class:`attnlab.models.CausalLM`) with ``inputs`` (default:
     :func:`induction_inputs` of the model's vocabulary, L = 20, 32 sequences)."""
     a = anatomy(model)
-    if a.kind != "lm" or a.n_layers != 2:
+    if a.unembed is None or a.n_layers != 2:
         raise InputError(f"the induction circuit is looked for in a two-layer language model (attnlab train "
                          f"induction), got a {a.kind} model of {a.n_layers} layers")
     model.eval()

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..capturing import trace_text
 from ..functional.head_metrics import END_TOKENS, START_TOKENS
+from ..kinds import trace_text
 from ..viz.summary import layer_summaries, pattern_scores, summarize
 from ._finding import Finding
 

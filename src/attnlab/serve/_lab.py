@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._bundled import KINDS, MODELS, ModelKind, bundled_folder, locate
+from .._bundled import MODELS, Located, ModelKind, bundled_folder, locate
 from ..errors import InputError, ModelLoadError
+from ..kinds import KIND, Budget, Kind
 
 __all__ = ["SAMPLING_FIELDS", "Lab", "ModelEntry", "UnknownModelError", "lm_settings"]
 
@@ -40,17 +41,22 @@ class ModelEntry:
     kind: ModelKind  # locate's kind: "huggingface", "classifier", "translator" or "lm"
     languages: tuple[str, ...]
     source: str  # the bundled name or the folder, as given on the command line
+    found: Located  # what locate found for it (resolved once, when the catalogue is made)
 
     def describe(self) -> dict[str, Any]:
         example = MODELS[self.source].example if self.source == self.name else None  # bundled models only
-        out: dict[str, Any] = {"name": self.name, "kind": KINDS[self.kind].api, "languages": list(self.languages),
-                               "example": example}
-        if self.kind == "lm":  # the page's sampling controls start at the model's defaults
-            from .._bundled import locate
+        spec = self.spec
+        out: dict[str, Any] = {"name": self.name, "kind": spec.api, "languages": list(self.languages),
+                               "example": example, "can": sorted(spec.can)}
+        if spec.able("sample"):  # the page's sampling controls start at the model's defaults
             from ..trained import sampling_defaults
 
-            out["sampling"] = lm_settings(None, sampling_defaults(locate(self.source, "lm").path))
+            out["sampling"] = lm_settings(None, sampling_defaults(self.found.path))
         return out
+
+    @property
+    def spec(self) -> Kind:
+        return KIND[self.kind]
 
 
 def catalogue(folders: Sequence[str | os.PathLike[str]] = (), *, bundled: bool = True) -> list[ModelEntry]:
@@ -61,18 +67,19 @@ def catalogue(folders: Sequence[str | os.PathLike[str]] = (), *, bundled: bool =
     if bundled:
         for name, bundled_model in MODELS.items():
             if bundled_model.lab and bundled_folder(name) is not None:
-                entries.append(ModelEntry(name, bundled_model.kind, bundled_model.languages, name))
+                entries.append(ModelEntry(name, bundled_model.kind, bundled_model.languages, name, locate(name)))
     for folder in folders:
         found = locate(folder)
         if found.bundled is not None:
-            entries.append(ModelEntry(found.bundled, found.kind, MODELS[found.bundled].languages, found.bundled))
+            entries.append(ModelEntry(found.bundled, found.kind, MODELS[found.bundled].languages, found.bundled,
+                                      found))
             continue
         base = Path(os.path.abspath(folder)).name or "model"
         name, n = base, 1
         while any(e.name == name for e in entries):
             n += 1
             name = f"{base}-{n}"
-        entries.append(ModelEntry(name, found.kind, (), str(folder)))
+        entries.append(ModelEntry(name, found.kind, (), str(folder), found))
     seen: dict[str, ModelEntry] = {}
     for e in entries:  # a bundled name given again on the command line is offered once
         seen.setdefault(e.name, e)
@@ -84,7 +91,7 @@ class Lab:
 
     Not thread-safe: the server runs one model call at a time (a model call uses every core it is given)."""
 
-    def __init__(self, entries: Sequence[ModelEntry], *, cache: int = 4) -> None:
+    def __init__(self, entries: Sequence[ModelEntry], *, cache: int = 4, budget: Budget | None = None) -> None:
         if isinstance(cache, bool) or not isinstance(cache, int) or cache < 1:
             raise InputError(f"the model cache holds at least 1 model, got {cache!r}; pass --cache 1 or more")
         if not entries:
@@ -92,6 +99,7 @@ class Lab:
                                  "given; name a model folder (attnlab serve --model FOLDER)")
         self.entries = {e.name: e for e in entries}
         self.cache_size = cache
+        self.budget = budget or Budget(how="shorten the text")  # what one run may keep for the page
         self._loaded: OrderedDict[str, Any] = OrderedDict()
         # the last run made (model, text, compare) -> its runs: what the page's downloads ask for, so a download
         # reuses it instead of running the model again; one only (a 512-token MiniLM trace is 75 MB of weights)
@@ -102,6 +110,8 @@ class Lab:
         return [e.describe() for e in self.entries.values()]
 
     def entry(self, name: object) -> ModelEntry:
+        if name is None:
+            raise InputError(f'the body names no "model"; name one the lab offers: {", ".join(self.entries)}')
         if not isinstance(name, str) or name not in self.entries:
             shown = repr(name) if isinstance(name, str) else f"a {type(name).__name__}"
             raise UnknownModelError(f"unknown model {shown[:80]}; the lab offers {', '.join(self.entries)}")
@@ -129,15 +139,18 @@ class Lab:
         from ..analysis import head_notes
 
         entry = self.entry(model)
-        if sampling is not None and entry.kind != "lm":
+        if sampling is not None and not entry.spec.able("sample"):
             raise InputError(f'"sampling" sets how a language model writes; {entry.name} is a '
-                             f"{KINDS[entry.kind].api}: leave it out")
+                             f"{entry.spec.api}: leave it out")
         loaded = self.loaded(entry)
-        options = {"settings": lm_settings(sampling, loaded.loaded.defaults)} if entry.kind == "lm" else {}
+        settings = lm_settings(sampling, loaded.loaded.defaults) if entry.spec.able("sample") else None
+        texts = [t for t in (text, compare) if t is not None]
+        for t in texts:  # what each run would keep, refused before any runs
+            _check_cost(loaded, entry, t, settings, self.budget)
         self.model_calls += 1
         with warnings.catch_warnings():  # each run's warnings are in its outcome
             warnings.simplefilter("ignore")
-            runs = [_run(loaded, entry, t, **options) for t in (text, compare) if t is not None]
+            runs = [_run(loaded, entry, t, settings) for t in texts]
         for r in runs:
             r.trace.meta["heads"] = head_notes(r.trace)
         doubts = {d for r in runs for d in (r.output or {}).get("doubts", ())}  # in the output already
@@ -166,7 +179,7 @@ class Lab:
         first = runs[0]
         result: dict[str, Any] = {
             "model": entry.name,
-            "kind": KINDS[entry.kind].api,
+            "kind": entry.spec.api,
             "text": text,
             "tokens": first.tokens,
             "output": first.output,
@@ -192,11 +205,10 @@ class Lab:
 
         start = time.perf_counter()
         entry = self.entry(model)
-        if entry.kind not in ("lm", "classifier"):
-            kind = KINDS[entry.kind].api
-            raise InputError(f"{entry.name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}; ablating a head needs a "
-                             f"language model or a classifier (attnlab.circuits has hook points on their heads)")
-        result = ablate_text(text_model(self.loaded(entry).loaded, entry.name), text, layer, head)
+        entry.spec.require("ablate", entry.name, "ablating a head", api=True)
+        loaded = self.loaded(entry)
+        _check_cost(loaded, entry, text, None, self.budget, trace=False)
+        result = ablate_text(text_model(loaded, entry.name), text, layer, head)
         result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
         return result
 
@@ -213,21 +225,19 @@ class Lab:
 
         start = time.perf_counter()
         entry = self.entry(model)
-        if entry.kind not in ("lm", "translator"):
-            kind = KINDS[entry.kind].api
-            raise InputError(f"{entry.name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}; attribution of output "
-                             f"tokens needs a language model or a translator (a classifier's is attnlab analyze "
-                             f"--attribution)")
+        entry.spec.require("attribute", entry.name, "attribution of output tokens (a classifier's is attnlab analyze "
+                                                    "--attribution)", api=True)
         key = (entry.name, text, None, repr(sampling))
         runs = self._last[1] if self._last is not None and self._last[0] == key else self._runs(
             model, text, None, sampling)[1]
         got, loaded = runs[0].result, self.loaded(entry).loaded
-        if entry.kind == "lm":
+        if entry.spec.able("sample"):  # a language model: its generated characters over what it read
             lm = attribute_generation(loaded.model, got.prompt_ids, got.ids)
             chars = loaded.characters()
             rows, columns, split = [chars[i] for i in lm.generated], [chars[i] for i in lm.sources], lm.n_prompt
             methods = {"ALTI-Logit": lm.alti_logit, "gradient x input": lm.grad_x_input}
             agreement = lm.agreement()
+            reading = "the prompt | the characters generated before"
         else:
             if not got.ids:
                 raise InputError(f"the translation of {text[:40]!r} is empty, so there is nothing to attribute")
@@ -239,11 +249,13 @@ class Lab:
             if tr.alti_source is not None and tr.alti_target is not None:
                 methods = {"ALTI-Logit": np.hstack([tr.alti_source, tr.alti_target]), **methods}
             agreement = tr.agreement()
+            reading = "the source | the output before"
 
         def cells(matrix: Any) -> list[list[float | None]]:
             return [[None if x != x else round(float(x), ROUND) for x in row] for row in matrix]
 
-        return {"model": entry.name, "kind": KINDS[entry.kind].api, "rows": rows, "columns": columns, "split": split,
+        return {"model": entry.name, "kind": entry.spec.api, "rows": rows, "columns": columns, "split": split,
+                "reading": reading,
                 "methods": {name: cells(m) for name, m in methods.items()},
                 "agreement": None if agreement != agreement else round(float(agreement), 4),
                 "server_ms": round((time.perf_counter() - start) * 1000, 2)}
@@ -259,45 +271,39 @@ class _Run:
 
 
 def _load(entry: ModelEntry) -> Any:
-    from ..capturing import Model
+    from ..kinds import Model
 
-    return Model.load(entry.source)
+    return Model.load(entry.found, cached=False)  # the lab's cache is the only one (serve --cache N holds N)
+
+
+def _check_cost(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None, budget: Budget, *,
+                trace: bool = True) -> None:
+    """Refuse, before running, a text the model cannot continue in one window, or whose run would keep more
+    attention than ``budget`` allows (a :class:`~attnlab.errors.TooLongError`, answered 413)."""
+    from ..errors import TooLongError
+
+    if not isinstance(text, str):
+        raise InputError(f"the text must be a string, got {type(text).__name__}")
+    if settings is not None:  # a language model: the page shows one window of attention, so the window may not slide
+        limit = model.loaded.context - CONTINUATION
+        if len(text) > limit:
+            raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} "
+                               f"(its context of {model.loaded.context} less the {CONTINUATION} it writes); shorten "
+                               f"the text, or continue a longer one with attnlab generate (it slides the window)",
+                               len(text), limit)
+    options = {"max_tokens": CONTINUATION} if settings is not None else {}
+    if trace:
+        budget.check(model.cost(text, **options), entry.name, model.spec.whole)
 
 
 def _run(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None = None) -> _Run:
-    """One run of ``model`` (an :class:`attnlab.Model`) on ``text`` and the part of its output the page shows."""
-    from ..errors import TooLongError
-    if model.kind == "lm":
-        settings = settings or lm_settings(None, model.loaded.defaults)
-        writes = CONTINUATION  # the characters it writes after the text
-        limit = model.loaded.context - writes
-        if len(text) > limit:  # the window would slide: the page shows one window of attention
-            raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} "
-                               f"(its context of {model.loaded.context} less the {writes} it writes); shorten "
-                               f"the text, or continue a longer one with attnlab generate (it slides the window)",
-                               len(text), limit)
-    # a language model: its shown run, with the request's sampling settings (lm_settings)
-    outcome = model.run(text, max_tokens=CONTINUATION, **(settings or {})) if model.kind == "lm" else model.run(text)
+    """One run of ``model`` (an :class:`attnlab.Model`) on ``text`` and the part of its output the page shows; a
+    language model's with the request's sampling settings (:func:`lm_settings`), writing :data:`CONTINUATION`."""
+    options = {"max_tokens": CONTINUATION, **settings} if settings is not None else {}
+    outcome = model.run(text, **options)
     outcome.trace.meta["model"] = entry.name
-    o = outcome.output
-    if model.kind == "classifier":
-        output: dict[str, Any] | None = {
-            "label": o["label"], "probability": o["probability"], "temperature": o["temperature"],
-            "calibrated": o["calibrated"], "windows": o["windows"]}
-    elif model.kind == "translator":
-        output = {"translation": o["translation"], "confidence": o["confidence"],
-                  "doubts": list(outcome.warnings), "source_tokens": o["source_tokens"],
-                  "target_tokens": o["target_tokens"],
-                  "alignment": [[round(float(x), ROUND) for x in row] for row in o["alignment"]]}  # (T, S)
-    elif model.kind == "lm" and settings is not None:
-        loop = outcome.result.loop
-        chars = model.loaded.characters()
-        output = {"continuation": o["continuation"], "log_probability": o["log_probability"], "settings": settings,
-                  "loop": None if loop is None else loop.message(chars, settings["greedy"] or settings["top_k"] == 1)}
-    else:
-        output = None
-    tokens = _main_tokens(outcome.trace) if model.kind in ("huggingface", "classifier") else outcome.tokens
-    return _Run(outcome.trace, tokens, output, outcome.warnings, outcome.result)
+    output = model.spec.shown(model, outcome, settings=settings)
+    return _Run(outcome.trace, model.spec.shown_tokens(outcome), output, outcome.warnings, outcome.result)
 
 
 def lm_settings(sampling: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -29,11 +29,12 @@ _ALWAYS: dict[int | str, dict[str, Any]] = {
 }
 # the answers of a route that reads a JSON body and runs a model
 _BODY_ERRORS: dict[int | str, dict[str, Any]] = {
-    "400": _error("the body is not JSON, or not a JSON object"),
+    "400": _error("the body is not JSON, not a JSON object, nests too deep, or holds a lone surrogate (not Unicode)"),
     "404": _error("an unknown model"),
     "413": _error("a body, a text or a tokenised text over its limit"),
     "415": _error("a body not sent as application/json"),
-    "422": _error("a field of the wrong type, an empty text, an unknown field, a layer or head out of range"),
+    "422": _error("a field of the wrong type, an empty text, an unknown field, a layer or head out of range, an "
+                  "integer of more than 19 digits"),
     "499": _error("the client left before its turn"),
     "500": _error("the model failed (the message names the cause)"),
     "503": _error("too many runs waiting (with Retry-After)"),
@@ -104,14 +105,14 @@ def ablate_body(models: Sequence[str], max_chars: int) -> dict[str, Any]:
 
 _ABLATED = {
     "type": "object",
-    "required": ["model", "layer", "head", "tokens", "outputs", "total_variation"],
+    "required": ["model", "layer", "head", "tokens", "outputs", "output", "total_variation"],
     "properties": {
         "model": {"type": "string"}, "layer": {"type": "integer"}, "head": {"type": "integer"}, "tokens": _STRINGS,
         "outputs": {"type": "array", "items": {"type": "object", "required": ["token", "before", "after"],
                                                "properties": {"token": {"type": "string"},
                                                               "before": {"type": "number"},
                                                               "after": {"type": "number"}}}},
-        "total_variation": {"type": "number"},
+        "output": {"type": "string"}, "total_variation": {"type": "number"},
     },
 }
 
@@ -134,10 +135,11 @@ def attribute_body(models: Sequence[str], max_chars: int) -> dict[str, Any]:
 _CELLS = {"type": "array", "items": {"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}
 _ATTRIBUTED = {
     "type": "object",
-    "required": ["model", "kind", "rows", "columns", "split", "methods", "agreement", "server_ms"],
+    "required": ["model", "kind", "rows", "columns", "split", "reading", "methods", "agreement", "server_ms"],
     "properties": {
         "model": {"type": "string"}, "kind": {"type": "string"}, "rows": _STRINGS, "columns": _STRINGS,
-        "split": {"type": "integer"}, "methods": {"type": "object", "additionalProperties": _CELLS},
+        "split": {"type": "integer"}, "reading": {"type": "string"},
+        "methods": {"type": "object", "additionalProperties": _CELLS},
         "agreement": {"anyOf": [{"type": "number"}, {"type": "null"}]}, "server_ms": {"type": "number"},
     },
 }
@@ -159,8 +161,9 @@ def download_answers() -> dict[int | str, dict[str, Any]]:
 
 def models_answers() -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of ``GET /api/models``."""
-    model = {"type": "object", "required": ["name", "kind", "languages", "example"],
-             "properties": {"name": {"type": "string"}, "kind": {"type": "string"}, "languages": _STRINGS,
+    model = {"type": "object", "required": ["name", "kind", "can", "languages", "example"],
+             "properties": {"name": {"type": "string"}, "kind": {"type": "string"}, "can": _STRINGS,
+                            "languages": _STRINGS,
                             "example": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
     limits = {"type": "object", "required": ["max_chars", "queue", "timeout_s"],
               "properties": {"max_chars": {"type": "integer"}, "queue": {"type": "integer"},

@@ -216,29 +216,23 @@ def observer(model: Any) -> Observe:
     finds the text itself,
     a sentence encoder's embedding); a refused text (an :class:`InputError`) is observed as refused."""
 
-    def probs(outcome: Any) -> dict[str, float]:
-        return dict(outcome.output.get("probabilities", {}))
-
-    def said(outcome: Any) -> str:
-        return outcome.warnings[0] if outcome.warnings else ""
-
-    def answer(outcome: Any) -> str:
-        key = {"classifier": "label", "translator": "translation", "lm": "continuation"}.get(model.kind)
-        return str(outcome.output[key]) if key else ""
+    spec = model.spec
 
     def seen(outcome: Any) -> Observation:
-        if model.kind == "lm":  # how likely the model finds the text itself, beside what it writes after it
-            return Observation(outcome.text, answer(outcome), {"score": model.loaded.score(outcome.text)},
-                               said(outcome))
-        if model.kind == "huggingface":
+        said = outcome.warnings[0] if outcome.warnings else ""
+        answer = outcome.answer
+        if answer is None:  # a sentence encoder answers nothing: its embedding is observed
             vector = tuple(float(x) for x in outcome.result) if outcome.result is not None else ()
-            return Observation(outcome.text, "", {}, said(outcome), vector)
-        return Observation(outcome.text, answer(outcome), probs(outcome), said(outcome))
+            return Observation(outcome.text, "", {}, said, vector)
+        return Observation(outcome.text, answer, spec.observed(model, outcome), said)
+
+    # a language model's continuation is read greedy and unpenalised (LM_OBSERVED)
+    options = LM_OBSERVED if spec.able("sample") else {}
 
     def predict(texts: list[str]) -> list[Observation]:
         with warnings.catch_warnings():  # each warning is in its outcome; the report shows it with its case
             warnings.simplefilter("ignore")
-            return [seen(o) for o in model.run_many(texts, **(LM_OBSERVED if model.kind == "lm" else {}))]
+            return [seen(o) for o in model.run_many(texts, **options)]
 
     def observe(texts: Sequence[str]) -> list[Observation]:
         out: list[Observation] = []
@@ -265,15 +259,15 @@ def model_kind(model: str | os.PathLike[str]) -> str:
 
 
 def _load(model: str | os.PathLike[str], suite: Suite) -> Any:
-    from ..capturing import Model
+    from ..kinds import Model
 
     found = locate(model)
     kind = found.kind
     if kind != suite.kind:
         raise SuiteError(f"the suite {suite.name!r} ({suite.source}) is for a {suite.kind}, but {str(model)!r} is "
                          f"a {kind}; pick a {kind} suite (bundled: {', '.join(bundled_suites())}) or another model")
-    loaded = Model.load(model, found.kind)
-    if suite.kind != "classifier":
+    loaded = Model.load(found)
+    if not suite.labels:  # a suite that names no label (a translator's, a language model's, an encoder's)
         return loaded
     clf = loaded.loaded
     missing = sorted(suite.labels - set(clf.labels))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._bundled import MODELS
+from .._bundled import KINDS, MODELS  # KINDS: the kinds a suite may be for (attnlab.kinds.register adds to it)
 from ..errors import SuiteError
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 HERE = Path(__file__).resolve().parent / "data"
-KINDS = ("classifier", "translator", "lm", "huggingface")
 TEST_TYPES = ("MFT", "INV", "DIR")  # minimum functionality, invariance, directional (Ribeiro et al., 2020)
 
 
@@ -93,6 +92,19 @@ EXPECT_KEYS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 # how many inputs a case of each type takes (a sentence encoder's MFT compares three sentences)
 INPUTS: dict[tuple[str, str], int] = {("huggingface", "MFT"): 3}
+
+
+def _suites_as(kind: str) -> str:
+    """Whose cases a kind's suite holds: its own, or those of the kind it reads as (a kind added with
+    attnlab.kinds.register says which)."""
+    if any(k == kind for k, _ in EXPECT_KEYS):
+        return kind
+    from ..kinds import KIND
+
+    spec = KIND.get(kind)  # type: ignore[call-overload]
+    return spec.suites_as if spec is not None else kind
+
+
 HEADER_KEYS = {"suite", "kind", "description", "capabilities", "report_only"}
 CASE_KEYS = {"capability", "type", "input", "inputs", "expect", "note"}
 
@@ -200,7 +212,7 @@ def _case(obj: Any, kind: str, caps: Mapping[str, str], source: str, line: int) 
     if cap not in caps:
         raise _fail(source, line, f"unknown capability {cap!r}; the header declares {sorted(caps)} (add it there "
                     f"with what it checks, or fix the name)")
-    kind_type = (kind, obj.get("type"))
+    kind_type = (_suites_as(kind), obj.get("type"))
     if kind_type not in EXPECT_KEYS:
         raise _fail(source, line, f'unknown test type {obj.get("type")!r}; "type" is one of {list(TEST_TYPES)}')
     test = str(kind_type[1])
@@ -210,7 +222,7 @@ def _case(obj: Any, kind: str, caps: Mapping[str, str], source: str, line: int) 
     if not isinstance(raw, list):
         raise _fail(source, line, f'"inputs" must be a list of texts, got {_short(raw)}')
     inputs = tuple(_text(t, source, line, "every input") for t in raw)
-    exact = INPUTS.get((kind, test), {"MFT": 1, "DIR": 2}.get(test))
+    exact = INPUTS.get((_suites_as(kind), test), {"MFT": 1, "DIR": 2}.get(test))
     wanted = "at least 2" if exact is None else f"exactly {exact}"
     if len(inputs) < 2 if exact is None else len(inputs) != exact:
         raise _fail(source, line, f"a {test} case takes {wanted} input(s), got {len(inputs)}")
@@ -225,7 +237,7 @@ def _case(obj: Any, kind: str, caps: Mapping[str, str], source: str, line: int) 
 
 
 def _check_expect(expect: Mapping[str, Any], kind: str, test: str, source: str, line: int) -> None:
-    one_of, optional = EXPECT_KEYS[(kind, test)]
+    one_of, optional = EXPECT_KEYS[(_suites_as(kind), test)]
     given = set(expect)
     if not given <= set(one_of) | set(optional) or (one_of and len(given & set(one_of)) != 1):
         allowed = " | ".join(one_of) if one_of else "nothing"

@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
             trace = loaded
         else:
             assert text is not None  # _check_args: a TEXT, a treebank's sentences or a trace
-            trace = analysis.trace_for_analysis(text, model_name(args), args.max_length)
+            trace = analysis.trace_for_analysis(text, _model(args), args.max_length)
         causal = None
         if trace.records and trace.main_kind == "causal" and args.trace is None:
-            causal = analysis.causal_head_scores(model_name(args))
+            causal = analysis.causal_head_scores(_model(args))
         report = analysis.analyze_trace(trace, sentences=sentences, causal_scores=causal, flow_targets=targets)
         trace.meta["heads"] = report.heads_meta()
         figures = {"labels": draw.label_grid(report), "metrics": draw.metric_heatmaps(report),
@@ -74,11 +74,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    from ...analysis import LM_TEXT, is_language_model
-
-    lm = args.trace is None and is_language_model(model_name(args))  # a translator is refused here, before any run
-    if args.text is None and args.trace is None and args.treebank is None and args.model is not None and lm:
-        args.text = LM_TEXT
+    model = _model(args) if args.trace is None and (args.text is not None or args.model is not None) else None
+    if args.text is None and args.trace is None and args.treebank is None and model is not None:
+        args.text = model.spec.analysis_text(model)  # a language model's own default text
     if args.text is None and args.trace is None and args.treebank is None:
         raise InputError("nothing to analyse: give a TEXT, --treebank FILE.conllu, or --trace FILE")
     if args.trace is not None and (args.text is not None or args.model or args.max_length):
@@ -89,9 +87,24 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--parse spacy parses TEXT; give the TEXT to parse")
     if args.attribution and args.trace is not None:
         raise InputError("--attribution runs the model again; it cannot come from a saved --trace, give TEXT instead")
-    if args.attribution and lm:  # refused before anything runs, not after the analysis
-        raise InputError("--attribution reads BERT-family encoders and attnlab classifiers, not a language model; "
-                         "leave it out for --model " + str(args.model))
+    if args.attribution and model is not None and not model.spec.able("explain"):  # refused before anything runs
+        raise InputError(f"--attribution reads BERT-family encoders and attnlab classifiers, not a "
+                         f"{model.spec.noun}; leave it out for --model {args.model}")
+
+
+_LOADED: dict[str, Any] = {}
+
+
+def _model(args: argparse.Namespace) -> Any:
+    """The model of ``--model`` (default MiniLM), loaded once for the whole command (a translator is refused here,
+    before any run, with the command that reads it)."""
+    from ...analysis import analyzed
+
+    name = model_name(args)
+    if name not in _LOADED:
+        _LOADED.clear()
+        _LOADED[name] = analyzed(name)
+    return _LOADED[name]
 
 
 def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:

@@ -5,10 +5,8 @@ Letters: L layers, H heads, n tokens, M d_model, Dv per-head value size, B batch
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -52,32 +50,21 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
     """Norm-based attention, value zeroing, ALTI and (for a classifier) gradient x input and ALTI-Logit of ``text``
     on a bundled model, a local Hugging Face folder or an ``attnlab train classify`` folder, tokenised as
     :func:`attnlab.trace_text` does (the tokens of its trace line up with these matrices)."""
-    from ..._bundled import locate
+    from ...kinds import KIND, Model
 
-    found = locate(model, "huggingface", "classifier")
+    loaded = Model.load(model, *(k for k, spec in KIND.items() if spec.able("explain")))
+    f = loaded.spec.forward(loaded, text)
+    net, forward = f.net, f.run
     score: Callable[[], Tensor] | None = None
     label = reader = embedding = logit = None
     prediction: tuple[str, float] | None = None
-    if found.kind == "classifier":
-        from ...capturing import Model
-
-        model_run = Model.load(model, "classifier")
-        clf = model_run.loaded
-        net = clf.model.eval()
-        encoded, cut = clf.encode([text])
-        x = torch.tensor([encoded[0][: net.config.max_length]])  # (1, n)
-        if cut:
-            warnings.warn(f"the attribution reads the first {x.shape[1]} tokens of the text, as many as the model "
-                          f"reads at once; the prediction reads all of it", stacklevel=2)
-        told = model_run.run(text, trace=False).output  # the prediction as every surface tells it
-        prediction = (str(told["label"]), float(told["probability"]))
-
-        def forward(k: int) -> Any:
-            return net(x.repeat(k, 1))
-
+    if f.ids is not None:  # a model with an answer (a classifier): its prediction is attributed too
+        x = f.ids
+        told = loaded.run(text, trace=False)  # the prediction as every surface tells it
+        prediction = (str(told.answer), float(told.score or 0.0))
         with torch.no_grad():
             k = int(net(x).argmax(-1))
-        label = str(clf.labels[k])
+        label = str(f.labels[k])
         reader = pooling_reader(net, x)
         embedding = embedding_contributions(net, x)
         if pre_norm(net) is not None:  # ALTI-Logit reads a pre-norm residual stream
@@ -85,14 +72,6 @@ def attribute_text(text: str, model: str = "minilm") -> TextAttribution:
 
         def score() -> Tensor:
             return torch.softmax(net(x).double(), -1)[0, k]
-    else:
-        from ...capturing import load_encoder
-
-        net, tokenizer, _ = load_encoder(model)  # attnlab's BertEncoder for a plain BERT folder (MiniLM)
-        inputs = tokenizer(text, return_tensors="pt", truncation=False)
-
-        def forward(k: int) -> Any:
-            return net(**{key: v.repeat(k, 1) for key, v in inputs.items()})
     norms = norm_attention(net, forward).per_layer
     total = norms.sum(-1, keepdims=True)
     return TextAttribution(np.divide(norms, total, out=np.zeros_like(norms), where=total > 0),

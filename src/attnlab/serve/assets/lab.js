@@ -6,7 +6,8 @@
 /**
  * @typedef {Object} LabModel  one entry of GET /api/models
  * @property {string} name
- * @property {string} kind  "encoder", "classifier", "translator" or "lm"
+ * @property {string} kind  "encoder", "classifier", "translator" or "lm" (how to name it; what it can do is `can`)
+ * @property {string[]} can  what the model can do (attnlab.kinds.CAPABILITIES: "sample", "ablate", "attribute", ...)
  * @property {string[]} languages
  * @property {string | null} example  a text to start with (bundled models), or null
  * @property {LabSampling} [sampling]  a language model's default sampling settings
@@ -73,6 +74,7 @@
  * @property {number} layer
  * @property {number} head
  * @property {{token: string, before: number, after: number}[]} outputs  the likeliest next characters, or every label
+ * @property {string} output  what an output is: "next" (character) or "label"
  * @property {number} total_variation  between the output distributions before and after
  */
 /**
@@ -82,6 +84,7 @@
  * @property {string[]} rows  the output tokens
  * @property {string[]} columns  what they read: the prompt or source (the first `split`), then the output before them
  * @property {number} split
+ * @property {string} reading  what the columns are, said for the reader ("the prompt | the characters generated before")
  * @property {Record<string, (number | null)[][]>} methods  each method's signed scores, rows x columns (null: not read)
  * @property {number | null} agreement  the methods' mean Spearman correlation, null when one method applies
  */
@@ -362,10 +365,14 @@
     return { layer: recordsOfKind(api, s.kind).indexOf(s.rec), head };
   }
   let ablated = "";
+  /** @param {string} capability @returns {boolean} whether the model of the last run can do it (GET /api/models) */
+  const lastCan = (capability) => {
+    const m = lab.last ? models.get(lab.last.model) : undefined;
+    return Boolean(m && m.can.includes(capability));
+  };
   async function ablate() {
-    const kind = lab.last ? lab.last.kind : "";
-    if (!ablateOn.checked || (kind !== "lm" && kind !== "classifier")) {
-      if (ablateOn.checked) ablation.replaceChildren(node("p", { class: "lab-doubt" }, "ablation needs a language model or a classifier"));
+    if (!ablateOn.checked || !lastCan("ablate")) {
+      if (ablateOn.checked) ablation.replaceChildren(node("p", { class: "lab-doubt" }, `ablation needs a model that can be ablated (${canDo("ablate")})`));
       return;
     }
     const chosen = chosenHead();
@@ -385,7 +392,7 @@
       ablation.replaceChildren(
         node("p", {}, node("strong", {}, `head ${answer.layer}.${answer.head} ablated`),
           ` (its output zeroed): the output moves by ${fixed(answer.total_variation, 3)} (total variation)`),
-        node("table", { class: "lab-ablation" }, node("tr", {}, node("th", {}, kind === "lm" ? "next" : "label"),
+        node("table", { class: "lab-ablation" }, node("tr", {}, node("th", {}, answer.output),
           node("th", {}, "before"), node("th", {}, "after"), node("th", {}, "change")), ...rows));
       lab.ablations += 1;
     } catch (e) {
@@ -396,10 +403,9 @@
   let attributed = ""; // the request whose attribution is on screen (or on its way)
   let method = ""; // the method the reader chose, kept across runs
   async function attribute() {
-    const kind = lab.last ? lab.last.kind : "";
     if (!attributeOn.checked || !lab.last) return;
-    if (kind !== "lm" && kind !== "translator") {
-      attribution.replaceChildren(node("p", { class: "lab-doubt" }, "attribution of output tokens needs a language model or a translator"));
+    if (!lastCan("attribute")) {
+      attribution.replaceChildren(node("p", { class: "lab-doubt" }, `attribution of output tokens needs a model that writes them (${canDo("attribute")})`));
       return;
     }
     const body = request();
@@ -440,7 +446,7 @@
     const said = answer.agreement === null ? "" : `; the two methods agree with a mean Spearman correlation of ${answer.agreement.toFixed(2)}`;
     attribution.replaceChildren(
       node("p", {}, node("strong", {}, "which tokens each output token used"), " ", picker,
-        ` (rows: the output; columns: ${answer.kind === "lm" ? "the prompt | the characters generated before" : "the source | the output before"}; red pushed it up, blue down${said})`),
+        ` (rows: the output; columns: ${answer.reading}; red pushed it up, blue down${said})`),
       node("table", { class: "lab-attribution" }, head, ...rows));
   }
   attributeOn.addEventListener("change", () => { attributed = ""; if (attributeOn.checked) attribute(); else attribution.replaceChildren(); });
@@ -452,10 +458,12 @@
   greedyBox.addEventListener("change", () => { greyOut(); later(); });
   /** @type {Map<string, LabModel>} */
   const models = new Map();
+  /** @param {string} capability @returns {string} the models of the lab that can do it, named */
+  const canDo = (capability) => [...models.values()].filter((m) => m.can.includes(capability)).map((m) => m.name).join(", ") || "none here";
   /** The sampling controls: shown for a language model, at its defaults when the model changes. */
   function showSampling() {
     const m = models.get(modelSelect.value);
-    const s = m && m.kind === "lm" ? m.sampling : undefined;
+    const s = m && m.can.includes("sample") ? m.sampling : undefined;
     samplingBox.hidden = !s;
     if (!s) return;
     temperatureBox.value = String(s.temperature);

@@ -1,0 +1,22 @@
+"""``attnlab predict`` writes one line of three tab-separated fields per text, whatever the text holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlab._commands.predict import one_field
+from attnlab.cli import main
+
+
+def test_control_characters_of_the_text_are_written_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "这本书\t写得很好\n\x1b[31m好\\看"
+    assert main(["predict", "--model", "zh-sentiment", text]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.count("\t") == 2 and "\x1b" not in out
+    label, probability, shown = out.rstrip("\n").split("\t")
+    assert shown == "这本书\\t写得很好\\n\\x1b[31m好\\\\看" == one_field(text)
+    assert label in ("pos", "neg") and 0.5 <= float(probability) <= 1
+
+
+def test_printable_text_is_written_as_it_is() -> None:
+    assert one_field("The cat sat. 猫坐着 ☃") == "The cat sat. 猫坐着 ☃"
