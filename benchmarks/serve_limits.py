@@ -58,7 +58,7 @@ def requests(rng: random.Random, n: int) -> list[tuple[str, dict[str, Any]]]:
     while len(out) < n:
         model = MODELS[len(out) % len(MODELS)]
         which = rng.choice(list(at))
-        text = at[which] if rng.random() < 0.6 else at[which][: rng.choice([10, 40, 100, 1000])]
+        text = at[which] if rng.random() < 0.5 else at[which][: rng.choice([10, 40, 100, 1000, 1500])]
         route = rng.choice(["/api/run", "/api/run", "/api/ablate", "/api/attribute"])
         body: dict[str, Any] = {"model": model, "text": text}
         if route == "/api/ablate":
@@ -66,6 +66,30 @@ def requests(rng: random.Random, n: int) -> list[tuple[str, dict[str, Any]]]:
         if model in ("zh-lm", "induction-2l") and route != "/api/ablate":
             body["sampling"] = rng.choice(SAMPLINGS)
         out.append((route, body))
+    return out
+
+
+def cache_rss(cache: int) -> list[float]:
+    """The server's resident memory (MB) after each request of three rounds over four models, with ``--cache``."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", "--cache", str(cache)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().split()[2]
+    out = []
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            for _ in range(3):
+                for model, text in (("minilm", "The cat sat."), ("zh-sentiment", "这本书写得很好"),
+                                    ("dates-zh", "March 5, 2021"), ("zh-lm", "中国")):
+                    assert client.post("/api/run", json={"model": model, "text": text}).status_code == 200
+                    out.append(round(serve_benchmark.rss_mb(proc.pid), 1))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
     return out
 
 
@@ -113,7 +137,8 @@ def main() -> None:
               "five_hundreds": sum(r["status"] >= 500 for r in rows), "healthz_after": alive,
               "minilm_beside_10k_zh_sentiment": {"status": beside.status_code, "ms": round(beside_ms, 1),
                                                  "the_long_one_ms": round(slow_ms[0], 1) if slow_ms else None},
-              "start_s": round(start_s, 2), "python": sys.version.split()[0]}
+              "start_s": round(start_s, 2), "python": sys.version.split()[0],
+              "rss_mb_by_request_cache_1": cache_rss(1), "rss_mb_by_request_cache_4": cache_rss(4)}
     args.out.write_text(json.dumps({**result, "rows": rows}, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=1))
 

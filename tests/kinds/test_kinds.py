@@ -153,3 +153,16 @@ def test_a_new_kind_is_served_by_every_surface(echo: Path, tmp_path: Path, capsy
 
     out = tmp_path / "patch"  # patch
     assert main(["patch", "--model", str(echo), "--clean", "abcabca", "--corrupt", "hgfdbca", "--out", str(out)]) == 0
+
+
+def test_analyze_refuses_a_text_whose_attention_it_could_not_keep_before_running(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnlab.analysis import trace_for_analysis
+    from attnlab.kinds.classifier import ClassifierKind
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the model ran")
+
+    monkeypatch.setattr(ClassifierKind, "run", never)  # 10,000 characters took 403 s and 22 GB before
+    with pytest.raises(InputError, match="would keep 800,170,009 weights"):
+        trace_for_analysis("好" * 10_000, "zh-sentiment")

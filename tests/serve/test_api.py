@@ -464,10 +464,16 @@ def test_a_model_that_fails_gives_a_json_error_naming_the_cause_and_the_next_req
 
 
 def test_the_model_cache_is_bounded() -> None:
+    import gc
+    import weakref
+
     lab = Lab(catalogue(), cache=1)
     lab.run("dates-zh", "3 May 2001")
+    first = weakref.ref(lab.loaded(lab.entry("dates-zh")).loaded)
     lab.run("zh-sentiment", "好")
     assert lab.cached == ["zh-sentiment"]
+    gc.collect()
+    assert first() is None  # the evicted model is freed: no other cache keeps it (serve --cache 1 holds one model)
     with pytest.raises(al.errors.InputError, match="at least 1"):
         Lab(catalogue(), cache=0)
 

@@ -226,10 +226,13 @@ class Kind:
         """The model's attention on ``text`` as ``attnlab analyze`` reads it: the run every surface makes (a
         classifier reads a long text whole), refused in one line when too long or when nothing was captured."""
         options: dict[str, Any] = {} if max_length is None else {"max_length": max_length}
+        options["budget"] = Budget(how="shorten the text")  # every head is measured on the n x n attention it keeps
         no_attention = InputError(f"the model {model.found.given!r} ran but recorded no attention: it has no "
                                   f"attention layers attnlab can capture, so there are no heads to analyse")
         try:
             trace = model.run(text, **options).traced
+        except TooCostlyError as exc:
+            raise InputError(str(exc)) from None
         except TooLongError as exc:
             raise InputError(f"the input is {exc.n_tokens} tokens long but the model takes at most {exc.limit}; "
                              f"shorten the text") from None
