@@ -20,3 +20,10 @@ def test_control_characters_of_the_text_are_written_escaped(capsys: pytest.Captu
 
 def test_printable_text_is_written_as_it_is() -> None:
     assert one_field("The cat sat. 猫坐着 ☃") == "The cat sat. 猫坐着 ☃"
+
+
+def test_a_value_that_rounds_to_zero_prints_without_a_sign() -> None:
+    from attnlab._commands.predict import signed
+
+    assert [signed(x, 3) for x in (-0.0001, 0.0001, -0.0, 0.0, 0.0006, -0.0006, 0.846)] == [
+        "0.000", "0.000", "0.000", "0.000", "+0.001", "-0.001", "+0.846"]

@@ -85,7 +85,7 @@ def _explain(model: Any, text: str) -> list[str]:
                 if t != CLS]
     shown = sorted(attended, key=lambda a: -a[1])[:TOP]
     return [f"  matters most (drop in P({label}) when blanked out): "
-            + "  ".join(f"{text[i]} {d:+.3f}" for i, d in top),
+            + "  ".join(f"{text[i]} {signed(d, 3)}" for i, d in top),
             _alti_line(clf, text, label, pieces),
             "  attended most (pooled attention, share): "
             + ("  ".join(f"{t} {w:.3f}" for t, w in shown) if shown else "(the model has no attention before its "
@@ -110,7 +110,14 @@ def _alti_line(clf: Any, text: str, label: str, pieces: list[str]) -> str:
         return head + f"(not for this model: {str(exc).split(';')[0]})"
     named = [(pieces[i] if i < len(pieces) and pieces[i] else None, float(v)) for i, v in enumerate(got.tokens)]
     top = sorted([(t, v) for t, v in named if t], key=lambda a: -abs(a[1]))[:TOP]
-    return head + "  ".join(f"{t} {v:+.2f}" for t, v in top)
+    return head + "  ".join(f"{t} {signed(v, 2)}" for t, v in top)
+
+
+def signed(x: float, digits: int) -> str:
+    """``x`` with its sign and ``digits`` decimals, but a value that rounds to zero without a sign (``0.000``): its
+    sign is float noise, which differs between machines and thread counts."""
+    shown = f"{x:+.{digits}f}"
+    return shown[1:] if float(shown) == 0 else shown
 
 
 def one_field(text: str) -> str:
