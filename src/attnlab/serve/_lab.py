@@ -113,7 +113,8 @@ class Lab:
         if name is None:
             raise InputError(f'the body names no "model"; name one the lab offers: {", ".join(self.entries)}')
         if not isinstance(name, str) or name not in self.entries:
-            shown = repr(name) if isinstance(name, str) else f"a {type(name).__name__}"
+            json_type = {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}
+            shown = repr(name) if isinstance(name, str) else f"a JSON {json_type.get(type(name), 'value')}"
             raise UnknownModelError(f"unknown model {shown[:80]}; the lab offers {', '.join(self.entries)}")
         return self.entries[name]
 
