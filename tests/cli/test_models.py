@@ -199,7 +199,8 @@ def test_the_recipe_for_a_new_bundled_model(reviews: Path, tmp_path: Path, one_t
     assert capsys.readouterr().out.endswith("\tgreat film\n")
     offered = {m["name"]: m for m in Lab(catalogue()).models()}
     assert offered["toy-reviews"] == {"name": "toy-reviews", "kind": "classifier", "languages": ["en"],
-                                      "example": "great film", "can": ["ablate", "analyze", "batch", "explain", "patch"]}
+                                      "example": "great film",
+                                      "can": ["ablate", "analyze", "batch", "explain", "patch"]}
     from attnlab.suites import bundled_suites
 
     assert bundled_suites()["toy-reviews"] == "zh-sentiment"
