@@ -26,7 +26,7 @@ def test_capture_is_the_function_and_capturing_the_package() -> None:
 
     assert callable(attnlab.capture) and not isinstance(attnlab.capture, types.ModuleType)
     assert attnlab.capture is package.capture and isinstance(package, types.ModuleType)
-    assert attnlab.trace_text is package.trace_text
+    assert attnlab.trace_text is attnlab.kinds.trace_text  # it runs any kind by name: in attnlab.kinds
 
 
 def test_no_public_name_of_a_subpackage_is_also_a_subpackage_of_attnlab() -> None:

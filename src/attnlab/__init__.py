@@ -24,8 +24,8 @@ __version__ = "0.1.0"
 # Every subpackage is reachable as ``attnlab.NAME`` after ``import attnlab`` (and as ``import attnlab.NAME``), and
 # every public name below loads its module on first use: ``import attnlab`` imports neither torch nor any heavy
 # library, so ``attnlab --version`` answers at once and each command pays only for what it runs.
-SUBPACKAGES = ("analysis", "capturing", "circuits", "data", "explain", "functional", "layers", "masks", "models",
-               "parallel", "suites", "trace", "trained", "training", "viz")
+SUBPACKAGES = ("analysis", "capturing", "circuits", "data", "explain", "functional", "kinds", "layers", "masks",
+               "models", "parallel", "suites", "trace", "trained", "training", "viz")
 _LAZY_NAMES = {
     "attention": "attnlab.functional",
     "capture": "attnlab.capturing",
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         data,
         explain,
         functional,
+        kinds,
         layers,
         masks,
         models,
@@ -119,6 +120,7 @@ __all__ = [
     "errors",
     "explain",
     "functional",
+    "kinds",
     "layers",
     "locate",
     "masks",

@@ -239,6 +239,9 @@ def _read_json(path: Path) -> dict[str, object]:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelLoadError(f"{str(path)!r} cannot be read as UTF-8 text ({exc}); repair or remove it") from None
+    if not text.strip():
+        raise ModelLoadError(f"{str(path)!r} is empty; write the model again (attnlab train ... --out, or "
+                             f"save_pretrained), or remove the file")
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
