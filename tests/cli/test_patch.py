@@ -50,7 +50,7 @@ def test_patch_writes_its_figure_and_every_number(toy: Path, tmp_path: Path, wha
     assert values.shape == ((2, 7) if what == "resid" else (2, 3))
     ok = np.isfinite(values)
     assert np.allclose(restored[ok], (values[ok] - metric["corrupted"]) / (metric["clean"] - metric["corrupted"]))
-    assert abs(restored[tuple(data["top"]["index"])]) == pytest.approx(np.nanmax(np.abs(restored)))
+    assert restored[tuple(data["top"]["index"])] == pytest.approx(np.nanmax(restored))  # the largest positive share
     if what == "heads":
         assert -1 <= data["attribution_patching"]["spearman"] <= 1
     if what == "path":
@@ -86,7 +86,11 @@ def test_circuit(toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert k.shape == (2, 3, 2, 3) and (k[1] == 0).all()
     best = data["strongest"][0]
     assert best["score"] == pytest.approx(max(np.max(np.array(data["scores"][m])) for m in "qkv"))
-    assert capsys.readouterr().out.startswith(f"{best['mode']}-composition {best['sender']} -> {best['receiver']}")
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    baseline = data["random_baseline"]
+    assert first == f"random matrices of these shapes score {baseline:.3f}: an edge means something only above it"
+    assert 0 < baseline < 1 and second.startswith(f"{best['mode']}-composition {best['sender']} -> {best['receiver']}")
+    assert second.endswith(f"({best['score'] / baseline:.1f} x the random score)")
 
 
 BAD = [
@@ -128,3 +132,22 @@ def test_circuit_bad_top(toy: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["circuit", "--model", str(toy), "--top", "0", "--out", str(tmp_path / "out")]) == 2
     assert "--top" in one_error_line(capsys, "circuit")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_line_says_when_the_shares_say_little(toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  recwarn: pytest.WarningsRecorder) -> None:
+    from attnlab.circuits import load_text_model, patch_texts
+
+    assert main(["patch", "--model", str(toy), "--clean", "abcabca", "--corrupt", "abcabca", "--target", "b",
+                 "--distractor", "e", "--out", str(tmp_path / "same")]) == 0
+    printed = capsys.readouterr().out
+    assert "nothing to restore" in printed and "nan" not in printed.lower()
+    assert not [w for w in recwarn if "spearman" in str(w.message).lower() or "constant" in str(w.message).lower()]
+    data = json.loads((tmp_path / "same" / "patch.json").read_text(encoding="utf-8"))
+    assert "nothing to restore" in data["caveat"] and data["attribution_patching"]["spearman"] is None
+    tm = load_text_model(str(toy))
+    swapped = patch_texts(tm, "hgfdbca", "abcabca", target="b", distractor="e")
+    if swapped.result.corrupted > swapped.result.clean:
+        assert "swap --clean and --corrupt" in swapped.summary()
+    found = patch_texts(tm, "abcabca", "hgfdbca", target="b", distractor="e")
+    assert float(np.asarray(found.result.restored)[found.top()]) == np.nanmax(found.result.restored)

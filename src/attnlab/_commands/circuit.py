@@ -41,7 +41,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import _validate
-    from ..circuits import circuit_json, composition_scores, load_text_model
+    from ..circuits import circuit_json, composition_baseline, composition_scores, load_text_model
     from ..circuits.figures import composition_figure
     from ..viz import save
 
@@ -50,13 +50,16 @@ def run(args: argparse.Namespace) -> int:
         Path(args.model).name, repr(("circuit", args.model, args.top))))
     tm = load_text_model(args.model)
     comp = composition_scores(tm.model)
-    found = circuit_json(tm.name, comp, args.top)
+    baseline = composition_baseline(tm.model)
+    found = circuit_json(tm.name, comp, args.top, baseline)
     with staging(out, base) as stage:
         (stage / JSON_FILE).write_text(json.dumps(found, ensure_ascii=False) + "\n", encoding="utf-8")
         save(composition_figure(comp, top=args.top, title=f"{tm.name}: the {args.top} strongest composition edges"),
              stage / FIGURE_FILE)
         publish(stage, out, [JSON_FILE, FIGURE_FILE])
+    print(f"random matrices of these shapes score {baseline:.3f}: an edge means something only above it")
     for edge in found["strongest"][:5]:
-        print(f"{edge['mode']}-composition {edge['sender']} -> {edge['receiver']}: {edge['score']:.3f}")
+        print(f"{edge['mode']}-composition {edge['sender']} -> {edge['receiver']}: {edge['score']:.3f} "
+              f"({edge['score'] / baseline:.1f} x the random score)")
     print(f"wrote {out / FIGURE_FILE} and {out / JSON_FILE}")
     return 0

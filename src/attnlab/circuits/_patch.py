@@ -355,5 +355,6 @@ def attribution_patching(model: nn.Module, clean: Tensor, corrupt: Tensor, metri
                          for n, g in zip(names, grads, strict=True)])  # (N, H)
     exact = patch_heads(model, clean, corrupt, metric, "z", **kwargs)
     change = exact.values - exact.corrupted
-    rho = float(spearmanr(estimate.ravel(), change.ravel()).statistic)
+    constant = np.ptp(estimate) == 0 or np.ptp(change) == 0  # no ranking to compare (spearmanr would warn)
+    rho = float("nan") if constant else float(spearmanr(estimate.ravel(), change.ravel()).statistic)
     return AttributionPatching(estimate, change, rho, exact.clean, exact.corrupted)

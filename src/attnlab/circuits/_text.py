@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..errors import InputError
 from ..kinds import TextModel
@@ -22,10 +22,11 @@ from ._lens import Composition
 from ._model import anatomy, edited
 from ._patch import Patching, PathPatching, attribution_patching, logit_diff, patch_heads, patch_resid, path_patch
 
-__all__ = ["WHATS", "TextModel", "TextPatching", "ablate_text", "circuit_json", "load_text_model", "parse_head",
-           "patch_texts", "text_model"]
+__all__ = ["WHATS", "TextModel", "TextPatching", "ablate_text", "circuit_json", "composition_baseline",
+           "load_text_model", "parse_head", "patch_texts", "text_model"]
 
 WHATS = ("resid", "heads", "pattern", "path")
+WEAK_GAP = 0.1  # a clean-vs-corrupted gap below this share of the larger |logit difference| (or of 1) is called weak
 
 
 def text_model(model: Any, name: str | None = None) -> TextModel:
@@ -100,18 +101,44 @@ class TextPatching:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def top(self) -> tuple[int, ...]:
-        values = np.nan_to_num(np.abs(self.result.restored), nan=-1.0)
+        """The cell that restores the largest share of the clean behaviour (the most positive; a cell that moves the
+        metric further from clean is never the headline)."""
+        values = np.nan_to_num(np.asarray(self.result.restored, dtype=np.float64), nan=-np.inf)
         return tuple(int(i) for i in np.unravel_index(int(np.argmax(values)), values.shape))
 
-    def summary(self) -> str:
-        """One line: the metric on both runs and the cell that restores most."""
+    def caveat(self) -> str | None:
+        """Why the shares say little, or None: the two runs agree (no difference to restore), barely differ (less
+        than :data:`WEAK_GAP` of the larger), or the corrupted text favours the target more than the clean one."""
         r = self.result
+        gap = r.clean - r.corrupted
+        if gap == 0:
+            return (f"the clean and corrupted runs give the same logit difference ({r.clean:.3f}), so there is "
+                    f"nothing to restore; choose a corrupted text that changes the prediction")
+        if gap < 0:
+            return (f"the corrupted text favours {self.target!r} over {self.distractor!r} more than the clean one "
+                    f"({r.corrupted:.3f} against {r.clean:.3f}); swap --clean and --corrupt, or pick another --target")
+        if gap < WEAK_GAP * max(abs(r.clean), abs(r.corrupted), 1.0):
+            return (f"the clean and corrupted runs barely differ ({r.clean:.3f} against {r.corrupted:.3f}, "
+                    f"{gap:.3f} apart), so shares of that difference are mostly noise; choose a corrupted text that "
+                    f"changes the prediction more")
+        return None
+
+    def summary(self) -> str:
+        """One line: the metric on both runs and the cell that restores most (or why there is none to name)."""
+        r = self.result
+        head = (f"{self.what}: logit difference {self.target!r} - {self.distractor!r}: clean {r.clean:.3f}, "
+                f"corrupted {r.corrupted:.3f}; ")
+        said = self.caveat()
+        if said is not None and r.clean <= r.corrupted:
+            return head + said
         cell = self.top()
+        share = float(np.asarray(r.restored)[cell])
+        if not share > 0:
+            return head + "no single cell restores any of the difference (every share is 0 or below)"
         where = (f"layer {cell[0]} position {cell[1]} ({self.tokens[cell[1]]!r})" if self.what == "resid"
                  else f"head {cell[0]}.{cell[1]}")
-        return (f"{self.what}: logit difference {self.target!r} - {self.distractor!r}: clean {r.clean:.3f}, "
-                f"corrupted {r.corrupted:.3f}; {where} restores {float(r.restored[cell]):.2f} of the difference "
-                f"(the largest share in size)")
+        line = head + f"{where} restores {share:.2f} of the difference (the largest share)"
+        return line if said is None else f"{line}; but {said}"
 
     def to_json(self) -> dict[str, Any]:
         r = self.result
@@ -127,8 +154,22 @@ class TextPatching:
                            "clean": r.clean, "corrupted": r.corrupted},
                 "site": r.receiver if isinstance(r, PathPatching) else r.site, "axes": axes,
                 "values": listed(np.asarray(r.values)), "restored": listed(np.asarray(r.restored)),
-                "top": {"index": list(self.top()), "restored": float(np.asarray(r.restored)[self.top()])},
+                "top": {"index": list(self.top()), "restored": _finite(np.asarray(r.restored)[self.top()])},
+                "caveat": self.caveat(),
                 **self.extra}
+
+
+def composition_baseline(model: nn.Module) -> float:
+    """What random matrices of ``model``'s shapes score as composition (its d_model and per-head sizes;
+    :func:`attnlab.circuits.random_composition_baseline`)."""
+    from .induction import random_composition_baseline
+
+    config = anatomy(model).layers[0].attn.config
+    return random_composition_baseline(int(config.d_model), int(config.head_k))
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if np.isfinite(x) else None
 
 
 def patch_texts(tm: TextModel, clean: str, corrupt: str, *, target: str | None = None,
@@ -168,7 +209,7 @@ def patch_texts(tm: TextModel, clean: str, corrupt: str, *, target: str | None =
     elif what == "heads":
         result = patch_heads(tm.model, ids, bad, metric, "z")
         ap = attribution_patching(tm.model, ids, bad, metric)
-        extra["attribution_patching"] = {"estimate": ap.estimate.tolist(), "spearman": ap.spearman}
+        extra["attribution_patching"] = {"estimate": ap.estimate.tolist(), "spearman": _finite(ap.spearman)}
     elif what == "pattern":
         result = patch_heads(tm.model, ids, bad, metric, "pattern")
     else:
@@ -179,9 +220,10 @@ def patch_texts(tm: TextModel, clean: str, corrupt: str, *, target: str | None =
                         result, extra)
 
 
-def circuit_json(name: str, comp: Composition, top: int) -> dict[str, Any]:
-    """The composition scores of every pair and the ``top`` strongest edges, as JSON."""
-    return {"model": name, "scores": {m: comp.of(m).tolist() for m in "qkv"},
+def circuit_json(name: str, comp: Composition, top: int, baseline: float | None = None) -> dict[str, Any]:
+    """The composition scores of every pair and the ``top`` strongest edges, as JSON, with the score random matrices
+    of the model's shapes get (``baseline``, :func:`composition_baseline`): an edge means something only above it."""
+    return {"model": name, "random_baseline": baseline, "scores": {m: comp.of(m).tolist() for m in "qkv"},
             "axes": ["sender layer", "sender head", "receiver layer", "receiver head"],
             "strongest": [{"mode": m.upper(), "sender": f"{s[0]}.{s[1]}", "receiver": f"{r[0]}.{r[1]}", "score": v}
                           for m, s, r, v in comp.strongest(top)]}
