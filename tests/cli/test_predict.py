@@ -27,3 +27,17 @@ def test_a_value_that_rounds_to_zero_prints_without_a_sign() -> None:
 
     assert [signed(x, 3) for x in (-0.0001, 0.0001, -0.0, 0.0, 0.0006, -0.0006, 0.846)] == [
         "0.000", "0.000", "0.000", "0.000", "+0.001", "-0.001", "+0.846"]
+
+
+def test_every_text_of_a_batch_is_answered_in_its_place(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("这本书写得很好\n\n☃☃\n送货太慢了\n"))
+    assert main(["predict", "--model", "zh-sentiment", "-"]) == 2  # some were refused
+    printed = capsys.readouterr()
+    rows = [line.split("\t") for line in printed.out.splitlines()]
+    assert [r[2] for r in rows] == ["这本书写得很好", "", "☃☃", "送货太慢了"]
+    assert [r[:2] for r in rows][1:3] == [["-", "-"], ["-", "-"]] and rows[0][0] == "pos" and rows[3][0] == "neg"
+    errors = [line for line in printed.err.splitlines() if line.startswith("attnlab predict: error: ")]
+    assert [e.split(":")[2].strip() for e in errors] == ["text 2", "text 3"]

@@ -470,10 +470,12 @@ def test_the_model_cache_is_bounded() -> None:
     lab = Lab(catalogue(), cache=1)
     lab.run("dates-zh", "3 May 2001")
     first = weakref.ref(lab.loaded(lab.entry("dates-zh")).loaded)
+    lab.run("minilm", "The cat sat.")
+    encoder = weakref.ref(lab.loaded(lab.entry("minilm")).loaded[0])
     lab.run("zh-sentiment", "好")
     assert lab.cached == ["zh-sentiment"]
     gc.collect()
-    assert first() is None  # the evicted model is freed: no other cache keeps it (serve --cache 1 holds one model)
+    assert first() is None and encoder() is None  # evicted models are freed: no other cache keeps them
     with pytest.raises(al.errors.InputError, match="at least 1"):
         Lab(catalogue(), cache=0)
 

@@ -5,7 +5,9 @@ the ones the pooled classifier attends to."""
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InputError
@@ -17,8 +19,10 @@ EXAMPLES = """\
 Each line: the label, its probability (calibrated on the model's valid split when the model folder holds a
 calibration.json, as the bundled zh-sentiment does) and the text, separated by tabs (a tab, a line break or another
 control character in the text is written escaped, \\t, \\n, \\x1b, so that each answer stays one line of three
-fields).  A text with any character unknown to the model gets a one-line warning on stderr naming them and their
-share; a text of nothing else is refused (the rule of every model, attnlab.trained.unknown_warning).  A text longer
+fields).  Every text is answered in its place: one the model cannot read (empty, or nothing it knows) gets
+"-<tab>-<tab>TEXT" and its reason on stderr, and the command exits 2 when any was refused.  A text with any
+character unknown to the model gets a one-line warning on stderr naming them and their share; a text of nothing
+else is refused (the rule of every model, attnlab.trained.unknown_warning).  A text longer
 than the model's window (127 characters for zh-sentiment) is read whole, in overlapping windows pooled as one text;
 nothing is cut.
 
@@ -51,7 +55,8 @@ def add_parser(sub: Any) -> None:
 
 
 def read_texts(given: list[str]) -> list[str]:
-    """The TEXT arguments, or with ``-`` the lines of stdin (an empty line is refused, naming it)."""
+    """The TEXT arguments, or with ``-`` the lines of stdin (a blank line is a text like any other: it is answered
+    as refused, in its place)."""
     if "-" not in given:
         return given
     if given != ["-"]:
@@ -59,11 +64,24 @@ def read_texts(given: list[str]) -> list[str]:
     lines = read_stdin_lines()
     if not lines:
         raise InputError("stdin holds no text; give one text per line")
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            raise InputError(f"line {number} of stdin is empty (got {line!r}); give one text per line, with no "
-                             f"blank lines")
     return lines
+
+
+def each(model: Any, texts: list[str]) -> Iterator[tuple[str, Any]]:
+    """``(text, outcome)`` for each text in order, batched; a text the model refuses gets its
+    :class:`~attnlab.errors.InputError` in place of an outcome, and the others are still answered."""
+    try:
+        yield from zip(texts, model.run_many(texts), strict=True)
+        return
+    except InputError:
+        pass
+    for text in texts:  # one of them is refused: each on its own
+        try:
+            [outcome] = model.run_many([text])
+        except InputError as exc:
+            yield text, exc
+        else:
+            yield text, outcome
 
 
 def _explain(model: Any, text: str) -> list[str]:
@@ -132,9 +150,16 @@ def run(args: argparse.Namespace) -> int:
 
     texts = read_texts(args.text)
     model = Model.load(args.model, "classifier")
-    for outcome in model.run_many(texts):
+    refused = 0
+    for number, (text, outcome) in enumerate(each(model, texts), 1):
+        if isinstance(outcome, InputError):  # answered in its place, the reason on stderr
+            refused += 1
+            print(f"-\t-\t{one_field(text)}", flush=True)
+            where = f"text {number}: " if len(texts) > 1 else ""
+            print(f"attnlab predict: error: {where}{str(outcome).replace(chr(10), ' ')}", file=sys.stderr, flush=True)
+            continue
         o = outcome.output
         print(f"{o['label']}\t{o['probability']:.4f}\t{one_field(outcome.text)}")
         if args.explain:
             print("\n".join(_explain(model, outcome.text)))
-    return 0
+    return 2 if refused else 0

@@ -484,7 +484,7 @@ at every L, the change step, the CPU time) and checkpoints/ (--resume).
 examples:
   attnlab train induction --out induction-run                  # what `make train-induction` runs (induction-2l)
   attnlab train induction --seed 1 --out induction-seed1
-  attnlab generate --model induction-run --prompt "abc123XYabc1" --temperature 0.01
+  attnlab generate "abc123XYabc1" --model induction-run --temperature 0.01
   attnlab train induction --out induction-run --resume          # after a crash or Ctrl-C: the saved options
 """
 

@@ -1,24 +1,18 @@
-"""``trace_text`` and ``attnlab show`` on a classifier trained by ``attnlab train``: a folder holding
-``model.safetensors`` (or that file itself), with its tokenizer and labels in the file's header."""
+"""What capture needs of a classifier trained by ``attnlab train`` (``model.safetensors``, its tokenizer and labels in
+the file's header): its config in a Hugging Face config's keys, and its tokens attached to a captured trace.  Running
+it is its kind's (:mod:`attnlab.kinds.classifier`)."""
 
 from __future__ import annotations
 
-import functools
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from ..data import encode, tokenizer_from_json
-from ..errors import InputError, TooLongError
-from ..models import load_classifier, read_model_meta
+from ..models import read_model_meta
 from ..trace import AttentionTrace
-from ._core import capture
 from .tokens import attach_tokens
 
-__all__ = ["attach_classifier_tokens", "classifier_config", "trace_classifier"]
+__all__ = ["attach_classifier_tokens", "classifier_config"]
 
 POOL_TOKEN = "[pool]"  # the query of the attention pooling: a learned vector, not a token of the text
 
@@ -41,37 +35,4 @@ def attach_classifier_tokens(trace: AttentionTrace, tokenizer: Any, ids: list[in
     for r in trace.records:
         if r.kind == "cross":  # the pooling query attends over the tokens
             r.query_tokens = [POOL_TOKEN]
-    return trace
-
-
-@functools.lru_cache(maxsize=4)
-def _classifier(path: str, stamp: tuple[int, int]) -> tuple[Any, Any, list[str]]:
-    """``(model, tokenizer, labels)`` of the classifier file ``path``, read once per version of the file (``stamp``:
-    its modification time and size), so that a loop of :func:`trace_classifier` calls reads it once."""
-    model, meta = load_classifier(Path(path))
-    return model, tokenizer_from_json(meta["tokenizer"]), json.loads(meta.get("labels", "[]"))
-
-
-def trace_classifier(text: str, path: Path, *, max_length: int | None = None, truncate: bool = False) -> AttentionTrace:
-    """Run the classifier on ``text`` under :func:`capture`; tokens attached, the prediction in ``meta``."""
-    stat = Path(path).stat()
-    model, tokenizer, labels = _classifier(str(path), (stat.st_mtime_ns, stat.st_size))
-    limit = model.config.max_length if max_length is None else min(max_length, model.config.max_length)
-    ids = encode(tokenizer, [text], 10**9).ids[0]
-    if len(ids) > limit:
-        if not truncate:
-            raise TooLongError(f"the input is {len(ids)} tokens long ([CLS] included) but the model takes at most "
-                               f"{limit}; shorten the text, or pass truncate=True to keep the first {limit}",
-                               len(ids), limit)
-        warnings.warn(f"the input is {len(ids)} tokens long; truncated to the first {limit} tokens", stacklevel=3)
-        ids = ids[:limit]
-    if len(ids) < 2:
-        raise InputError(f"the text {text!r} gives no token the model knows; give some text")
-    with torch.no_grad(), capture(model) as trace:
-        probs = torch.softmax(model(torch.tensor([ids])).float(), dim=-1)[0]  # (C,)
-    trace = attach_classifier_tokens(trace, tokenizer, ids)
-    best = int(probs.argmax())
-    trace.meta = {"model": str(path), "text": text, "text_pair": None, "n_layers": model.config.n_layers,
-                  "n_heads": model.config.n_heads, "n_tokens": len(ids), "merge": None,
-                  "label": labels[best] if labels else best, "probability": float(probs[best])}
     return trace

@@ -72,9 +72,10 @@ def _hf_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def load_model(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
+def load_model(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:
     """``(hf_model, tokenizer, name)`` for ``"minilm"`` or a local Hugging Face folder, in eval mode, cached per
-    process; ``name`` is how a trace names it."""
+    process (``cached=False``: loaded anew and kept by nobody here, for a caller with a cache of its own);
+    ``name`` is how a trace names it."""
     found = locate(model, "huggingface")
     folder = found.path
     if not any(folder.glob("*.safetensors")) and any(folder.glob("*.bin")):
@@ -83,20 +84,20 @@ def load_model(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
             f"a file; convert them once to model.safetensors (e.g. model.save_pretrained(folder) in transformers)"
         )
     _hf_config(folder)  # a readable config.json naming its model_type, checked before the slow load
-    hf_model, tokenizer = _load(str(folder.resolve()))
+    hf_model, tokenizer = (_load if cached else _load.__wrapped__)(str(folder.resolve()))
     return hf_model, tokenizer, display_name(found)
 
 
-def load_encoder(model: str | os.PathLike[str] = BUNDLED) -> tuple[Any, Any, str]:
+def load_encoder(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:
     """``(encoder, tokenizer, name)`` as :func:`load_model` gives them, for running and capturing: a plain BERT
     folder (:func:`attnlab.models.bert.unsupported` says which are) is read into attnlab's own
     :class:`~attnlab.models.bert.BertEncoder` with its ``tokenizer.json`` (the same weights and tokens; the hidden
     states agree with transformers' within float32 rounding, see tests/models/test_bert.py), any other folder is
-    loaded by transformers.  Cached per process."""
+    loaded by transformers.  Cached per process, unless ``cached=False``."""
     found = locate(model, "huggingface")
-    bert = _load_bert(str(found.path.resolve()))
+    bert = (_load_bert if cached else _load_bert.__wrapped__)(str(found.path.resolve()))
     if bert is None:
-        return load_model(model)
+        return load_model(model, cached=cached)
     return *bert, display_name(found)
 
 
