@@ -89,7 +89,10 @@ def test_bad_model_folders(tmp_path: Path) -> None:
             al.trace_text("hi", model=tmp_path)
         assert "\n" not in str(err.value)
     (tmp_path / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
-    with pytest.raises(ModelLoadError, match="cannot load"):  # no weights, no tokenizer
+    with pytest.raises(ModelLoadError, match="holds a model but no tokenizer"):  # its texts could not be read
+        al.trace_text("hi", model=tmp_path)
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\nhi\n", encoding="utf-8")
+    with pytest.raises(ModelLoadError, match="cannot load"):  # no weights
         al.trace_text("hi", model=tmp_path)
     (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04not loaded")  # a pickle is refused before any load
     with pytest.raises(ModelLoadError, match=r"\.bin files, which are pickles"):

@@ -166,3 +166,13 @@ def test_analyze_refuses_a_text_whose_attention_it_could_not_keep_before_running
     monkeypatch.setattr(ClassifierKind, "run", never)  # 10,000 characters took 403 s and 22 GB before
     with pytest.raises(InputError, match="would keep 800,170,009 weights"):
         trace_for_analysis("好" * 10_000, "zh-sentiment")
+
+
+def test_a_beam_wider_than_the_target_vocabulary_is_refused_before_decoding() -> None:
+    model = Model.load("dates-zh")
+    most = model.loaded.tokenizer.target_vocab_size
+    with pytest.raises(InputError, match=f"from 1 \\(greedy\\) to {most} \\(the size of dates-zh's target"):
+        model.run("March 5, 2021", beam=100_000)  # ran minutes and took gigabytes
+    with pytest.raises(InputError, match="the beam must be an integer"):
+        model.run_many(["March 5, 2021"], beam=0)
+    assert model.run("March 5, 2021", beam=most, trace=False).answer  # the widest beam allowed runs

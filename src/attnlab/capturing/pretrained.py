@@ -72,6 +72,19 @@ def _hf_config(folder: Path) -> dict[str, Any]:
     return config
 
 
+# the files a Hugging Face tokenizer is saved as (tokenizer.save_pretrained writes one of these at least)
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
+                   "sentencepiece.bpe.model")
+
+
+def _check_tokenizer(folder: Path, given: str) -> None:
+    """A folder without any tokenizer file is refused: its texts could only be read as unknown tokens."""
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelLoadError(f"{given!r} holds a model but no tokenizer (none of {', '.join(TOKENIZER_FILES)}); save "
+                             f"the model's tokenizer beside it (tokenizer.save_pretrained(folder)), since attnlab reads "
+                             f"texts with the model's own tokenizer and downloads nothing")
+
+
 def load_model(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:
     """``(hf_model, tokenizer, name)`` for ``"minilm"`` or a local Hugging Face folder, in eval mode, cached per
     process (``cached=False``: loaded anew and kept by nobody here, for a caller with a cache of its own);
@@ -84,6 +97,7 @@ def load_model(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) 
             f"a file; convert them once to model.safetensors (e.g. model.save_pretrained(folder) in transformers)"
         )
     _hf_config(folder)  # a readable config.json naming its model_type, checked before the slow load
+    _check_tokenizer(folder, found.given)
     hf_model, tokenizer = (_load if cached else _load.__wrapped__)(str(folder.resolve()))
     return hf_model, tokenizer, display_name(found)
 
