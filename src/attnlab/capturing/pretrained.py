@@ -80,9 +80,9 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model
 def _check_tokenizer(folder: Path, given: str) -> None:
     """A folder without any tokenizer file is refused: its texts could only be read as unknown tokens."""
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        raise ModelLoadError(f"{given!r} holds a model but no tokenizer (none of {', '.join(TOKENIZER_FILES)}); save "
-                             f"the model's tokenizer beside it (tokenizer.save_pretrained(folder)), since attnlab reads "
-                             f"texts with the model's own tokenizer and downloads nothing")
+        raise ModelLoadError(f"{given!r} holds a model but no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+                             f"save the model's tokenizer beside it (tokenizer.save_pretrained(folder)), since attnlab "
+                             f"reads texts with the model's own tokenizer and downloads nothing")
 
 
 def load_model(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:

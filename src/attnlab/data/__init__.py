@@ -39,8 +39,9 @@ from ._dates import (
 from ._grammar import make_sentences
 from ._lm_text import LM_CORPORA, PEOPLES_DAILY, SHAKESPEARE, TextSplits, lm_documents, lm_tokenizer, split_documents
 from ._pair_tokenize import SOURCE_TOKENIZERS, PairTokenizer, build_pair_tokenizer
-from ._pairs import Pairs, PairSplits, load_pairs, read_pairs, split_pairs
+from ._pairs import Pairs, PairSplits, read_pairs, split_pairs
 from ._scripts import main_script, script_share, script_units
+from ._tasks import load_pairs
 from ._tokenize import (
     CLS,
     PAD,

@@ -12,15 +12,14 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from ._corpus import decode_lines, hash_bucket
 
-__all__ = ["PairSplits", "Pairs", "load_pairs", "read_pairs", "split_pairs"]
+__all__ = ["PairSplits", "Pairs", "read_pairs", "split_pairs"]
 
 
 @dataclass(frozen=True)
@@ -136,38 +135,3 @@ def split_pairs(pairs: Pairs, source: str, *, valid: float = 0.1, test: float = 
     stats = {"pairs read": len(pairs), "duplicates dropped": len(pairs) - len(distinct),
              "distinct sources": len({row[0] for row in distinct})}
     return PairSplits(Pairs.of(parts["train"]), Pairs.of(parts["valid"]), Pairs.of(parts["test"]), source, {}, stats)
-
-
-TASKS = ("dates", "sentences")  # the generated translation tasks (make_dates, make_sentences), by name
-
-
-def _task(name: str) -> Callable[..., PairSplits]:
-    """The maker of the generated task ``name`` (imported when asked for: the dates need Babel's data)."""
-    if name == "dates":
-        from ._dates import make_dates
-
-        return make_dates
-    from ._grammar import make_sentences
-
-    return make_sentences
-
-
-def load_pairs(spec: str, *, seed: int = 0, **options: Any) -> PairSplits:
-    """A translation task: ``"dates"`` (:func:`make_dates`), ``"sentences"`` (the tutorials' toy grammar,
-    :func:`make_sentences`), with ``options`` their keyword arguments (e.g. ``n_train``), or the path of a
-    tab-separated file (:func:`read_pairs`, split by :func:`split_pairs`; the seed changes nothing for a file, and
-    it takes no options)."""
-    if spec in TASKS:
-        maker = _task(spec)
-        try:
-            return maker(**{"seed": seed, **options})
-        except TypeError as exc:
-            raise ConfigError(f"data_options {sorted(options)} do not fit {spec!r} ({exc}); see "
-                              f"attnlab.data.make_{spec}") from None
-    if options:
-        raise ConfigError(f"data_options {sorted(options)} apply to {' and '.join(map(repr, TASKS))}, not to a "
-                          f"pairs file ({spec!r}); leave them out")
-    if not Path(spec).is_file():
-        raise InputError(f"{spec!r} is neither 'dates', 'sentences' nor a file; give one of the two tasks or a "
-                         f"tab-separated file of 'source<TAB>target' lines")
-    return split_pairs(read_pairs(spec), spec)

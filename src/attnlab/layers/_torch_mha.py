@@ -8,7 +8,7 @@ so they are inverted here, once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -16,13 +16,14 @@ from torch import Tensor, nn
 from .. import _validate as check
 from ..errors import ConfigError, MaskError
 
-if TYPE_CHECKING:
-    from .multihead import MultiHeadAttention
+# the layer class a copy is made of: MultiHeadAttention (named by its caller, so that this module need not import it)
+Layer = TypeVar("Layer", bound=nn.Module)
 
 __all__ = ["from_torch_masks", "import_torch_mha"]
 
 
-def import_torch_mha(cls: type[MultiHeadAttention], module: nn.MultiheadAttention) -> MultiHeadAttention:
+def import_torch_mha(cls: type[Layer], module: nn.MultiheadAttention) -> Layer:
+    """A ``cls`` (attnlab's MultiHeadAttention) with ``module``'s weights, biases and dropout."""
     check.instance("module", module, nn.MultiheadAttention, "a torch.nn.MultiheadAttention",
                    "for other attention modules use attnlab.capture to record their weights")
     if module.bias_k is not None:
@@ -37,7 +38,8 @@ def import_torch_mha(cls: type[MultiHeadAttention], module: nn.MultiheadAttentio
         )
     e, h = module.embed_dim, module.num_heads
     bias = module.in_proj_bias is not None
-    layer = cls(e, h, dropout=float(module.dropout), bias=bias, d_key_in=module.kdim, d_value_in=module.vdim)
+    made = cls(e, h, dropout=float(module.dropout), bias=bias, d_key_in=module.kdim, d_value_in=module.vdim)
+    layer: Any = made  # its projections are read by name
     w = module.in_proj_weight
     if w is not None:
         wq, wk, wv = w.chunk(3, dim=0)  # (E, E) each
@@ -57,7 +59,7 @@ def import_torch_mha(cls: type[MultiHeadAttention], module: nn.MultiheadAttentio
             assert layer.out_proj.bias is not None and module.out_proj.bias is not None
             layer.out_proj.bias.copy_(module.out_proj.bias)
     layer.train(module.training)
-    return layer
+    return made
 
 
 def _allowed(mask: Tensor, name: str) -> Tensor:
