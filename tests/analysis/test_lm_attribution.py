@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.analysis import layer_parts
-from attnlab.analysis._lm_attribution import (
+from attnlab.analysis.attribution._lm import (
     attribute_generation,
     attribution_figure,
     generation_windows,

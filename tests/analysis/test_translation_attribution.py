@@ -18,7 +18,7 @@ from helpers.cli import one_error_line
 from torch import Tensor, nn
 
 from attnlab.analysis import attribute_translation, translation_logit_directions
-from attnlab.analysis._translation_attribution import _inputs
+from attnlab.analysis.attribution._translation import _inputs
 from attnlab.cli import main
 from attnlab.errors import InputError
 from attnlab.models import save_seq2seq

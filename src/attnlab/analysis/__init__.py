@@ -8,38 +8,32 @@ Every function is pure and works on ``(layers, heads, q, k)`` arrays (``trace.we
 back per query so that a corpus reduces to sums (:class:`HeadSums`).
 """
 
-from ._lm_attribution import (
-    GenerationAttribution,
-    LMLogitAttribution,
-    attribute_generation,
-    generation_windows,
-    lm_alti_logit,
-    lm_gradient_x_input,
-    lm_logit_directions,
-)
-from ._lm_attribution import attribution_figure as generation_attribution_figure
-from ._translation_attribution import (
-    TranslationAttribution,
-    attribute_translation,
-    translation_attribution_figure,
-    translation_logit_directions,
-)
 from .attribution import (
     AttributionSummary,
+    GenerationAttribution,
     LayerRun,
+    LMLogitAttribution,
     LogitAttribution,
     NormAttention,
     TextAttribution,
+    TranslationAttribution,
     alti,
     alti_contributions,
     alti_logit,
     alti_vectors,
     attention_vectors,
+    attribute_generation,
     attribute_text,
+    attribute_translation,
     embedding_contributions,
     embedding_vectors,
+    generation_attribution_figure,
+    generation_windows,
     gradient_x_input,
     layer_parts,
+    lm_alti_logit,
+    lm_gradient_x_input,
+    lm_logit_directions,
     logit_directions,
     norm_attention,
     norm_contributions,
@@ -47,6 +41,8 @@ from .attribution import (
     pooling_reader,
     run_layers,
     summarize_attribution,
+    translation_attribution_figure,
+    translation_logit_directions,
     value_outputs,
     value_zeroing,
     value_zeroing_scores,

@@ -51,30 +51,56 @@ from ._alti import alti, alti_contributions, alti_vectors
 from ._classifier import embedding_contributions, embedding_vectors, pooled_attention, pooling_reader
 from ._gradient import gradient_x_input
 from ._layers import LayerParts, LayerRun, layer_parts, run_layers
+from ._lm import (
+    GenerationAttribution,
+    LMLogitAttribution,
+    attribute_generation,
+    generation_windows,
+    lm_alti_logit,
+    lm_gradient_x_input,
+    lm_logit_directions,
+)
+from ._lm import attribution_figure as generation_attribution_figure
 from ._logit import LogitAttribution, alti_logit, logit_directions
 from ._norm import NormAttention, attention_vectors, norm_attention, norm_contributions, value_outputs
 from ._summary import METHOD_TITLES, AttributionSummary, summarize_attribution
 from ._text import TextAttribution, attribute_text
+from ._translation import (
+    TranslationAttribution,
+    attribute_translation,
+    translation_attribution_figure,
+    translation_logit_directions,
+)
 from ._value_zeroing import value_zeroing, value_zeroing_scores
 
 __all__ = [
     "METHOD_TITLES",
     "AttributionSummary",
+    "GenerationAttribution",
+    "LMLogitAttribution",
     "LayerParts",
     "LayerRun",
     "LogitAttribution",
     "NormAttention",
     "TextAttribution",
+    "TranslationAttribution",
     "alti",
     "alti_contributions",
     "alti_logit",
     "alti_vectors",
     "attention_vectors",
+    "attribute_generation",
     "attribute_text",
+    "attribute_translation",
     "embedding_contributions",
     "embedding_vectors",
+    "generation_attribution_figure",
+    "generation_windows",
     "gradient_x_input",
     "layer_parts",
+    "lm_alti_logit",
+    "lm_gradient_x_input",
+    "lm_logit_directions",
     "logit_directions",
     "norm_attention",
     "norm_contributions",
@@ -82,6 +108,8 @@ __all__ = [
     "pooling_reader",
     "run_layers",
     "summarize_attribution",
+    "translation_attribution_figure",
+    "translation_logit_directions",
     "value_outputs",
     "value_zeroing",
     "value_zeroing_scores",

@@ -9,7 +9,7 @@ The translation is replayed with teacher forcing: the decoder reads ``BOS, y_1 .
 LayerNorm on the decoder, an output projection with a bias).  With the final LayerNorm's standard deviation
 ``sigma_t`` fixed at its real value, row ``t``'s logit of ``g`` is ``u_t . h_t + c_t``, ``u_t = (gamma W_g -
 mean(gamma W_g)) / sigma_t`` (exact at the real stream), as for the language model
-(:mod:`._lm_attribution`).  Each decoder layer has two attention sublayers:
+(:mod:`._lm`).  Each decoder layer has two attention sublayers:
 
 - the **cross-attention** adds ``sum_j T_t(m_j) + b_O`` to row ``t`` (``m_j`` the encoder's output at source
   position ``j``), so source position ``j`` moves the logit by ``C_l[t, j] = u_t . T_t(m_j)``;
@@ -42,10 +42,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..errors import InputError
-from .attribution import alti
-from .attribution._norm import value_outputs
-from .rollout import rollout
+from ...errors import InputError
+from ..rollout import rollout
+from ._alti import alti
+from ._norm import value_outputs
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -88,7 +88,7 @@ class TranslationAttribution:
 
 
 def _translator(model: nn.Module) -> Any:
-    from ..models.seq2seq import Seq2Seq, TransformerSeq2Seq
+    from ...models.seq2seq import Seq2Seq, TransformerSeq2Seq
 
     if not isinstance(model, (Seq2Seq, TransformerSeq2Seq)):
         raise InputError(f"this attribution reads a translator (attnlab train translate, dates-zh, tutorial-en-zh), "
@@ -146,7 +146,7 @@ def _sublayer_contributions(net: Any, src: Tensor, tgt_in: Tensor, u: Tensor
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(cross (L, T, S), cross_bias (L, T), self_ (L, T, T), self_bias (L, T))``: what each decoder layer's
     cross- and self-attention add to each row's logit from each position, and from the output bias."""
-    from ..layers import MultiHeadAttention
+    from ...layers import MultiHeadAttention
 
     seen: list[dict[str, Tensor]] = []
     detach: list[Any] = []
@@ -224,7 +224,7 @@ def attribute_translation(model: nn.Module, source_ids: Sequence[int], output_id
                           ) -> TranslationAttribution:
     """Attribute every token of ``output_ids`` (a translation of ``source_ids``, EOS left out) over the source and
     the decoder inputs before it, on a float64 copy of ``model`` in eval mode (see the module's docstring)."""
-    from ..models.seq2seq import TransformerSeq2Seq
+    from ...models.seq2seq import TransformerSeq2Seq
 
     net = copy.deepcopy(_translator(model)).double().eval()
     src, tgt_in, targets = _inputs(net, source_ids, output_ids)
@@ -253,7 +253,7 @@ def translation_attribution_figure(attribution: TranslationAttribution, source_t
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm
 
-    from ..viz.static import families, figure, set_ticks
+    from ...viz.static import families, figure, set_ticks
 
     t, s = attribution.grad_source.shape
     columns = [*source_tokens, bos, *output_tokens[: t - 1]]

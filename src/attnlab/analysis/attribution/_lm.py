@@ -36,9 +36,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..errors import InputError
-from .attribution import alti, attention_vectors, gradient_x_input, layer_parts, run_layers
-from .rollout import rollout
+from ...errors import InputError
+from ..rollout import rollout
+from ._alti import alti
+from ._gradient import gradient_x_input
+from ._layers import layer_parts, run_layers
+from ._norm import attention_vectors
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -48,7 +51,7 @@ __all__ = ["GenerationAttribution", "LMLogitAttribution", "attribute_generation"
 
 
 def _causal_lm(model: nn.Module) -> Any:
-    from ..models.lm import CausalLM
+    from ...models.lm import CausalLM
 
     if not isinstance(model, CausalLM):
         raise InputError(f"this attribution reads a CausalLM (attnlab train lm, zh-lm), got {type(model).__name__}; "
@@ -242,7 +245,7 @@ def attribution_figure(attribution: GenerationAttribution, characters: Sequence[
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm
 
-    from ..viz.static import families, figure, set_ticks
+    from ...viz.static import families, figure, set_ticks
 
     g, s = attribution.alti_logit.shape
     sources = [characters[i] for i in attribution.sources]
