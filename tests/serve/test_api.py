@@ -500,3 +500,46 @@ def test_limits_refuse_what_no_server_can_use(bad: dict[str, Any]) -> None:
     with pytest.raises(al.errors.ConfigError, match=r"must be (1 or more|a number of seconds > 0)"):
         Limits(**bad)
 
+
+
+def test_a_run_past_its_deadline_is_stopped_and_frees_the_worker() -> None:
+    """The run's next module call raises once the deadline passed: the worker serves the next request at once
+    instead of running on (the stand-in would run a minute of forward passes)."""
+    import threading
+    import time
+
+    import torch
+
+    from attnlab.serve._queue import RunCancelled, RunQueue
+
+    layer, x = torch.nn.Linear(8, 8), torch.zeros(1, 8)
+    stopped = threading.Event()
+
+    def long_run() -> None:
+        deadline = time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline:
+                layer(x)
+        except RunCancelled:
+            stopped.set()
+            raise
+
+    class Here:
+        async def is_disconnected(self) -> bool:
+            return False
+
+    async def scenario() -> tuple[int, bool, dict[str, int]]:
+        queue = RunQueue(2, timeout_s=0.2)
+        try:
+            await queue.call(Here(), long_run)
+        except ApiError as exc:
+            status = exc.status
+        answered = await asyncio.wait_for(queue.call(Here(), lambda: layer(x)), timeout=20)  # not after 60 s
+        return status, answered is not None, queue.counts()
+
+    from attnlab.serve._queue import ApiError
+
+    status, answered, counts = run_alone(scenario())
+    assert status == 504 and stopped.is_set() and answered
+    assert counts == {"busy": 0, "runs": 2, "skipped": 0, "cancelled": 1}
+    assert not torch.nn.modules.module._global_forward_pre_hooks  # the hook left with the run

@@ -2,19 +2,46 @@
 limits (runs waiting or running at once, seconds a request may wait and run).
 
 A model call uses every core it is given, so runs never overlap; a request whose client left while it waited is
-skipped, never run, and one whose client leaves mid-run costs that run only (a run cannot be stopped half-way: its
-slot is freed when the call ends).  The queue raises :class:`ApiError` (503 with Retry-After when full, 504 past the
-time limit, 499 for a client that left), which the app answers as JSON.
+skipped, never run, and one whose client leaves mid-run costs that run only.  A run that passes the time limit is
+cancelled: the worker's next module call raises :class:`RunCancelled` (a forward pre-hook on every module, active
+in the worker thread only while a run is marked cancelled), so the worker is free for the next request within one
+layer's time instead of running on.  The queue raises :class:`ApiError` (503 with Retry-After when full, 504 past
+the time limit, 499 for a client that left), which the app answers as JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-__all__ = ["ApiError", "RunQueue"]
+__all__ = ["ApiError", "RunCancelled", "RunQueue", "cancellable"]
+
+
+class RunCancelled(Exception):
+    """A run stopped in the middle because its request passed the time limit."""
+
+
+@contextlib.contextmanager
+def cancellable(cancel: threading.Event) -> Iterator[None]:
+    """Within the block, every ``torch.nn.Module`` call in this thread raises :class:`RunCancelled` once ``cancel``
+    is set (a global forward pre-hook, removed on exit; other threads are not touched)."""
+    import torch
+
+    thread = threading.get_ident()
+
+    def check(module: Any, args: Any) -> None:
+        if cancel.is_set() and threading.get_ident() == thread:
+            raise RunCancelled("the run passed its time limit and was stopped")
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(check)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 class ApiError(Exception):
@@ -38,11 +65,11 @@ class RunQueue:
     def __init__(self, size: int, timeout_s: float) -> None:
         self.size, self.timeout_s = size, timeout_s
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
-        self.busy = self.runs = self.skipped = 0  # waiting or running; calls made; calls skipped
+        self.busy = self.runs = self.skipped = self.cancelled = 0  # waiting or running; made; skipped; stopped
         self._lock = asyncio.Lock()
 
     def counts(self) -> dict[str, int]:
-        return {"busy": self.busy, "runs": self.runs, "skipped": self.skipped}
+        return {"busy": self.busy, "runs": self.runs, "skipped": self.skipped, "cancelled": self.cancelled}
 
     async def call(self, client: Client, fn: Callable[[], Any]) -> Any:
         """``fn()`` on the worker in its turn; a full queue is a 503, a request past ``timeout_s`` a 504."""
@@ -51,6 +78,11 @@ class RunQueue:
                            f"{self.size}); try again in a second", {"Retry-After": "1"})
         self.busy += 1  # the event loop is one thread: no lock needed
         future: asyncio.Future[Any] | None = None
+        cancel = threading.Event()
+
+        def run() -> Any:
+            with cancellable(cancel):
+                return fn()
 
         async def turn() -> Any:
             nonlocal future
@@ -59,19 +91,27 @@ class RunQueue:
                     self.skipped += 1
                     raise ApiError(499, "the client closed the request before its turn")
                 self.runs += 1
-                future = asyncio.get_running_loop().run_in_executor(self.worker, fn)
+                future = asyncio.get_running_loop().run_in_executor(self.worker, run)
                 return await asyncio.shield(future)
 
         try:
             return await asyncio.wait_for(turn(), timeout=self.timeout_s)
         except TimeoutError:
-            raise ApiError(504, f"the run took longer than {self.timeout_s:g} s and was abandoned; try a shorter "
+            cancel.set()  # the run stops at its next module call
+            self.cancelled += 1
+            raise ApiError(504, f"the run took longer than {self.timeout_s:g} s and was stopped; try a shorter "
                            f"text") from None
-        finally:  # the slot is free when the model call is over, not before (a run cannot be stopped half-way)
+        finally:  # the slot is free when the model call is over (a cancelled one within a layer's time)
             if future is not None and not future.done():
-                future.add_done_callback(lambda _: self._release())
+                future.add_done_callback(self._finished)
             else:
                 self._release()
+
+    def _finished(self, future: asyncio.Future[Any]) -> None:
+        """The slot of a run answered 504 is free once it ends; its result or RunCancelled is nobody's now."""
+        if not future.cancelled():
+            future.exception()  # retrieved, so that asyncio does not log it as lost
+        self._release()
 
     def _release(self) -> None:
         self.busy -= 1

@@ -176,10 +176,11 @@ def models_answers() -> dict[int | str, dict[str, Any]]:
 
 def health_answers() -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of ``GET /healthz``."""
-    schema = {"type": "object", "required": ["status", "version", "busy", "runs", "skipped", "loaded"],
+    schema = {"type": "object", "required": ["status", "version", "busy", "runs", "skipped", "cancelled", "loaded"],
               "properties": {"status": {"type": "string", "enum": ["ok"]}, "version": {"type": "string"},
                              "busy": {"type": "integer"}, "runs": {"type": "integer"},
-                             "skipped": {"type": "integer"}, "loaded": _STRINGS}}
+                             "skipped": {"type": "integer"}, "cancelled": {"type": "integer"},
+                             "loaded": _STRINGS}}
     return {"200": {"description": "the server is up", "content": {"application/json": {"schema": schema}}},
             **_ALWAYS}
 
