@@ -1,5 +1,6 @@
-"""Hypothesis-generated text into `predict`, `translate`, `generate`, `show` and `analyze` (each command's `main(argv)`
-in process, the text after `--` as a user quotes it): any Unicode, control characters, right-to-left text, lone
+"""Hypothesis-generated text into `predict`, `translate`, `generate`, `show`, `analyze`, `patch` (the clean text, as
+`--clean=TEXT`) and `evaluate --suite` (the text as a case of a suite file) (each command's `main(argv)` in process,
+the text after `--` as a user quotes it): any Unicode, control characters, right-to-left text, lone
 surrogates, 0 to 10,000 characters. Each run exits 0, or 2 with one error line (warnings, one line each, may come
 before it); never a traceback; and a run that fails leaves no folder and no temporary file behind.
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import json
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -52,6 +54,19 @@ def _args(command: str, out: Path) -> list[str]:
     }[command]
 
 
+def _argv(command: str, out: Path, text: str) -> list[str]:
+    """The whole command line of ``command`` on ``text``."""
+    if command == "patch":  # the text as the clean one, against itself reversed (the same length)
+        return ["patch", "--model", "induction-2l", "--out", str(out), f"--clean={text}", f"--corrupt={text[::-1]}"]
+    if command == "evaluate":  # the text as the one case of a suite file
+        suite = out.parent / "suite.jsonl"
+        suite.write_text(json.dumps({"suite": "fuzz", "kind": "classifier", "capabilities": {"any": "any text"}})
+                         + "\n" + json.dumps({"capability": "any", "type": "MFT", "input": text,
+                                              "expect": {"label": "pos"}}) + "\n", encoding="utf-8")
+        return ["evaluate", "--model", "zh-sentiment", "--suite", str(suite)]
+    return [*_args(command, out), "--", text]
+
+
 def _run(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.BytesIO(), io.BytesIO()
     stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict", write_through=True)
@@ -62,7 +77,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 # examples per command: each runs the whole command (model load, figures); analyze and show cost seconds each here
-EXAMPLES = {"predict": 40, "generate": 40, "translate": 25, "show": 8, "analyze": 4}
+EXAMPLES = {"predict": 40, "generate": 40, "translate": 25, "show": 8, "analyze": 4, "patch": 25, "evaluate": 25}
 
 
 @pytest.mark.slow
@@ -78,7 +93,7 @@ def test_any_text_exits_0_or_one_error_line_and_leaves_nothing_half_written(comm
     def fuzz(text: str) -> None:
         with tempfile.TemporaryDirectory(prefix="attnlab-fuzz-") as tmp:
             out = Path(tmp) / f"out{next(folders)}"
-            code, printed, said = _run([*_args(command, out), "--", text])
+            code, printed, said = _run(_argv(command, out, text))
             assert code in (0, 2), (code, said[-2000:])
             assert "Traceback" not in said, said[-2000:]
             lines = said.splitlines()
@@ -88,7 +103,8 @@ def test_any_text_exits_0_or_one_error_line_and_leaves_nothing_half_written(comm
             assert len(errors) == (code == 2), said[-2000:]
             if code == 2:
                 assert not out.exists(), sorted(p.name for p in out.rglob("*"))
-            left = [p.name for p in Path(tmp).rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
+            left = [p.name for p in Path(tmp).rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")
+                    or p.name not in ("suite.jsonl", out.name) and p.parent == Path(tmp)]
             assert not left, left  # no staging folder, no temporary file
             seen[code] += 1
             refusals.update(" ".join(e.split()[3:9]) for e in errors)

@@ -357,8 +357,7 @@ class Model:
 
     def cost(self, text: str, *, trace: bool = True, **options: Any) -> Cost:
         """What :meth:`run` would cost on ``text``, known before running (:class:`~attnlab.kinds.Cost`)."""
-        if not isinstance(text, str):
-            raise InputError(f"the text must be a string, got {type(text).__name__}")
+        unicode_text(text)
         self.spec.refuse(options)
         return self.spec.cost(self, text, trace=trace, **options)
 
@@ -369,8 +368,7 @@ class Model:
         ``greedy``, ``seed``, ``on_text``.  An option of another kind is an
         :class:`~attnlab.errors.InputError` naming the kind's own.  ``budget``: what the trace may keep
         (:class:`~attnlab.kinds.Budget`; default: unbounded), checked before the model runs."""
-        if not isinstance(text, str):
-            raise InputError(f"the text must be a string, got {type(text).__name__}")
+        unicode_text(text)
         self.spec.refuse(options)
         if trace and budget is not None and budget is not UNBOUNDED:
             budget.check(self.spec.cost(self, text, trace=True, **options), self.name, self.spec.whole)
@@ -382,6 +380,8 @@ class Model:
     def run_many(self, texts: Sequence[str], **options: Any) -> list[Outcome]:
         """:meth:`run` on each text without traces, batched where the kind allows (a classifier's texts, a
         translator's); the outputs equal :meth:`run`'s one by one (to float rounding)."""
+        for text in texts:
+            unicode_text(text)
         self.spec.refuse(options)
         if not self.spec.able("batch"):
             return [self.run(t, trace=False, **options) for t in texts]
@@ -423,6 +423,18 @@ _NOT_IN_META = ("alignment", "source_tokens", "target_tokens")
 
 def _one_line(message: object) -> str:
     return " ".join(str(message).split())
+
+
+def unicode_text(text: object) -> str:
+    """``text`` when it is a string of characters; a lone surrogate (``\\ud800`` without its pair: how Python holds
+    bytes that were not UTF-8, or a JSON escape) is an :class:`InputError` naming where it is."""
+    if not isinstance(text, str):
+        raise InputError(f"the text must be a string, got {type(text).__name__}")
+    for i, c in enumerate(text):
+        if "\ud800" <= c <= "\udfff":
+            raise InputError(f"the text holds a lone surrogate U+{ord(c):04X} at character {i + 1}, which is not a "
+                             f"character (no UTF-8 encodes it); pass valid Unicode")
+    return text
 
 
 def nonempty(text: object, what: str) -> str:
