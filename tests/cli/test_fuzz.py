@@ -104,7 +104,7 @@ def test_any_text_exits_0_or_one_error_line_and_leaves_nothing_half_written(comm
             if code == 2:
                 assert not out.exists(), sorted(p.name for p in out.rglob("*"))
             left = [p.name for p in Path(tmp).rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")
-                    or p.name not in ("suite.jsonl", out.name) and p.parent == Path(tmp)]
+                    or (p.name not in ("suite.jsonl", out.name) and p.parent == Path(tmp))]
             assert not left, left  # no staging folder, no temporary file
             seen[code] += 1
             refusals.update(" ".join(e.split()[3:9]) for e in errors)
