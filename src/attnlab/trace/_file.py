@@ -18,7 +18,7 @@ from torch import Tensor
 from .. import _validate
 from .._io import atomic_write
 from ..errors import InputError, TraceFileError
-from ._types import STORED_DTYPES, AttentionRecord, AttentionTrace, StoredDtype, as_kind
+from ._record import STORED_DTYPES, AttentionRecord, StoredDtype, as_kind
 
 __all__ = ["FORMAT", "VERSION", "read_trace", "write_trace"]
 
@@ -28,13 +28,13 @@ _LEVELS = 255
 _TOLERANCE = 1e-3  # weights this far outside [0, 1] are float noise (clamped); further out, uint8 refuses them
 
 
-def write_trace(trace: AttentionTrace, path: Path, dtype: StoredDtype) -> Path:
-    """Write ``trace`` to ``path`` with its weights stored as ``dtype``, atomically."""
+def write_trace(records: list[AttentionRecord], meta: dict[str, Any], path: Path, dtype: StoredDtype) -> Path:
+    """Write a trace's ``records`` and ``meta`` to ``path`` with its weights stored as ``dtype``, atomically."""
     from safetensors.torch import save_file
 
     _validate.one_of("dtype", dtype, STORED_DTYPES, 'use "float32" (exact) or "float16" (half the size)')
-    tensors = {f"r{i}": _stored(r, dtype) for i, r in enumerate(trace.records)}
-    tensors.update(_qk_tensors(trace.records))
+    tensors = {f"r{i}": _stored(r, dtype) for i, r in enumerate(records)}
+    tensors.update(_qk_tensors(records))
     header = {
         "format": FORMAT,
         "version": str(VERSION),
@@ -43,11 +43,11 @@ def write_trace(trace: AttentionTrace, path: Path, dtype: StoredDtype) -> Path:
             [
                 {"name": r.name, "kind": r.kind, "layer": r.layer, "query_tokens": r.query_tokens,
                  "key_tokens": r.key_tokens, **_optional_fields(r)}
-                for r in trace.records
+                for r in records
             ],
             ensure_ascii=False,
         ),
-        "meta": json.dumps(trace.meta, ensure_ascii=False),
+        "meta": json.dumps(meta, ensure_ascii=False),
     }
     atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
     return path

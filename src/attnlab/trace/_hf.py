@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError, ShapeError
-from ._types import AttentionRecord, Kind, as_kind
+from ._record import AttentionRecord, Kind, as_kind
 
 __all__ = ["records_from_outputs"]
 
