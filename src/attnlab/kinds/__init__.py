@@ -9,8 +9,8 @@ of :data:`KIND` (and of :data:`attnlab.KINDS`, the words messages use); CONTRIBU
 
 from __future__ import annotations
 
-from .._bundled import FORMATS, KINDS, KindInfo, ModelKind
-from ._base import CAPABILITIES, UNBOUNDED, Budget, Cost, Forward, Kind, Model, Outcome, TooCostlyError
+from .._bundled import FORMATS, KINDS, KindInfo
+from ._base import CAPABILITIES, KIND, UNBOUNDED, Budget, Cost, Forward, Kind, Model, Outcome, TooCostlyError
 from ._hooked import TextModel
 from ._trace import trace_text
 from .classifier import ClassifierKind
@@ -22,9 +22,8 @@ __all__ = ["CAPABILITIES", "KIND", "UNBOUNDED", "Budget", "Cost", "Forward", "Ki
            "TextModel", "TooCostlyError", "kind_of", "register", "trace_text",
            "unregister"]
 
-# The one table of kinds, keyed like attnlab.KINDS (tests/kinds checks the two agree).
-KIND: dict[ModelKind, Kind] = {k.name: k for k in (EncoderKind(), ClassifierKind(), TranslatorKind(),
-                                                     LanguageModelKind())}
+# The one table of kinds, keyed like attnlab.KINDS (tests/kinds checks the two agree): one object per module here.
+KIND.update({k.name: k for k in (EncoderKind(), ClassifierKind(), TranslatorKind(), LanguageModelKind())})
 
 
 def kind_of(model: object) -> Kind:

@@ -24,7 +24,8 @@ from ..trace import AttentionTrace
 if TYPE_CHECKING:
     from ._hooked import TextModel
 
-__all__ = ["CAPABILITIES", "Budget", "Cost", "Forward", "Kind", "Model", "Outcome", "TooCostlyError", "nonempty"]
+__all__ = ["CAPABILITIES", "KIND", "Budget", "Cost", "Forward", "Kind", "Model", "Outcome", "TooCostlyError",
+           "nonempty"]
 
 # What a kind may be able to do, and who asks.
 CAPABILITIES: dict[str, str] = {
@@ -85,6 +86,10 @@ class Budget:
 
 UNBOUNDED = Budget(kept=2**62)
 
+# The one table of kinds, keyed like attnlab.KINDS: attnlab.kinds fills it with one object per kind module (and
+# register() adds to it); Model and Outcome read it here.
+KIND: dict[ModelKind, Kind] = {}
+
 
 @dataclass(frozen=True)
 class Forward:
@@ -138,8 +143,6 @@ class Kind:
         API names kinds with ``api``, else as messages do)."""
         if self.able(capability):
             return
-        from . import KIND
-
         def named(kind: Kind) -> str:
             word = kind.api if api else kind.noun
             return f"{'an' if word[0] in 'aeiouAEIOU' else 'a'} {word}"
@@ -287,8 +290,6 @@ class Outcome:
 
     @property
     def spec(self) -> Kind:
-        from . import KIND
-
         return KIND[self.kind]
 
     @property
@@ -323,8 +324,6 @@ class Model:
     ``LanguageModel``, or ``(model, tokenizer, name)`` of an encoder; ``spec`` the :class:`~attnlab.kinds.Kind`."""
 
     def __init__(self, found: Located, loaded: Any) -> None:
-        from . import KIND
-
         self.found = found
         self.loaded = loaded
         self.spec: Kind = KIND[found.kind]
@@ -390,8 +389,6 @@ class Model:
 
 
 def _load(found: Located) -> Any:
-    from . import KIND
-
     return KIND[found.kind].load(found)
 
 
