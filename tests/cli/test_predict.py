@@ -41,3 +41,11 @@ def test_every_text_of_a_batch_is_answered_in_its_place(capsys: pytest.CaptureFi
     assert [r[:2] for r in rows][1:3] == [["-", "-"], ["-", "-"]] and rows[0][0] == "pos" and rows[3][0] == "neg"
     errors = [line for line in printed.err.splitlines() if line.startswith("attnlab predict: error: ")]
     assert [e.split(":")[2].strip() for e in errors] == ["text 2", "text 3"]
+
+
+def test_explain_refuses_a_text_it_would_take_minutes_on_before_running(capsys: pytest.CaptureFixture[str]) -> None:
+    from attnlab._commands.predict import EXPLAIN_MOST
+
+    assert main(["predict", "--model", "zh-sentiment", "--explain", "好" * (EXPLAIN_MOST + 1)]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and f"at most {EXPLAIN_MOST:,} characters; one has {EXPLAIN_MOST + 1:,}" in printed.err

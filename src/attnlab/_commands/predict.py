@@ -14,6 +14,9 @@ from ..errors import InputError
 from ._output import read_stdin_lines
 
 TOP = 5  # --explain shows this many characters of each kind
+# --explain blanks out each character in turn: as many runs of the whole text as it has characters, so its cost grows
+# with the square of the length (300 characters 3 s here, 1,000 about 35 s); longer texts are refused before running
+EXPLAIN_MOST = 1_000
 
 EXAMPLES = """\
 Each line: the label, its probability (calibrated on the model's valid split when the model folder holds a
@@ -149,6 +152,12 @@ def run(args: argparse.Namespace) -> int:
     from ..kinds import Model
 
     texts = read_texts(args.text)
+    if args.explain:
+        longest = max(texts, key=len)
+        if len(longest) > EXPLAIN_MOST:
+            raise InputError(f"--explain blanks out each character of a text in turn (a run of the whole text for "
+                             f"each), so it takes texts of at most {EXPLAIN_MOST:,} characters; one has "
+                             f"{len(longest):,}; shorten it, or leave out --explain (predict reads any length whole)")
     model = Model.load(args.model, "classifier")
     refused = 0
     for number, (text, outcome) in enumerate(each(model, texts), 1):
