@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 import attnlab as al
-from attnlab._io import atomic_write_text
+from attnlab.bench import atomic_write_text
 from attnlab.capturing import load_model
 
 GOAL = 1.15

@@ -25,8 +25,7 @@ import time
 from tokenizers import Tokenizer
 
 from attnlab import locate
-from attnlab.data import PEOPLES_DAILY, CharTokenizer, lm_documents, load_data, split_documents
-from attnlab.data._chars import from_hf_dict
+from attnlab.data import PEOPLES_DAILY, CharTokenizer, from_hf_dict, lm_documents, load_data, split_documents
 from attnlab.models import read_model_meta
 
 TEMPLATES = ("a{0}b", "{0}", " {0} \u0301", "{0}\u3099x", "\u3000{0}  \u2581 {0}\n")

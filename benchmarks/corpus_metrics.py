@@ -28,8 +28,8 @@ from pathlib import Path
 
 import torch
 
-from attnlab._io import atomic_write_text
 from attnlab.analysis import corpus_metrics
+from attnlab.bench import atomic_write_text
 from attnlab.capturing import capture, load_model
 
 GOAL = 1.3

@@ -67,8 +67,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from attnlab._bundled import locate
-from attnlab._io import atomic_write_text
+from attnlab import locate
 from attnlab.analysis import blank_out_importance, flow, rollout, spearman
 from attnlab.analysis.attribution import (
     alti,
@@ -79,6 +78,7 @@ from attnlab.analysis.attribution import (
     pooling_reader,
     value_zeroing,
 )
+from attnlab.bench import atomic_write_text
 
 METHODS = ("raw", "rollout", "flow", "norm", "norm_rollout", "value_zeroing", "alti", "alti_logit", "grad_x_input")
 ATTENTION_BASED = METHODS[:-1]

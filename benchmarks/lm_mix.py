@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from attnlab.data import CharTokenizer, lm_documents, split_documents
 from attnlab.models.kneser_ney import KneserNey, bits_per_token
 from attnlab.models.lm import load_lm
-from attnlab.training._lm_run import fit_mixture, mixture
+from attnlab.training import fit_mixture, mixture
 
 
 @torch.no_grad()

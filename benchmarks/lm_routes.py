@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from attnlab.training._curves import plot_head_scores
+from attnlab.training import plot_head_scores
 from attnlab.viz.static import figure
 
 

@@ -44,10 +44,7 @@ from torch import nn
 
 from attnlab.data import PEOPLES_DAILY, CharTokenizer, lm_documents, lm_tokenizer, split_documents
 from attnlab.models.lm import CausalLM, LMConfig
-from attnlab.training._distributed import World
-from attnlab.training._hits import top1_hits
-from attnlab.training._lm_run import LMTask, LMTrainConfig
-from attnlab.training._runtime import Runtime, lr_at
+from attnlab.training import LMTask, LMTrainConfig, Runtime, World, lr_at, top1_hits
 
 # --- nanoGPT, as its model.py builds it (biases on, as attnlab's layers have them; dropout 0) ----------------------
 
@@ -171,7 +168,7 @@ def attnlab_step(runtime: Runtime, task: LMTask) -> Callable[[int], None]:
 
 def phases(runtime: Runtime, task: LMTask, steps: int, start: int) -> dict[str, float]:
     """Median milliseconds of each part of attnlab's step, the runtime's train_step taken apart in order."""
-    from attnlab.training._runtime import lr_at as rate
+    from attnlab.training import lr_at as rate
 
     net, opt, c = runtime.model, runtime.optimizer, runtime.config
     times: dict[str, list[float]] = {k: [] for k in ("data", "forward", "accuracy", "backward", "optimizer")}

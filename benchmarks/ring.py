@@ -58,7 +58,7 @@ def _step(n: int, world: int, rank: int, layout: str, schedule: str, seed: int =
 def _timed_transport() -> dict[str, float]:
     """Count the seconds spent in the transport's blocking calls (the communication not hidden by compute)."""
     import attnlab.parallel.ring as ring_module
-    from attnlab.parallel._transport import Distributed
+    from attnlab.parallel import Distributed
 
     waited = {"seconds": 0.0}
 
@@ -97,7 +97,7 @@ def worker(args: argparse.Namespace) -> None:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
         rank, world, started = dist.get_rank(), dist.get_world_size(), True
     else:
-        from attnlab._process_group import join_process_group
+        from attnlab.parallel import join_process_group
 
         rank, world, started = join_process_group("gloo")
 

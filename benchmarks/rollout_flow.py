@@ -38,9 +38,9 @@ import numpy as np
 import torch
 
 import attnlab as al
-from attnlab._io import atomic_write_text
 from attnlab.analysis import flow, flow_error_bound, rollout
 from attnlab.analysis.rollout import SPARSE_KEEP
+from attnlab.bench import atomic_write_text
 from attnlab.capturing import load_model
 
 GOALS = {"rollout_512_s": 0.1, "flow_one_target_128_s": 1.0, "flow_all_pairs_128_s": 10.0}

@@ -43,7 +43,6 @@ import torch
 import torch.nn.functional as F
 
 import attnlab as al
-from attnlab._io import atomic_write_text
 from attnlab.analysis import (
     analyze_trace,
     blank_out_importance,
@@ -54,6 +53,7 @@ from attnlab.analysis import (
     rollout,
     spearman_agreement,
 )
+from attnlab.bench import atomic_write_text
 from attnlab.data import load_data
 from attnlab.training import load_trained
 

@@ -27,8 +27,7 @@ import torch
 
 from attnlab import viz
 from attnlab.data import load_pairs
-from attnlab.training import TranslateTrainConfig, load_translator, train_translator
-from attnlab.training._translate_run import decode_ids
+from attnlab.training import TranslateTrainConfig, decode_ids, load_translator, train_translator
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

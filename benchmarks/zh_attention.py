@@ -92,7 +92,7 @@ def figure(folder: Path, path: Path) -> list[dict[str, object]]:
     import matplotlib.pyplot as plt
     from matplotlib import colors
 
-    from attnlab.viz._fonts import families
+    from attnlab.viz import families
 
     plt.rcParams["font.family"] = families()
     rows = []

@@ -115,3 +115,15 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     graph = import_graph(SRC)
     graph[ALLOWED_EDGE[0]].discard(ALLOWED_EDGE[1])
     assert circles(graph) == []
+
+
+def test_no_benchmark_imports_a_private_module_of_attnlab() -> None:
+    private = []
+    for path in sorted((SRC.parent.parent / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
+                a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("attnlab") and any(part.startswith("_") for part in name.split(".")):
+                    private.append(f"{path.name}:{node.lineno} {name}")
+    assert private == []

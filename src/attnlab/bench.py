@@ -42,7 +42,7 @@ from ._io import atomic_write, atomic_write_text
 from .functional import attention_stats, linear_attention, local_attention, lsh_attention, memory_efficient_attention
 from .masks import causal, window
 
-__all__ = ["Case", "Config", "Result", "measure_peak", "profile", "run"]
+__all__ = ["Case", "Config", "Result", "atomic_write_text", "measure_peak", "profile", "run"]
 
 HEADS, DIM = 8, 64
 WINDOW = 512  # the sliding window of the local cases: each query sees itself and the 511 keys before it

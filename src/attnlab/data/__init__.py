@@ -6,7 +6,7 @@ and the source/target :class:`PairTokenizer`."""
 
 from ._batch import collate
 from ._bias import CharBias, NegatedWord, char_label_bias, negated_words
-from ._chars import CharTokenizer
+from ._chars import CharTokenizer, from_hf_dict
 from ._corpus import (
     Dataset,
     Splits,
@@ -90,6 +90,7 @@ __all__ = [
     "date_readings",
     "deduplicate",
     "encode",
+    "from_hf_dict",
     "garble",
     "held_out_negatives",
     "input_problem",

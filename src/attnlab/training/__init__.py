@@ -27,10 +27,13 @@ if TYPE_CHECKING:
     from ._classify_run import train_classifier
     from ._classify_use import calibrate, evaluate_model, make_portable
     from ._config import ClassifyTrainConfig, InductionTrainConfig, LMTrainConfig, RunConfig, TranslateTrainConfig
+    from ._curves import plot_head_scores
+    from ._distributed import World
+    from ._hits import top1_hits
     from ._induction_run import train_induction
-    from ._lm_run import train_lm
-    from ._runtime import Task, accuracy_stderr, lr_at, saved_run
-    from ._translate_run import ARCHITECTURES, build_translator, exact_match, train_translator
+    from ._lm_run import LMTask, fit_mixture, mixture, train_lm
+    from ._runtime import Runtime, Task, accuracy_stderr, lr_at, saved_run
+    from ._translate_run import ARCHITECTURES, build_translator, decode_ids, exact_match, train_translator
     from ._translate_use import bundle_translator, calibrate_translator, choose_threshold
 
 _MODULES = {  # public name -> the module that defines it (the configs' module, ._config, imports no torch)
@@ -41,9 +44,13 @@ _MODULES = {  # public name -> the module that defines it (the configs' module, 
     "train_classifier": "._classify_run",
     **dict.fromkeys(("calibrate", "evaluate_model", "make_portable"), "._classify_use"),
     "train_induction": "._induction_run",
-    "train_lm": "._lm_run",
-    **dict.fromkeys(("Task", "accuracy_stderr", "lr_at", "saved_run"), "._runtime"),
-    **dict.fromkeys(("ARCHITECTURES", "build_translator", "exact_match", "train_translator"), "._translate_run"),
+    **dict.fromkeys(("train_lm", "LMTask", "fit_mixture", "mixture"), "._lm_run"),
+    "World": "._distributed",
+    "top1_hits": "._hits",
+    "plot_head_scores": "._curves",
+    **dict.fromkeys(("Runtime", "Task", "accuracy_stderr", "lr_at", "saved_run"), "._runtime"),
+    **dict.fromkeys(("ARCHITECTURES", "build_translator", "decode_ids", "exact_match", "train_translator"),
+                    "._translate_run"),
     **dict.fromkeys(("bundle_translator", "calibrate_translator", "choose_threshold"), "._translate_use"),
 }
 
@@ -53,13 +60,16 @@ __all__ = [
     "ClassifyTrainConfig",
     "Generated",
     "InductionTrainConfig",
+    "LMTask",
     "LMTrainConfig",
     "LanguageModel",
     "RunConfig",
+    "Runtime",
     "Task",
     "TranslateTrainConfig",
     "Translation",
     "Translator",
+    "World",
     "accuracy_stderr",
     "build_translator",
     "bundle_translator",
@@ -67,14 +77,19 @@ __all__ = [
     "calibrate_translator",
     "check_sampling",
     "choose_threshold",
+    "decode_ids",
     "evaluate_model",
     "exact_match",
+    "fit_mixture",
     "load_language_model",
     "load_trained",
     "load_translator",
     "lr_at",
     "make_portable",
+    "mixture",
+    "plot_head_scores",
     "saved_run",
+    "top1_hits",
     "train_classifier",
     "train_induction",
     "train_lm",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._first import FIRST_LAYER as FIRST_LAYER
     from ._first import difference as difference
     from ._first import first_view as first_view
+    from ._fonts import families as families
     from ._grid import model_grid as model_grid
     from ._heads import heads as heads
     from ._heatmap import heatmap as heatmap
@@ -42,6 +43,7 @@ _LAZY = {
     "compare_html": "html",
     "to_html": "html",
     "summarize": "summary",
+    "families": "_fonts",
 }
 
 __all__ = sorted(_LAZY)
