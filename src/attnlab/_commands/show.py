@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise InputError(f"{', '.join(given)} apply to a TEXT run, not to --trace (a saved trace is drawn as is)")
     trace = AttentionTrace.load(args.trace) if args.trace is not None else None
+    found = None  # the model, located once
     if trace is None:
         from .._bundled import locate
         from ..kinds import KIND
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     out, base = check_out(out_arg)
 
     with staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
-        outcome = _run(args) if trace is None else None
+        outcome = _run(args, found) if trace is None else None
         trace = outcome.traced if outcome is not None else trace
         assert trace is not None
         kind = args.kind
@@ -185,11 +186,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> Any:
+def _run(args: argparse.Namespace, found: Any = None) -> Any:
     """The :class:`attnlab.Outcome` of the model on TEXT: the output the user is told and the trace of that run."""
     from ..kinds import Budget, Model, TooCostlyError
 
-    model = Model.load(args.model or "minilm")
+    model = Model.load(found if found is not None else args.model or "minilm")
     options = {"text_pair": args.pair, "merge": args.merge, "max_length": args.max_length, "truncate": args.truncate}
     given = [o for o, (k, v) in zip(("--pair", "--merge", "--max-length", "--truncate"), options.items(), strict=True)
              if v and k not in model.spec.options]

@@ -10,21 +10,30 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._bundled import ModelKind
 from ..kinds import KIND, Model
 from ..kinds.lm import LM_TEXT, trace_language_model
 from ..trace import AttentionTrace
 
-__all__ = ["ANALYZED_KINDS", "LM_TEXT", "analyzed", "causal_head_scores", "sentence_tracer", "trace_for_analysis",
-           "trace_language_model"]
+__all__ = [
+    "LM_TEXT",
+    "analyzed",
+    "analyzed_kinds",
+    "causal_head_scores",
+    "sentence_tracer",
+    "trace_for_analysis",
+    "trace_language_model",
+]
 
-# the kinds analyze reads (what their kind says they can)
-ANALYZED_KINDS = tuple(name for name, spec in KIND.items() if spec.able("analyze"))
+def analyzed_kinds() -> tuple[ModelKind, ...]:
+    """The kinds analyze reads: what their kind says they can (asked each time: a kind may be registered later)."""
+    return tuple(name for name, spec in KIND.items() if spec.able("analyze"))
 
 
 def analyzed(model: str | os.PathLike[str] | Model) -> Model:
-    """``model`` loaded once for analysis; a kind analyze does not read (a translator) is refused in one line naming
-    the command that reads it."""
-    return model if isinstance(model, Model) else Model.load(model, *ANALYZED_KINDS)
+    """``model`` loaded for analysis (:meth:`attnlab.Model.load`'s cache keeps it); a kind analyze does not read (a
+    translator) is refused in one line naming the command that reads it."""
+    return model if isinstance(model, Model) else Model.load(model, *analyzed_kinds())
 
 
 def trace_for_analysis(text: str, model: str | os.PathLike[str] | Model,

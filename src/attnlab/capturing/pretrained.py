@@ -85,11 +85,11 @@ def _check_tokenizer(folder: Path, given: str) -> None:
                              f"reads texts with the model's own tokenizer and downloads nothing")
 
 
-def load_model(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:
+def load_model(model: str | os.PathLike[str] | Located = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:
     """``(hf_model, tokenizer, name)`` for ``"minilm"`` or a local Hugging Face folder, in eval mode, cached per
     process (``cached=False``: loaded anew and kept by nobody here, for a caller with a cache of its own);
     ``name`` is how a trace names it."""
-    found = locate(model, "huggingface")
+    found = model if isinstance(model, Located) else locate(model, "huggingface")
     folder = found.path
     if not any(folder.glob("*.safetensors")) and any(folder.glob("*.bin")):
         raise ModelLoadError(
@@ -102,16 +102,16 @@ def load_model(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) 
     return hf_model, tokenizer, display_name(found)
 
 
-def load_encoder(model: str | os.PathLike[str] = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:
+def load_encoder(model: str | os.PathLike[str] | Located = BUNDLED, *, cached: bool = True) -> tuple[Any, Any, str]:
     """``(encoder, tokenizer, name)`` as :func:`load_model` gives them, for running and capturing: a plain BERT
     folder (:func:`attnlab.models.bert.unsupported` says which are) is read into attnlab's own
     :class:`~attnlab.models.bert.BertEncoder` with its ``tokenizer.json`` (the same weights and tokens; the hidden
     states agree with transformers' within float32 rounding, see tests/models/test_bert.py), any other folder is
     loaded by transformers.  Cached per process, unless ``cached=False``."""
-    found = locate(model, "huggingface")
+    found = model if isinstance(model, Located) else locate(model, "huggingface")  # (a Located: found already)
     bert = (_load_bert if cached else _load_bert.__wrapped__)(str(found.path.resolve()))
     if bert is None:
-        return load_model(model, cached=cached)
+        return load_model(found, cached=cached)
     return *bert, display_name(found)
 
 

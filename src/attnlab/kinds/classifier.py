@@ -26,7 +26,7 @@ class ClassifierKind(Kind):
     def load(self, found: Located) -> Any:
         from ..trained import load_trained
 
-        clf = load_trained(found.path)
+        clf = load_trained(found.path)  # its model file (found already warned of a run still training)
         clf.name = found.given
         return clf
 

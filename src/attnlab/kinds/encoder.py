@@ -22,7 +22,7 @@ class EncoderKind(Kind):
     def load(self, found: Located) -> Any:
         from ..capturing.pretrained import load_encoder
 
-        return load_encoder(found.given, cached=False)  # Model.load keeps it (or a caller's own cache does)
+        return load_encoder(found, cached=False)  # Model.load keeps it (or a caller's own cache does)
 
     def config(self, found: Located) -> dict[str, Any] | None:
         from ..capturing import model_config

@@ -29,7 +29,7 @@ class LanguageModelKind(Kind):
     def load(self, found: Located) -> Any:
         from ..trained import load_language_model
 
-        lm = load_language_model(found.path)
+        lm = load_language_model(found)
         lm.name = found.given
         return lm
 

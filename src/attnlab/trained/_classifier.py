@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._bundled import locate
+from .._bundled import Located, locate
 from ..data import CharTokenizer, Tokenizer, collate, encode, main_script, script_share, tokenizer_from_json
 from ..errors import InputError, ModelLoadError
 from ..models import AttentionClassifier, load_classifier
@@ -280,12 +280,12 @@ def model_file(path: str | os.PathLike[str]) -> Path:
     return locate(path, "classifier").path
 
 
-def load_trained(path: str | os.PathLike[str], *, calibrated: bool = True) -> Classifier:
+def load_trained(path: str | os.PathLike[str] | Located, *, calibrated: bool = True) -> Classifier:
     """A :class:`Classifier` from a run folder, checkpoint folder or model file (CPU, eval mode), with the
     temperature of the ``calibration.json`` beside the model file (1.0 when there is none; ``calibrated=False``:
     1.0 without reading the file, the raw softmax that :func:`attnlab.training.calibrate` fits).  A run without its
     final model yet is read from its last checkpoint, with a warning that says so."""
-    found = locate(path, "classifier")
+    found = path if isinstance(path, Located) else locate(path, "classifier")  # (a Located: found already)
     if found.in_progress:
         warnings.warn(f"{found.given!r} has no final model (its training was stopped or is still running): using its "
                       f"last checkpoint, {found.path.parent.name}, not the final model", UserWarning, stacklevel=2)

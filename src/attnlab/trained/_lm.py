@@ -30,7 +30,7 @@ from typing import Any, Literal
 import torch
 
 from .. import _validate as check
-from .._bundled import locate
+from .._bundled import Located, locate
 from ..data import CharTokenizer
 from ..errors import AttnLabError, InputError, ModelLoadError
 from ..models.lm import CausalLM, load_lm
@@ -299,10 +299,10 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def load_language_model(model: str | os.PathLike[str]) -> LanguageModel:
+def load_language_model(model: str | os.PathLike[str] | Located) -> LanguageModel:
     """The language model named ``model`` (``zh-lm``) or in the folder ``attnlab train lm`` wrote; another kind of
     model is refused with the command that reads it."""
-    found = locate(model, "lm")
+    found = model if isinstance(model, Located) else locate(model, "lm")  # (a Located: found already)
     net, meta = load_lm(found.path)
     return LanguageModel(net, CharTokenizer.from_json(meta["tokenizer"]), meta, found.given,
                          sampling_defaults(found.path))

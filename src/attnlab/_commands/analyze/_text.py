@@ -92,19 +92,12 @@ def _check_args(args: argparse.Namespace) -> None:
                          f"{model.spec.noun}; leave it out for --model {args.model}")
 
 
-_LOADED: dict[str, Any] = {}
-
-
 def _model(args: argparse.Namespace) -> Any:
-    """The model of ``--model`` (default MiniLM), loaded once for the whole command (a translator is refused here,
-    before any run, with the command that reads it)."""
+    """The model of ``--model`` (default MiniLM), loaded once (Model.load's cache gives it again; a translator is
+    refused here, before any run, with the command that reads it)."""
     from ...analysis import analyzed
 
-    name = model_name(args)
-    if name not in _LOADED:
-        _LOADED.clear()
-        _LOADED[name] = analyzed(name)
-    return _LOADED[name]
+    return analyzed(model_name(args))
 
 
 def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:
