@@ -1,7 +1,7 @@
 """No surface compares kind names (issue 40): a kind literal compared (``kind == "lm"``, ``kind in ("lm",
 "classifier")``), a dict keyed by kinds and looked up, an ``isinstance`` chain over the trained classes, or
-``is_language_model``, anywhere outside attnlab.kinds (and attnlab._bundled, which reads a kind from a folder's
-files); nor a kind compared in the lab's script (it reads what a model can do from GET /api/models)."""
+``is_language_model``, anywhere outside attnlab.kinds (attnlab._bundled, which reads a kind from a folder's files, holds only the table of
+kinds' words); nor a kind compared in the lab's script (it reads what a model can do from GET /api/models)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import attnlab
 from attnlab._bundled import MODEL_KINDS
 
 SRC = Path(attnlab.__file__).resolve().parent
-ALLOWED = ("kinds", "_bundled")
+ALLOWED = ("kinds",)
 NAMES = set(MODEL_KINDS)
 TRAINED = {"Classifier", "Translator", "LanguageModel"}
 
@@ -66,7 +66,8 @@ def test_no_module_outside_the_kinds_compares_kinds() -> None:
         if rel.parts[0] in ALLOWED:
             continue
         found += kind_comparisons(path.read_text(encoding="utf-8"), str(rel))
-    assert found == []
+    # attnlab._bundled defines the one table of kinds (KINDS: the words messages use); it compares none
+    assert [f for f in found if not (f.startswith("_bundled/") and f.endswith("a table keyed by kind names"))] == []
 
 
 def test_the_lab_script_reads_capabilities_not_kinds() -> None:

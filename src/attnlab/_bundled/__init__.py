@@ -49,6 +49,11 @@ class KindInfo:
     command: str  # the command that runs it
     api: str  # how the lab's API names it
     origin: str  # where a folder of this kind comes from
+    model_file: bool = False  # what loads it is its model.safetensors itself, not its folder (a classifier)
+
+    def path(self, folder: Path) -> Path:
+        """What to load of a model folder of this kind."""
+        return folder / MODEL_FILE if self.model_file else folder
 
 
 # The one table of kinds: messages, the lab's API and the commands read it; attnlab.capturing's runners are keyed
@@ -57,7 +62,7 @@ KINDS: dict[ModelKind, KindInfo] = {
     "huggingface": KindInfo("Hugging Face model", "attnlab show or attnlab analyze", "encoder",
                             "a local Hugging Face model folder"),
     "classifier": KindInfo("classifier", "attnlab predict", "classifier",
-                           "the --out folder of `attnlab train classify`"),
+                           "the --out folder of `attnlab train classify`", model_file=True),
     "translator": KindInfo("translator", "attnlab translate", "translator",
                            "the --out folder of `attnlab train translate`"),
     "lm": KindInfo("language model", "attnlab generate or attnlab analyze", "lm",
@@ -180,7 +185,7 @@ def locate(model: str | os.PathLike[str], *accept: ModelKind) -> Located:
                 f"{CONFIG_FILE}); reproduce it from a source checkout with `{MODELS[name].make}` and pass its output "
                 f"folder as the model, or pass the --out folder of any `attnlab train` run")
         kind = MODELS[name].kind
-        found = Located(given, kind, folder / MODEL_FILE if kind == "classifier" else folder, name)
+        found = Located(given, kind, KINDS[kind].path(folder), name)
     else:
         found = _read_path(Path(given).expanduser(), given, accept)
     if found.kind not in accept:
@@ -204,10 +209,10 @@ def _read_path(path: Path, given: str, accept: Collection[ModelKind]) -> Located
             f"of those or {' or '.join(KINDS[k].origin for k in accept)}; nothing is downloaded")
     kind = _kind_of_folder(path)
     if kind is not None:
-        return Located(given, kind, path / MODEL_FILE if kind == "classifier" else path)
+        return Located(given, kind, KINDS[kind].path(path))
     latest = _latest_checkpoint(path)
     if latest is not None and (kind := _kind_of_folder(latest)) is not None:
-        return Located(given, kind, latest / MODEL_FILE if kind == "classifier" else latest, in_progress=True)
+        return Located(given, kind, KINDS[kind].path(latest), in_progress=True)
     if (path / CONFIG_FILE).is_file():  # a Hugging Face folder, perhaps a broken one: its loader says what is wrong
         return Located(given, "huggingface", path)
     raise ModelLoadError(

@@ -207,9 +207,8 @@ class Lab:
         start = time.perf_counter()
         entry = self.entry(model)
         entry.spec.require("ablate", entry.name, "ablating a head", api=True)
-        loaded = self.loaded(entry)
-        _check_cost(loaded, entry, text, None, self.budget, trace=False)
-        result = ablate_text(text_model(loaded, entry.name), text, layer, head)
+        # no trace is kept: a long classifier text is read in windows, in memory linear in its length
+        result = ablate_text(text_model(self.loaded(entry), entry.name), text, layer, head)
         result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
         return result
 
@@ -277,14 +276,11 @@ def _load(entry: ModelEntry) -> Any:
     return Model.load(entry.found, cached=False)  # the lab's cache is the only one (serve --cache N holds N)
 
 
-def _check_cost(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None, budget: Budget, *,
-                trace: bool = True) -> None:
+def _check_cost(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None, budget: Budget) -> None:
     """Refuse, before running, a text the model cannot continue in one window, or whose run would keep more
     attention than ``budget`` allows (a :class:`~attnlab.errors.TooLongError`, answered 413)."""
     from ..errors import TooLongError
 
-    if not isinstance(text, str):
-        raise InputError(f"the text must be a string, got {type(text).__name__}")
     if settings is not None:  # a language model: the page shows one window of attention, so the window may not slide
         limit = model.loaded.context - CONTINUATION
         if len(text) > limit:
@@ -293,8 +289,7 @@ def _check_cost(model: Any, entry: ModelEntry, text: str, settings: dict[str, An
                                f"the text, or continue a longer one with attnlab generate (it slides the window)",
                                len(text), limit)
     options = {"max_tokens": CONTINUATION} if settings is not None else {}
-    if trace:
-        budget.check(model.cost(text, **options), entry.name, model.spec.whole)
+    budget.check(model.cost(text, **options), entry.name, model.spec.whole)  # model.cost refuses a non-string
 
 
 def _run(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None = None) -> _Run:
