@@ -1,7 +1,8 @@
 """No surface compares kind names (issue 40): a kind literal compared (``kind == "lm"``, ``kind in ("lm",
 "classifier")``), a dict keyed by kinds and looked up, an ``isinstance`` chain over the trained classes, or
-``is_language_model``, anywhere outside attnlab.kinds (attnlab._bundled, which reads a kind from a folder's files, holds only the table of
-kinds' words); nor a kind compared in the lab's script (it reads what a model can do from GET /api/models)."""
+``is_language_model``, anywhere outside attnlab.kinds (attnlab._bundled, which reads a kind from a folder's files,
+holds only the table of kinds' words); nor a kind compared in the lab's script (it reads what a model can do from
+GET /api/models)."""
 
 from __future__ import annotations
 
