@@ -16,6 +16,7 @@ from ..trace import KINDS, AttentionRecord, AttentionTrace
 from ._core import capture
 from ._gates import HeadGates, head_gates
 from ._generation import trace_generation
+from ._hf import edit_attention
 from ._stats import StatsRecord, StatsTrace, capture_stats
 from .tokens import attach_tokens, merge_words
 
@@ -55,6 +56,7 @@ __all__ = [
     "capture",
     "capture_stats",
     "check_text",
+    "edit_attention",
     "encode_loaded",
     "head_gates",
     "load_encoder",

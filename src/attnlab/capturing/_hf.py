@@ -26,7 +26,7 @@ from ..functional import attention
 from ..trace import Kind
 from ._recorder import Recorder, module_label
 
-__all__ = ["IMPLEMENTATION", "install", "module_kind", "switch_implementation"]
+__all__ = ["IMPLEMENTATION", "edit_attention", "install", "module_kind", "switch_implementation"]
 
 IMPLEMENTATION = "attnlab_capture"
 
@@ -35,6 +35,9 @@ _SESSIONS: list[tuple[dict[int, str], nn.Module, Recorder]] = []
 _registered = False
 # Head gates (capturing/_gates.py): each takes (module, output (B, L, H, D)) and returns the gated output.
 GATES: list[Callable[[nn.Module, Tensor], Tensor]] = []
+# Attention editors (edit_attention): module id -> (output (B, L, H, D), weights (B, H, L, S), value (B, Hkv, S, D))
+# -> the output the module goes on with.
+EDITORS: dict[int, Callable[[Tensor, Tensor, Tensor], Tensor]] = {}
 
 
 def module_kind(module: nn.Module) -> Kind:
@@ -65,6 +68,9 @@ def _attention(
         if path is not None:
             q, k, scale = _qk(module, query, key, kwargs) if recorder.qk else (None, None, None)
             recorder.add(module_label(path, root), module_kind(module), weights, q, k, scale)
+    editor = EDITORS.get(id(module))
+    if editor is not None:
+        out = editor(out, weights, value)
     for gate in GATES:
         out = gate(module, out)
     return out, weights
@@ -158,8 +164,8 @@ def switch_implementation(config: Any, name: str, undo: ExitStack) -> None:
 
 def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Recorder, undo: ExitStack) -> int:
     """Switch every config of the transformers models inside ``model`` to ``"attnlab_capture"``."""
-    if "transformers" not in sys.modules:
-        return 0  # no transformers model can exist
+    if sys.modules.get("transformers") is None:
+        return 0  # no transformers model can exist (not imported, or not installed)
     from transformers import PreTrainedModel
 
     modules = [m for _, m in named]
@@ -172,3 +178,18 @@ def install(model: nn.Module, named: list[tuple[str, nn.Module]], recorder: Reco
     _SESSIONS.append(session)
     undo.callback(_SESSIONS.remove, session)
     return 1
+
+
+def edit_attention(model: nn.Module, module: nn.Module, editor: Callable[[Tensor, Tensor, Tensor], Tensor],
+                   undo: ExitStack) -> None:
+    """While ``undo`` is open, ``module`` (an attention module of the transformers model ``model``) runs its eager
+    attention and goes on with ``editor(output, weights, value)`` instead of its output: what
+    :mod:`attnlab.circuits` reads and edits a Hugging Face model's attention pattern with.  The model's configs are
+    switched to ``"attnlab_capture"`` and back, so nothing of the model is changed after ``undo`` closes."""
+    _register()
+    for config in _configs([model, module]):
+        switch_implementation(config, IMPLEMENTATION, undo)
+    if id(module) in EDITORS:
+        raise CaptureError(f"{type(module).__name__} already has an attention editor; close the first edit first")
+    EDITORS[id(module)] = editor
+    undo.callback(EDITORS.pop, id(module), None)

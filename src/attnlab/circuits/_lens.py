@@ -90,7 +90,9 @@ def direct_logit_attribution(model: nn.Module, ids: Tensor, target: int, distrac
         if a.final_norm is None:
             return c @ u
         s = cache["ln_final.hook_scale"][row, position].double()  # (1,)
-        return ((c - c.mean(-1, keepdim=True)) / s * a.final_norm.weight.double()) @ u
+        centred = c if a.rms else c - c.mean(-1, keepdim=True)  # an RMSNorm does not centre
+        gamma: Tensor = a.final_norm.weight  # type: ignore[assignment]
+        return (centred / s * gamma.double()) @ u
 
     heads = np.stack([read(head_results(a, i, cache[f"blocks.{i}.attn.hook_z"].double())[row, position]).numpy()
                       for i in range(a.n_layers)])  # (N, H)
@@ -99,7 +101,8 @@ def direct_logit_attribution(model: nn.Module, ids: Tensor, target: int, distrac
     mlp = np.array([float(read(cache[f"blocks.{i}.hook_mlp_out"][row, position])) if layer.mlp is not None else 0.0
                     for i, layer in enumerate(a.layers)])
     embed = float(read(cache["blocks.0.hook_resid_pre"][row, position]))
-    beta = float(a.final_norm.bias.double() @ u) if a.final_norm is not None else 0.0
+    norm_bias = getattr(a.final_norm, "bias", None)  # an RMSNorm has none
+    beta = float(norm_bias.double() @ u) if norm_bias is not None else 0.0
     diff = float(logits[row, position, target] - logits[row, position, distractor])
     return DirectLogitAttribution(heads, bias, mlp, embed, beta, diff)
 
@@ -134,20 +137,24 @@ def logit_lens(model: nn.Module, ids: Tensor) -> LogitLens:
 
 def head_weights(model: nn.Module | Anatomy) -> dict[str, Tensor]:
     """Every head's weights in float64, row-vector convention, stacked over layers: ``W_Q``, ``W_K``, ``W_V``
-    ``(N, H, M, D)`` and ``W_O`` ``(N, H, D, M)``."""
+    ``(N, H, M, D)`` and ``W_O`` ``(N, H, D, M)``.  Under grouped-query attention each query head is given the key
+    and value weights of the key/value head it reads (heads of one group share them: ``W_K[:, h]`` is
+    ``k_proj``'s head ``h // (H // H_kv)``)."""
     a = model if isinstance(model, Anatomy) else anatomy(model)
 
-    def split(w: Tensor, h: int) -> Tensor:  # (H * D, M) -> (H, M, D)
-        return w.detach().double().view(h, -1, w.shape[1]).transpose(1, 2)
+    def split(w: Tensor, h: int, groups: int = 1) -> Tensor:  # (h * D, M) -> (h * groups, M, D)
+        heads = w.detach().double().reshape(h, -1, w.shape[1]).transpose(1, 2)
+        return heads.repeat_interleave(groups, dim=0) if groups > 1 else heads
 
     out: dict[str, list[Tensor]] = {"W_Q": [], "W_K": [], "W_V": [], "W_O": []}
     for layer in a.layers:
         at, h = layer.attn, layer.attn.n_heads
+        kv = int(getattr(at, "n_kv_heads", h))
         out["W_Q"].append(split(at.q_proj.weight, h))
-        out["W_K"].append(split(at.k_proj.weight, h))
-        out["W_V"].append(split(at.v_proj.weight, h))
+        out["W_K"].append(split(at.k_proj.weight, kv, h // kv))
+        out["W_V"].append(split(at.v_proj.weight, kv, h // kv))
         w_o = at.out_proj.weight.detach().double()  # (M, H * D)
-        out["W_O"].append(w_o.view(w_o.shape[0], h, -1).permute(1, 2, 0))  # (H, D, M)
+        out["W_O"].append(w_o.reshape(w_o.shape[0], h, -1).permute(1, 2, 0))  # (H, D, M)
     return {k: torch.stack(v) for k, v in out.items()}
 
 

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
-from ..layers import AttentionCall, MultiHeadAttention
+from ..layers import AttentionCall
 
 __all__ = ["ActivationCache", "Anatomy", "Edit", "Layer", "anatomy", "edited", "hook_names", "run_with_cache",
            "run_with_hooks"]
@@ -45,6 +45,7 @@ Edit = Callable[[Tensor], "Tensor | None"]
 LAYER_SITES = ("hook_resid_pre", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_pattern", "attn.hook_z",
                "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
 DERIVED = ("attn.hook_result",)  # cache only
+SUPPORTED_SAID = "GPT-2, Llama, Qwen2, Mistral"  # the Hugging Face architectures (attnlab.circuits._hf.SUPPORTED)
 
 
 @dataclass(frozen=True)
@@ -52,24 +53,36 @@ class Layer:
     """One self-attention block of a model, as module references (not copies)."""
 
     block: nn.Module  # its input is the residual stream before it, its output the stream after it
-    attn: MultiHeadAttention
+    # the attention's weights and head counts: attnlab's MultiHeadAttention, or for a Hugging Face model a view of
+    # its own parameters with the same names (q_proj, k_proj, v_proj, out_proj: weight (out, in), bias; n_heads)
+    attn: Any
     # where the stream between the two sublayers is read: the input of this module (pre-norm: norm2), or its output
     # (post-norm: the LayerNorm over x + attention); None when the block has no second sublayer
     mid: nn.Module | None
     mid_is_output: bool
     mlp: nn.Module | None  # the feed-forward sublayer, whose output is hook_mlp_out (BERT: the output Linear)
-    norm: nn.Module | None  # the LayerNorm in front of the attention (pre-norm), None without one
+    norm: nn.Module | None  # the LayerNorm (or RMSNorm) in front of the attention (pre-norm), None without one
     pre_norm: bool
+    # the module whose output's first element is hook_attn_out (attnlab: the attention itself)
+    attn_module: nn.Module | None = None
+
+    @property
+    def attention(self) -> nn.Module:
+        return self.attn_module if self.attn_module is not None else self.attn
 
 
 @dataclass(frozen=True)
 class Anatomy:
     """The parts of a model the hook points sit on; :func:`anatomy` builds it."""
 
-    kind: str  # "lm", "classifier" or "bert"
+    kind: str  # "lm", "classifier", "bert", or a Hugging Face model_type ("gpt2", "llama", "qwen2", "mistral")
     layers: tuple[Layer, ...]
-    final_norm: nn.LayerNorm | None  # the LayerNorm before the unembedding (CausalLM with norms)
-    unembed: Tensor | None  # (V, M): logits = final_norm(x) @ unembed.T (CausalLM, tied to the embeddings)
+    final_norm: nn.Module | None  # the norm before the unembedding (CausalLM with norms; a Hugging Face LM's own)
+    unembed: Tensor | None  # (V, M): logits = final_norm(x) @ unembed.T (a language model)
+    rms: bool = False  # the final norm is an RMSNorm (no centring, no bias), as in the Llama family
+    # a Hugging Face model's hook installer for q/k/v/pattern/z and how it is called (attnlab.circuits._hf); None
+    # for attnlab's own models
+    family: Any = None
 
     @property
     def n_layers(self) -> int:
@@ -77,7 +90,17 @@ class Anatomy:
 
     @property
     def n_heads(self) -> int:
-        return self.layers[0].attn.n_heads
+        return int(self.layers[0].attn.n_heads)
+
+    @property
+    def n_kv_heads(self) -> int:
+        """Key/value heads per layer: fewer than :attr:`n_heads` under grouped-query attention, where each serves
+        ``n_heads // n_kv_heads`` query heads in a row."""
+        return int(getattr(self.layers[0].attn, "n_kv_heads", self.n_heads))
+
+    def call(self, model: nn.Module, inputs: Tensor, **kwargs: Any) -> Any:
+        """The model's output on ``inputs``: attnlab's models' own; a Hugging Face language model's logits."""
+        return model(inputs, **kwargs) if self.family is None else self.family.call(model, inputs, **kwargs)
 
 
 def anatomy(model: nn.Module) -> Anatomy:
@@ -100,10 +123,15 @@ def anatomy(model: nn.Module) -> Anatomy:
         layers = tuple(Layer(b, b.attention.get_submodule("self"), b.attention, True, b.output, None, False)
                        for b in bert)
         return Anatomy("bert", layers, None, None)
-    raise InputError(f"circuits need named hook points, which attnlab builds for its own models: CausalLM, an "
-                     f"AttentionClassifier with encoder layers, BertEncoder; got {type(model).__name__}; load the "
-                     f"model with attnlab (attnlab.locate + the kind's loader), or capture it with attnlab.capture "
-                     f"to see its attention")
+    from ._hf import hf_anatomy
+
+    found = hf_anatomy(model)  # a Hugging Face causal language model (or an InputError naming the supported ones)
+    if found is not None:
+        return found
+    raise InputError(f"circuits need named hook points, which attnlab builds for its own models (CausalLM, an "
+                     f"AttentionClassifier with encoder layers, BertEncoder) and for Hugging Face causal language "
+                     f"models ({SUPPORTED_SAID}); got {type(model).__name__}; load the model with attnlab "
+                     f"(attnlab.Model.load), or capture it with attnlab.capture to see its attention")
 
 
 def _attnlab_layer(block: Any, pre: bool) -> Layer:
@@ -175,7 +203,7 @@ def run_with_hooks(model: nn.Module, inputs: Tensor, edits: Mapping[str, Edit] |
             stack.enter_context(torch.no_grad())
         stack.enter_context(_eval(model))
         _install(stack, a, edits, set(keep), kept, grad)
-        out = model(inputs, **kwargs)
+        out = a.call(model, inputs, **kwargs)
     for name in keep:
         if name.endswith(DERIVED) and name not in kept:
             i = int(name.split(".")[1])
@@ -217,7 +245,7 @@ def head_results(a: Anatomy, layer: int, z: Tensor) -> Tensor:
     attn = a.layers[layer].attn
     w_o = attn.out_proj.weight  # (M, H * D)
     h = attn.n_heads
-    w = w_o.view(w_o.shape[0], h, -1).permute(1, 2, 0)  # (H, D, M)
+    w = w_o.reshape(w_o.shape[0], h, -1).permute(1, 2, 0)  # (H, D, M)
     return torch.einsum("bthd,hdm->bthm", z.to(w.dtype), w)  # (B, T, H, M)
 
 
@@ -259,7 +287,7 @@ def _install(stack: ExitStack, a: Anatomy, edits: dict[str, Edit], keep: set[str
         if wanted(p + "hook_resid_post"):
             stack.callback(layer.block.register_forward_hook(_replace_output(p + "hook_resid_post", touch)).remove)
         if wanted(p + "hook_attn_out"):
-            stack.callback(layer.attn.register_forward_hook(_replace_first(p + "hook_attn_out", touch)).remove)
+            stack.callback(layer.attention.register_forward_hook(_replace_first(p + "hook_attn_out", touch)).remove)
         if layer.mlp is not None and wanted(p + "hook_mlp_out"):
             stack.callback(layer.mlp.register_forward_hook(_replace_output(p + "hook_mlp_out", touch)).remove)
         if layer.mid is not None and wanted(p + "hook_resid_mid"):
@@ -267,6 +295,9 @@ def _install(stack: ExitStack, a: Anatomy, edits: dict[str, Edit], keep: set[str
             hook = (layer.mid.register_forward_hook(_replace_output(name, touch)) if layer.mid_is_output
                     else layer.mid.register_forward_pre_hook(_replace_input(name, touch), with_kwargs=True))
             stack.callback(hook.remove)
+        if a.family is not None:
+            a.family.install(stack, p, layer, touch, wanted)
+            continue
         values: dict[str, Tensor] = {}  # this call's v (B, H, S, D), for an edited pattern
         h = layer.attn.n_heads
         for letter, proj in (("q", layer.attn.q_proj), ("k", layer.attn.k_proj), ("v", layer.attn.v_proj)):
@@ -283,7 +314,11 @@ def _install(stack: ExitStack, a: Anatomy, edits: dict[str, Edit], keep: set[str
 
         def keep_scale(_m: nn.Module, args: tuple[Any, ...]) -> None:
             x = args[0]  # (B, T, M)
-            scale = (x.var(-1, keepdim=True, unbiased=False) + norm.eps).sqrt()  # (B, T, 1)
+            if a.rms:  # as the Llama family's RMSNorm computes it: in float32, whatever the model's dtype
+                eps = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
+                scale = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps).reciprocal().to(x.dtype)
+            else:
+                scale = (x.var(-1, keepdim=True, unbiased=False) + norm.eps).sqrt()  # (B, T, 1)
             kept["ln_final.hook_scale"] = scale if grad else scale.detach().clone()
 
         stack.callback(norm.register_forward_pre_hook(keep_scale).remove)
@@ -303,7 +338,9 @@ def _replace_input(name: str, touch: Touch) -> Callable[..., Any]:
 
 
 def _replace_output(name: str, touch: Touch) -> Callable[..., Any]:
-    def hook(_m: nn.Module, _args: tuple[Any, ...], out: Tensor) -> Tensor:
+    def hook(_m: nn.Module, _args: tuple[Any, ...], out: Any) -> Any:
+        if isinstance(out, tuple):  # a block returning (hidden_states, ...)
+            return (touch(name, out[0]), *out[1:])
         return touch(name, out)
 
     return hook

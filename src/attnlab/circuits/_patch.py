@@ -159,9 +159,8 @@ def patch_resid(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric
     corrupt_out, _ = run_with_hooks(model, corrupt, **kwargs)
     values = np.zeros((a.n_layers, clean.shape[1]))
     for i, name in enumerate(names):
-        for t in range(clean.shape[1]):
-            out, _ = run_with_hooks(model, corrupt, {name: _put(cache[name], (slice(None), t))}, **kwargs)
-            values[i, t] = _score(metric, out)
+        values[i] = _patched_scores(model, corrupt, name, cache[name],
+                                    [(slice(None), t) for t in range(clean.shape[1])], metric, kwargs)
     c, k = _score(metric, clean_out), _score(metric, corrupt_out)
     return Patching(site, ("layer", "position"), values, restored(values, c, k), c, k)
 
@@ -184,16 +183,17 @@ def patch_heads(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric
     clean_out, cache = run_with_cache(model, clean, names, **kwargs)
     corrupt_out, _ = run_with_hooks(model, corrupt, **kwargs)
     n_pos = clean.shape[1]
-    shape = (a.n_layers, a.n_heads, n_pos) if by_position else (a.n_layers, a.n_heads)
+    n_heads = a.n_kv_heads if site in ("k", "v") else a.n_heads  # grouped-query attention: the key/value heads
+    shape = (a.n_layers, n_heads, n_pos) if by_position else (a.n_layers, n_heads)
     values = np.zeros(shape)
     for i, name in enumerate(names):
-        for h in range(a.n_heads):
-            for t in range(n_pos) if by_position else [None]:
-                pos: Any = slice(None) if t is None else t
-                # pattern (B, H, T, S): head on dim 1, query on dim 2; the others (B, T, H, D)
-                index = (slice(None), h, pos) if site == "pattern" else (slice(None), pos, h)
-                out, _ = run_with_hooks(model, corrupt, {name: _put(cache[name], index)}, **kwargs)
-                values[(i, h) if t is None else (i, h, t)] = _score(metric, out)
+        cells = [(h, t) for h in range(n_heads) for t in (range(n_pos) if by_position else [None])]
+        # pattern (B, H, T, S): head on dim 1, query on dim 2; the others (B, T, H, D)
+        indices = [(slice(None), h, slice(None) if t is None else t) if site == "pattern" else
+                   (slice(None), slice(None) if t is None else t, h) for h, t in cells]
+        scores = _patched_scores(model, corrupt, name, cache[name], indices, metric, kwargs)
+        for (h, t), v in zip(cells, scores, strict=True):
+            values[(i, h) if t is None else (i, h, t)] = v
     c, k = _score(metric, clean_out), _score(metric, corrupt_out)
     axes = ("layer", "head", "position") if by_position else ("layer", "head")
     return Patching(hook, axes, values, restored(values, c, k), c, k)
@@ -216,7 +216,8 @@ def path_patch(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric,
                receiver: tuple[int, int] | None = None, into: Literal["q", "k", "v"] = "k",
                senders: Sequence[tuple[int, int]] | None = None, **kwargs: Any) -> PathPatching:
     """Path patching (Wang et al. 2022; Goldowsky-Dill et al. 2023) from each sender head to ``receiver``'s
-    ``into`` input (``(layer, head)``), or to the logits when ``receiver`` is None.
+    ``into`` input (``(layer, head)``), or to the logits when ``receiver`` is None.  Under grouped-query attention a
+    receiver's keys and values are those of its key/value head, which the other query heads of its group read too.
 
     For each sender: (1) the corrupted input runs with the sender's output ``z`` taken from the clean run and every
     other head's output frozen at its corrupted value (feed-forward sublayers recompute), so the sender's change
@@ -259,11 +260,52 @@ def path_patch(model: nn.Module, clean: Tensor, corrupt: Tensor, metric: Metric,
             edits[name] = _constant(z)
         out, kept = run_with_hooks(model, corrupt, edits, keep=[r_name] if r_name else [], **kwargs)
         if r_name is not None and receiver is not None:
+            # under grouped-query attention the receiver's keys and values are its group's (shared with the
+            # other query heads of the group, which the patch reaches too)
+            into_head = receiver[1] // (a.n_heads // a.n_kv_heads) if into in ("k", "v") else receiver[1]
             out, _ = run_with_hooks(model, corrupt, {r_name: _put(kept[r_name], (slice(None), slice(None),
-                                                                                   receiver[1]))}, **kwargs)
+                                                                                   into_head))}, **kwargs)
         values[layer, head] = _score(metric, out)
     label = "logits" if receiver is None else f"{r_name} head {receiver[1]}"
     return PathPatching(label, values, restored(values, c, k), c, k)
+
+
+# At most this many corrupted rows run in one forward pass when patching is batched (cells x batch).
+BATCH_ROWS = 64
+
+
+def _patched_scores(model: nn.Module, corrupt: Tensor, name: str, source: Tensor, indices: list[tuple[Any, ...]],
+                    metric: Metric, kwargs: dict[str, Any]) -> list[float]:
+    """The metric of the corrupted run with ``source[index]`` put into activation ``name``, for each index: the
+    cells run side by side in one batch (the corrupted input repeated, each copy patched at its own cell), at most
+    :data:`BATCH_ROWS` rows a pass.  A run with keyword inputs (masks and the like, shaped by the batch) or an
+    output that is not one tensor runs one cell a pass."""
+    b = corrupt.shape[0]
+    per = max(1, BATCH_ROWS // b)
+    scores: list[float] = []
+    for start in range(0, len(indices), per):
+        chunk = indices[start:start + per]
+        if kwargs or len(chunk) == 1:
+            for index in chunk:
+                out, _ = run_with_hooks(model, corrupt, {name: _put(source, index)}, **kwargs)
+                scores.append(_score(metric, out))
+            continue
+
+        def edit(x: Tensor, chunk: list[tuple[Any, ...]] = chunk) -> Tensor:
+            y = x.clone()
+            for j, index in enumerate(chunk):
+                rows = slice(j * b, (j + 1) * b)
+                y[rows][index] = source[index].to(x.dtype)
+            return y
+
+        out, _ = run_with_hooks(model, corrupt.repeat(len(chunk), *([1] * (corrupt.dim() - 1))), {name: edit})
+        if not isinstance(out, Tensor):
+            for index in chunk:
+                one, _ = run_with_hooks(model, corrupt, {name: _put(source, index)})
+                scores.append(_score(metric, one))
+            continue
+        scores.extend(_score(metric, out[j * b:(j + 1) * b]) for j in range(len(chunk)))
+    return scores
 
 
 def _constant(value: Tensor) -> Edit:

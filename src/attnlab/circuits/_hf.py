@@ -1,0 +1,214 @@
+"""Hook points on a Hugging Face causal language model, taken from its own modules: nothing is copied or converted.
+
+The same names and layouts as attnlab's own models (:mod:`attnlab.circuits._model`), found on the model's modules:
+
+* ``hook_resid_pre`` / ``hook_resid_post``: the input and output of each decoder layer (``transformer.h[i]``,
+  ``model.layers[i]``); ``hook_resid_mid``: the input of the norm before the feed-forward sublayer (``ln_2``,
+  ``post_attention_layernorm``); ``hook_attn_out``: the attention module's output (its ``W_O`` bias included);
+  ``hook_mlp_out``: the ``mlp`` module's output;
+* ``attn.hook_q`` / ``hook_k`` / ``hook_v`` ``(B, T, H, D)``: the projections' outputs, before rotary positions (as
+  TransformerLens's); GPT-2's fused ``c_attn`` is split into the three.  Under grouped-query attention (Llama,
+  Qwen2, Mistral with fewer key/value heads) ``hook_k`` and ``hook_v`` have the key/value heads, ``n_kv_heads`` of
+  them, each serving ``n_heads // n_kv_heads`` query heads in a row (TransformerLens's layout too);
+* ``attn.hook_z`` ``(B, T, H, D)``: the input of the output projection (``c_proj``, ``o_proj``), each head's output;
+* ``attn.hook_pattern`` ``(B, H, T, S)``: the attention weights, read by running the module's own eager attention
+  through :func:`attnlab.capturing.edit_attention` while the hook is on (the model's configs are switched back
+  after); an edited pattern is applied to the call's values;
+* ``ln_final.hook_scale``: the final norm's divisor (LayerNorm: the standard deviation; RMSNorm: the root mean
+  square, in float32 as the Llama family computes it).
+
+The weights circuits read (``Layer.attn``) are views of the model's own parameters: GPT-2's ``Conv1D`` weights
+``(in, out)`` transposed, the Llama family's ``nn.Linear`` weights as they are.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..errors import InputError
+
+__all__ = ["SUPPORTED", "Projection", "hf_anatomy", "supported_said"]
+
+# model_type -> the architecture's name in messages
+SUPPORTED = {"gpt2": "GPT-2", "llama": "Llama", "qwen2": "Qwen2", "mistral": "Mistral"}
+
+
+def supported_said() -> str:
+    return ", ".join(f"{name} ({mt})" for mt, name in SUPPORTED.items())
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A linear map ``x @ weight.T + bias`` whose ``weight`` ``(out, in)`` and ``bias`` are views of a model's own
+    parameters."""
+
+    weight: Tensor
+    bias: Tensor | None
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+@dataclass(frozen=True)
+class Attention:
+    """What circuits reads of one attention module of a Hugging Face model: its weights as :class:`Projection`
+    views and its head counts."""
+
+    module: nn.Module
+    q_proj: Projection
+    k_proj: Projection
+    v_proj: Projection
+    out_proj: Projection
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    fused: nn.Module | None  # GPT-2's c_attn (one projection giving q, k and v), else None
+    o_module: nn.Module  # the output projection module (its input is hook_z)
+
+
+Touch = Callable[[str, Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class Family:
+    """How a Hugging Face causal language model is run and where its per-head hooks go."""
+
+    model: nn.Module
+
+    def call(self, model: nn.Module, inputs: Tensor, **kwargs: Any) -> Tensor:
+        """The logits ``(B, T, V)`` of ``inputs`` ``(B, T)`` (no key/value cache kept)."""
+        return model(input_ids=inputs, use_cache=False, **kwargs).logits
+
+    def install(self, stack: ExitStack, p: str, layer: Any, touch: Touch, wanted: Callable[[str], bool]) -> None:
+        at: Attention = layer.attn
+        d = at.head_dim
+        if at.fused is not None and any(wanted(p + f"attn.hook_{x}") for x in "qkv"):
+            stack.callback(at.fused.register_forward_hook(_fused(p, touch, at.n_heads, d)).remove)
+        elif at.fused is None:
+            own: Any = at.module
+            for letter, module, h in (("q", own.q_proj, at.n_heads), ("k", own.k_proj, at.n_kv_heads),
+                                      ("v", own.v_proj, at.n_kv_heads)):
+                name = p + f"attn.hook_{letter}"
+                if wanted(name):
+                    stack.callback(module.register_forward_hook(_split(name, touch, h, d)).remove)
+        if wanted(p + "attn.hook_pattern"):
+            from ..capturing import edit_attention
+
+            edit_attention(self.model, at.module, _pattern(p + "attn.hook_pattern", touch, at), stack)
+        if wanted(p + "attn.hook_z"):
+            stack.callback(at.o_module.register_forward_pre_hook(_z(p + "attn.hook_z", touch, at.n_heads, d)).remove)
+
+
+def _split(name: str, touch: Touch, h: int, d: int) -> Callable[..., Any]:
+    def hook(_m: nn.Module, _args: tuple[Any, ...], out: Tensor) -> Tensor:
+        b, t, _ = out.shape
+        return touch(name, out.view(b, t, h, d)).reshape(b, t, h * d)  # (B, T, H, D) <-> (B, T, H * D)
+
+    return hook
+
+
+def _fused(p: str, touch: Touch, h: int, d: int) -> Callable[..., Any]:
+    def hook(_m: nn.Module, _args: tuple[Any, ...], out: Tensor) -> Tensor:
+        b, t, _ = out.shape
+        parts = [touch(p + f"attn.hook_{x}", part.reshape(b, t, h, d)).reshape(b, t, h * d)
+                 for x, part in zip("qkv", out.split(h * d, dim=2), strict=True)]  # each (B, T, H, D)
+        return torch.cat(parts, dim=2)  # (B, T, 3 * H * D)
+
+    return hook
+
+
+def _z(name: str, touch: Touch, h: int, d: int) -> Callable[..., Any]:
+    def hook(_m: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        x = args[0]  # (B, T, H * D)
+        b, t, _ = x.shape
+        return (touch(name, x.reshape(b, t, h, d)).reshape(b, t, h * d), *args[1:])
+
+    return hook
+
+
+def _pattern(name: str, touch: Touch, at: Attention) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    groups = at.n_heads // at.n_kv_heads
+
+    def edit(out: Tensor, weights: Tensor, value: Tensor) -> Tensor:
+        w = touch(name, weights)  # (B, H, T, S)
+        if w is weights:
+            return out
+        v = value.repeat_interleave(groups, dim=1) if groups > 1 else value  # (B, H, S, D)
+        return (w.to(v.dtype) @ v).transpose(1, 2).contiguous().to(out.dtype)  # (B, T, H, D), as eager returns
+
+    return edit
+
+
+def hf_anatomy(model: nn.Module) -> Any:
+    """The :class:`attnlab.circuits.Anatomy` of a Hugging Face causal language model of a supported architecture;
+    None for a model that is not a transformers model; an :class:`InputError` naming the supported architectures
+    for any other transformers model."""
+    if "transformers" not in sys.modules:
+        return None
+    from transformers import PreTrainedModel
+
+    if not isinstance(model, PreTrainedModel):
+        return None
+    from ._model import Anatomy
+
+    config = model.config
+    mt = getattr(config, "model_type", None)
+    lm_head = getattr(model, "lm_head", None)
+    if mt not in SUPPORTED or not isinstance(lm_head, nn.Linear):
+        what = f"a {type(model).__name__} ({mt})"
+        raise InputError(f"circuits read Hugging Face causal language models of these architectures: "
+                         f"{supported_said()}, loaded with their language-model head (AutoModelForCausalLM); got "
+                         f"{what}; its attention can still be seen with attnlab show or attnlab.capture")
+    base: Any
+    if mt == "gpt2":
+        base = model.transformer
+        layers = tuple(_gpt2_layer(block, config) for block in base.h)
+        final, rms = base.ln_f, False
+    else:
+        base = model.model
+        layers = tuple(_llama_layer(block, config) for block in base.layers)
+        final, rms = base.norm, True
+    return Anatomy(str(mt), layers, final, lm_head.weight, rms=rms, family=Family(model))
+
+
+def _gpt2_layer(block: Any, config: Any) -> Any:
+    from ._model import Layer
+
+    attn = block.attn
+    if getattr(attn, "is_cross_attention", False) or getattr(config, "add_cross_attention", False):
+        raise InputError("circuits read GPT-2 decoders without cross-attention; this one has "
+                         "add_cross_attention=True")
+    m, h = int(config.n_embd), int(config.n_head)
+    w, b = attn.c_attn.weight, attn.c_attn.bias  # Conv1D: (M, 3M), (3M,): x @ w + b
+
+    def part(i: int) -> Projection:
+        return Projection(w[:, i * m:(i + 1) * m].T, b[i * m:(i + 1) * m])
+
+    view = Attention(attn, part(0), part(1), part(2), Projection(attn.c_proj.weight.T, attn.c_proj.bias), h, h,
+                     m // h, attn.c_attn, attn.c_proj)
+    return Layer(block, view, block.ln_2, False, block.mlp, block.ln_1, True, attn_module=attn)
+
+
+def _llama_layer(block: Any, config: Any) -> Any:
+    from ._model import Layer
+
+    attn = block.self_attn
+    h = int(config.num_attention_heads)
+    kv = int(getattr(config, "num_key_value_heads", None) or h)
+    d = int(getattr(config, "head_dim", None) or config.hidden_size // h)
+
+    def proj(linear: nn.Linear) -> Projection:
+        return Projection(linear.weight, linear.bias)
+
+    view = Attention(attn, proj(attn.q_proj), proj(attn.k_proj), proj(attn.v_proj), proj(attn.o_proj), h, kv, d,
+                     None, attn.o_proj)
+    return Layer(block, view, block.post_attention_layernorm, False, block.mlp, block.input_layernorm, True,
+                 attn_module=attn)
