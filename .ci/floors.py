@@ -1,4 +1,5 @@
-"""The runtime dependencies of pyproject.toml at their declared floors, for `make test-floor`.
+"""The runtime dependencies of pyproject.toml at their declared floors, for `make test-floor`: the core
+`dependencies` and those of every runtime extra (the extras that the `all` extra names, `attnlab[hf,...]`).
 
     python3 .ci/floors.py [pyproject.toml]          print pip constraints `name==floor`, one a line
     python3 .ci/floors.py --check [pyproject.toml]  exit 1 unless the running Python has every floor
@@ -22,11 +23,23 @@ import tomllib
 PINNED = {"torch"}  # by constraints.txt
 
 
+def runtime_requirements(project: dict) -> list[str]:
+    """The core dependencies, then those of each extra that `all` names (`attnlab[hf,analysis,...]`)."""
+    extras = project.get("optional-dependencies", {})
+    named: list[str] = []
+    for requirement in extras.get("all", []):
+        m = re.fullmatch(r"\s*attnlab\[([A-Za-z0-9_,\s-]+)\]\s*", requirement)
+        if m is None:
+            sys.exit(f"floors.py: the `all` extra holds {requirement!r}; it names attnlab's runtime extras only")
+        named += [name.strip() for name in m.group(1).split(",")]
+    return [*project["dependencies"], *(r for name in named for r in extras[name])]
+
+
 def floors(pyproject: Path) -> dict[str, str]:
     """{name: floor} of every runtime dependency but the pinned ones; each must be a plain `name>=version`."""
     project = tomllib.loads(pyproject.read_text())["project"]
     out = {}
-    for requirement in project["dependencies"]:
+    for requirement in runtime_requirements(project):
         m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*>=\s*([^,;\s]+)\s*", requirement)
         if m is None:
             sys.exit(f"floors.py: {requirement!r} has no plain '>=' floor; declare one as `name>=version`")

@@ -19,7 +19,7 @@ from . import errors
 from ._bundled import KINDS, MODELS, Located, locate
 from .errors import AttnLabError
 
-__version__ = "0.1.0"
+__version__ = "0.9.0"
 
 # Every subpackage is reachable as ``attnlab.NAME`` after ``import attnlab`` (and as ``import attnlab.NAME``), and
 # every public name below loads its module on first use: ``import attnlab`` imports neither torch nor any heavy

@@ -1,8 +1,9 @@
 """``attnlab`` command line.  It only orchestrates: every subcommand lives in
 ``attnlab._commands.<name>`` with ``add_parser(subparsers)`` and ``run(args) -> int``.
 
-Bad input (any :class:`attnlab.errors.AttnLabError`, a missing file, an unwritable folder) prints
-one line on stderr and exits 2, with no traceback and no partial output file.  Warnings print as one
+Bad input (any :class:`attnlab.errors.AttnLabError`, a missing file, an unwritable folder, a library of an
+optional extra that is not installed: ``pip install 'attnlab[serve]'``) prints one line on stderr and exits 2,
+with no traceback and no partial output file.  Warnings print as one
 line too (``attnlab show: warning: ...``), never with a source path.  SIGINT (exit 130) and SIGTERM
 (exit 143) unwind the command like an exception, so its temporary files are removed.
 """
@@ -110,6 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.run(args) or 0)
     except AttnLabError as exc:
         print(f"attnlab {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # a library of an extra that is not installed (attnlab._extras)
+        from ._extras import missing_extra
+
+        missing = missing_extra(exc, "this command")
+        if missing is None:
+            raise
+        print(f"attnlab {args.command}: error: {_one_line(missing)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `attnlab show ... | head`: the reader left; stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)

