@@ -35,6 +35,7 @@ from ._lm import (
     check_sampling,
     find_loop,
     load_language_model,
+    sample_next,
     sampling_defaults,
 )
 from ._translator import CONFIDENCE_KEY, Translation, Translator, load_translator, translator_folder
@@ -66,6 +67,7 @@ __all__ = [
     "load_translator",
     "model_file",
     "reliability_bins",
+    "sample_next",
     "sampling_defaults",
     "sha256",
     "translator_folder",

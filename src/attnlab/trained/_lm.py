@@ -37,7 +37,7 @@ from ..models.lm import CausalLM, load_lm
 from ._unknown import unknown_warning
 
 __all__ = ["SAMPLING", "SAMPLING_FILE", "SHOWN_SAMPLING", "Generated", "LanguageModel", "Loop", "check_sampling",
-           "find_loop", "load_language_model", "sampling_defaults"]
+           "find_loop", "load_language_model", "sample_next", "sampling_defaults"]
 
 # the defaults of every surface (generate, the lab, the API): sampled, and no loop on zh-lm (docs/lm.md, "Generation")
 SAMPLING: dict[str, Any] = {"temperature": 0.8, "top_k": 0, "top_p": 0.9, "repetition_penalty": 1.2,
@@ -128,28 +128,11 @@ class LanguageModel:
         cache = model.new_cache()
         logits = model(torch.tensor([seq]), cache)[0, -1]  # (V,)
         for step in range(max_tokens):
-            scores = logits.float().clone()  # (V,)
-            if repetition_penalty != 1.0:
-                seen = torch.tensor(sorted(set(seq)))
-                s = scores[seen]
-                # a penalty past float32's range is its largest (inf would make 0 * inf NaN), and a logit it sends
-                # below the range stays the lowest finite score: penalised characters are never all banned
-                r = min(float(repetition_penalty), torch.finfo(scores.dtype).max)
-                scores[seen] = torch.where(s > 0, s / r, (s * r).clamp(min=torch.finfo(scores.dtype).min))
-            scores[0] = -math.inf  # never [UNK]
-            if no_repeat_ngram:
-                banned = repeated_ngram_ends([*out.prompt_ids, *out.ids], no_repeat_ngram)
-                if banned and len(banned) < int(torch.isfinite(scores).sum()):  # never ban every character
-                    scores[torch.tensor(sorted(banned))] = -math.inf
-            if greedy:
-                nxt = int(scores.argmax())
-                log_p = torch.log_softmax(scores, -1)
-            else:
-                scores = filter_scores(tempered(scores, temperature), top_k, top_p)
-                log_p = torch.log_softmax(scores, -1)
-                nxt = int(torch.multinomial(log_p.exp(), 1, generator=g))
+            nxt, log_p_next = sample_next(logits, seq, [*out.prompt_ids, *out.ids], g, never=0, greedy=greedy,
+                                          temperature=temperature, top_k=top_k, top_p=top_p,
+                                          repetition_penalty=repetition_penalty, no_repeat_ngram=no_repeat_ngram)
             out.ids.append(nxt)
-            out.log_probs.append(float(log_p[nxt]))
+            out.log_probs.append(log_p_next)
             out.model_log_probs.append(float(torch.log_softmax(logits.float(), -1)[nxt]))
             if on_text is not None:
                 on_text(self.vocab.vocabulary[nxt])
@@ -168,6 +151,36 @@ class LanguageModel:
             warnings.warn(out.loop.message(list(self.vocab.vocabulary), greedy or top_k == 1), UserWarning,
                           stacklevel=2)
         return out
+
+
+def sample_next(logits: torch.Tensor, window: list[int], written: list[int], g: torch.Generator, *,
+                never: int | None, greedy: bool, temperature: float, top_k: int, top_p: float,
+                repetition_penalty: float, no_repeat_ngram: int) -> tuple[int, float]:
+    """One draw after ``logits`` ``(V,)`` as the module's docstring says: ``window`` the ids the model reads (the
+    repetition penalty's), ``written`` the prompt and the text so far (the n-gram ban's), ``never`` an id never drawn
+    (a character model's ``[UNK]``).  Returns the id and its log-probability after the settings."""
+    scores = logits.float().clone()  # (V,)
+    if repetition_penalty != 1.0:
+        seen = torch.tensor(sorted(set(window)))
+        s = scores[seen]
+        # a penalty past float32's range is its largest (inf would make 0 * inf NaN), and a logit it sends
+        # below the range stays the lowest finite score: penalised characters are never all banned
+        r = min(float(repetition_penalty), torch.finfo(scores.dtype).max)
+        scores[seen] = torch.where(s > 0, s / r, (s * r).clamp(min=torch.finfo(scores.dtype).min))
+    if never is not None:
+        scores[never] = -math.inf
+    if no_repeat_ngram:
+        banned = repeated_ngram_ends(written, no_repeat_ngram)
+        if banned and len(banned) < int(torch.isfinite(scores).sum()):  # never ban every character
+            scores[torch.tensor(sorted(banned))] = -math.inf
+    if greedy:
+        nxt = int(scores.argmax())
+        log_p = torch.log_softmax(scores, -1)
+    else:
+        scores = filter_scores(tempered(scores, temperature), top_k, top_p)
+        log_p = torch.log_softmax(scores, -1)
+        nxt = int(torch.multinomial(log_p.exp(), 1, generator=g))
+    return nxt, float(log_p[nxt])
 
 
 def tempered(scores: torch.Tensor, temperature: float) -> torch.Tensor:
