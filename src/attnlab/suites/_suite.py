@@ -38,6 +38,7 @@ __all__ = [
     "bundled_suites",
     "parse_suite",
     "read_suite",
+    "suite_inputs",
     "suite_path",
 ]
 
@@ -163,6 +164,12 @@ def read_suite(suite: str | os.PathLike[str]) -> Suite:
         raise SuiteError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as "
                          f"UTF-8") from None
     return parse_suite(text, str(path))
+
+
+def suite_inputs(*suites: str | os.PathLike[str]) -> list[str]:
+    """Every input text of the cases of ``suites`` (bundled names or files), in file order: what training data
+    must not hold (``make train-zh`` leaves the zh-sentiment suites' inputs out of its composed phrases)."""
+    return [text for suite in suites for case in read_suite(suite).cases for text in case.inputs]
 
 
 def _fail(source: str, line: int, what: str) -> SuiteError:

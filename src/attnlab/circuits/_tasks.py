@@ -1,0 +1,122 @@
+"""Discovery tasks as plain Python: a generator of clean/corrupted prompt pairs and a per-prompt metric.
+
+A :class:`Task` makes :class:`PromptPairs` (``task.prompts(model, n, seed)``); every pair has the same length in
+one set, and the metric is read at ``positions``: by default the logit difference between what the clean prompt
+should predict there (``targets``) and the corrupted prompt's answer (``distractors``), averaged over the
+positions, one value per prompt (:func:`logit_diff_per_prompt`), so that every result can carry a bootstrap
+interval over prompts.  Built in (:data:`TASKS`):
+
+* ``induction`` (induction-2l, or any character language model): ``clean = S S``, ``corrupt = R S`` of random
+  tokens (L = 20 by default), the metric on the repeated half, the same inputs as
+  :func:`attnlab.circuits.induction.induction_inputs`.
+
+Write your own by building a :class:`Task` with a ``make(model, n, seed) -> PromptPairs`` function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import InputError
+from ._model import anatomy
+
+__all__ = ["TASKS", "PromptPairs", "Task", "induction_task", "logit_diff_per_prompt", "task_named"]
+
+
+@dataclass(frozen=True)
+class PromptPairs:
+    """``clean`` and ``corrupt`` ``(B, T)`` token ids, and the metric's ``positions``, ``targets`` and
+    ``distractors`` ``(B, P)``."""
+
+    task: str
+    clean: Tensor
+    corrupt: Tensor
+    positions: tuple[int, ...]
+    targets: Tensor
+    distractors: Tensor
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.clean.shape != self.corrupt.shape or self.clean.dim() != 2:
+            raise InputError(f"clean and corrupted prompts must be (B, T) of one shape; got "
+                             f"{tuple(self.clean.shape)} and {tuple(self.corrupt.shape)}")
+        if self.targets.shape != (self.clean.shape[0], len(self.positions)) or \
+                self.distractors.shape != self.targets.shape:
+            raise InputError("targets and distractors must be (B, P): one per prompt and position")
+
+    def __len__(self) -> int:
+        return int(self.clean.shape[0])
+
+    def take(self, rows: Tensor | list[int]) -> PromptPairs:
+        r = torch.as_tensor(rows, dtype=torch.long)
+        return PromptPairs(self.task, self.clean[r], self.corrupt[r], self.positions, self.targets[r],
+                           self.distractors[r], self.seed)
+
+    def digest(self) -> str:
+        """sha256 of the prompts, positions, targets and distractors: the manifest's prompts' hash."""
+        h = hashlib.sha256()
+        for t in (self.clean, self.corrupt, self.targets, self.distractors):
+            h.update(t.to(torch.int64).contiguous().numpy().tobytes())
+        h.update(repr(self.positions).encode())
+        return h.hexdigest()
+
+
+def logit_diff_per_prompt(logits: Tensor, pairs: PromptPairs) -> Tensor:
+    """``(B,)`` the mean over ``pairs.positions`` of ``logit[target] - logit[distractor]``."""
+    rows = logits[:, list(pairs.positions)]  # (B, P, V)
+    t, d = pairs.targets.to(rows.device), pairs.distractors.to(rows.device)
+    return (rows.gather(-1, t[..., None]) - rows.gather(-1, d[..., None]))[..., 0].mean(1)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A named prompt-pair generator and its per-prompt metric (higher = the clean behaviour)."""
+
+    name: str
+    description: str
+    make: Callable[[nn.Module, int, int], PromptPairs]
+    metric: Callable[[Tensor, PromptPairs], Tensor] = logit_diff_per_prompt
+    metric_name: str = "logit difference (target - distractor), mean over the task's positions"
+
+    def prompts(self, model: nn.Module, n: int, seed: int = 0) -> PromptPairs:
+        if n < 2:
+            raise InputError(f"a task needs at least 2 prompts (for its interval), got {n}")
+        return self.make(model, n, seed)
+
+
+def _induction(length: int) -> Callable[[nn.Module, int, int], PromptPairs]:
+    def make(model: nn.Module, n: int, seed: int) -> PromptPairs:
+        from .induction import induction_inputs
+
+        a = anatomy(model)
+        if a.unembed is None:
+            raise InputError("the induction task needs a language model (its next-token logits)")
+        x = induction_inputs(int(a.unembed.shape[0]), length, n, seed=seed, low=1)
+        return PromptPairs("induction", x.clean, x.corrupt, tuple(x.positions), x.targets, x.distractors, seed)
+
+    return make
+
+
+def induction_task(length: int = 20) -> Task:
+    """``S S`` against ``R S`` of ``length`` random tokens each (ids from 1: [UNK] never drawn)."""
+    return Task("induction", f"clean S S, corrupt R S: {length} random tokens repeated; the metric on the "
+                f"repeated half", _induction(length))
+
+
+TASKS: dict[str, Callable[[], Task]] = {"induction": induction_task}
+
+
+def task_named(name: str) -> Task:
+    if name not in TASKS:
+        raise InputError(f"unknown task {name!r}; the tasks are {', '.join(sorted(TASKS))}")
+    return TASKS[name]()
+
+
+def describe(task: Task) -> dict[str, Any]:
+    return {"name": task.name, "description": task.description, "metric": task.metric_name}
