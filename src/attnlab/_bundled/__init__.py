@@ -32,13 +32,13 @@ from typing import Literal
 
 from ..errors import ModelLoadError
 
-__all__ = ["FORMATS", "KINDS", "MODELS", "MODEL_KINDS", "Bundled", "KindInfo", "Located", "ModelKind", "bundled_folder",
-           "locate", "minilm_folder"]
+__all__ = ["FORMATS", "KINDS", "MODELS", "MODEL_KINDS", "MODEL_TYPES", "Bundled", "KindInfo", "Located", "ModelKind",
+           "bundled_folder", "locate", "minilm_folder"]
 
 HERE = Path(__file__).resolve().parent
 
-ModelKind = Literal["huggingface", "classifier", "translator", "lm"]
-MODEL_KINDS: tuple[ModelKind, ...] = ("huggingface", "classifier", "translator", "lm")
+ModelKind = Literal["huggingface", "classifier", "translator", "lm", "hf-lm"]
+MODEL_KINDS: tuple[ModelKind, ...] = ("huggingface", "classifier", "translator", "lm", "hf-lm")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ KINDS: dict[ModelKind, KindInfo] = {
                            "the --out folder of `attnlab train translate`"),
     "lm": KindInfo("language model", "attnlab generate or attnlab analyze", "lm",
                    "the --out folder of `attnlab train lm`"),
+    "hf-lm": KindInfo("Hugging Face language model", "attnlab generate, attnlab analyze or attnlab patch", "hf-lm",
+                      "a local Hugging Face causal language model folder (GPT-2, Llama, Qwen2, Mistral)"),
 }
 
 MINILM = "minilm"
@@ -109,6 +111,9 @@ SEQ2SEQ_FORMAT = "attnlab.seq2seq/"  # the format prefix of a translator's confi
 LM_FORMAT = "attnlab.lm/"  # and of a language model's (attnlab.models.lm)
 # what the "format" of a folder's config.json says it is, by prefix (attnlab.kinds.register adds a kind's own)
 FORMATS: dict[str, ModelKind] = {SEQ2SEQ_FORMAT: "translator", LM_FORMAT: "lm"}
+# what a Hugging Face config.json's "model_type" says it is, where a kind reads that architecture itself (the causal
+# language models attnlab.kinds.hf_lm reads); any other model_type is a Hugging Face model captured as it is
+MODEL_TYPES: dict[str, ModelKind] = dict.fromkeys(("gpt2", "llama", "qwen2", "mistral"), "hf-lm")
 
 
 @dataclass(frozen=True)
@@ -230,7 +235,7 @@ def _kind_of_folder(folder: Path) -> ModelKind | None:
         if said.startswith(prefix):
             return kind
     if "model_type" in config:
-        return "huggingface"
+        return MODEL_TYPES.get(str(config["model_type"]), "huggingface")
     if (folder / MODEL_FILE).is_file():  # `attnlab train classify` (its config.json, if any, names no model_type)
         return "classifier"
     return None

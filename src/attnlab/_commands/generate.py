@@ -98,22 +98,25 @@ def described(settings: dict[str, Any], seed: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from .._bundled import locate
     from ..errors import InputError
-    from ..kinds import Model
-    from ..trained import check_sampling, sampling_defaults
-    from ..viz import save_html
+    from ..kinds import KIND, Model
+    from ..trained import check_sampling
 
     if not args.prompt.strip():  # as the lab and every other command refuse an empty text
         raise InputError(f"the prompt is empty (got {args.prompt!r}); give some text to continue, e.g. \"中国\"")
-    settings = sampling(args, sampling_defaults(locate(args.model, "lm").path))  # the model's own defaults beneath
+    found = locate(args.model, *(k for k, spec in KIND.items() if spec.able("sample")))  # the one time it is found
+    if args.attribute:
+        KIND[found.kind].require("attribute", found.given, "attributing a generation (--attribute)")
+    model = Model.load(found)
+    settings = sampling(args, model.loaded.defaults)  # the model's own defaults beneath (sampling.json)
     check_sampling(args.max_tokens, settings["temperature"], settings["top_k"], settings["top_p"],
                    settings["repetition_penalty"], settings["no_repeat_ngram"], seed=args.seed)
     key = repr((args.prompt, args.model, args.max_tokens, sorted(settings.items()), args.seed, args.attribute))
     out_arg = args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(args.prompt, key)
     out, base = check_out(out_arg)
-    model = Model.load(args.model, "lm")
     with warnings.catch_warnings():  # the check alone: the generation below warns about unknown characters, once
         warnings.simplefilter("ignore")
-        model.loaded.encode_prompt(args.prompt)  # refuses a prompt of unknown characters before anything is written
+        model.spec.check_prompt(model, args.prompt, args.max_tokens)  # refused before anything is written
+    from ..viz import save_html
 
     def stream(text: str) -> None:
         sys.stdout.write(text)
@@ -132,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
             files += [ATTRIBUTION_FIGURE, ATTRIBUTION_FILE]
         publish(stage, out, files)
     mean = outcome.score  # the model's own, per character, before temperature and penalties: as every surface
-    print(f"\n{len(generated.ids)} characters, mean log-probability {mean:.3f} per character "
+    unit = model.spec.unit
+    print(f"\n{len(generated.ids)} {unit}s, mean log-probability {mean:.3f} per {unit} "
           f"({described(settings, args.seed)})"
           f"{'; the trace replays the last context (the window slid)' if generated.slid else ''}")
     if args.attribute:

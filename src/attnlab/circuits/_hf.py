@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import InputError
+from ._anatomy import Anatomy, Layer
 
 __all__ = ["SUPPORTED", "Projection", "hf_anatomy", "supported_said"]
 
@@ -147,7 +148,7 @@ def _pattern(name: str, touch: Touch, at: Attention) -> Callable[[Tensor, Tensor
     return edit
 
 
-def hf_anatomy(model: nn.Module) -> Any:
+def hf_anatomy(model: nn.Module) -> Anatomy | None:
     """The :class:`attnlab.circuits.Anatomy` of a Hugging Face causal language model of a supported architecture;
     None for a model that is not a transformers model; an :class:`InputError` naming the supported architectures
     for any other transformers model."""
@@ -157,8 +158,6 @@ def hf_anatomy(model: nn.Module) -> Any:
 
     if not isinstance(model, PreTrainedModel):
         return None
-    from ._model import Anatomy
-
     config = model.config
     mt = getattr(config, "model_type", None)
     lm_head = getattr(model, "lm_head", None)
@@ -180,8 +179,6 @@ def hf_anatomy(model: nn.Module) -> Any:
 
 
 def _gpt2_layer(block: Any, config: Any) -> Any:
-    from ._model import Layer
-
     attn = block.attn
     if getattr(attn, "is_cross_attention", False) or getattr(config, "add_cross_attention", False):
         raise InputError("circuits read GPT-2 decoders without cross-attention; this one has "
@@ -198,8 +195,6 @@ def _gpt2_layer(block: Any, config: Any) -> Any:
 
 
 def _llama_layer(block: Any, config: Any) -> Any:
-    from ._model import Layer
-
     attn = block.self_attn
     h = int(config.num_attention_heads)
     kv = int(getattr(config, "num_key_value_heads", None) or h)

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from ..errors import InputError
 from ..layers import AttentionCall
+from ._anatomy import Anatomy, Layer
 
 __all__ = ["ActivationCache", "Anatomy", "Edit", "Layer", "anatomy", "edited", "hook_names", "run_with_cache",
            "run_with_hooks"]
@@ -46,61 +47,6 @@ LAYER_SITES = ("hook_resid_pre", "attn.hook_q", "attn.hook_k", "attn.hook_v", "a
                "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
 DERIVED = ("attn.hook_result",)  # cache only
 SUPPORTED_SAID = "GPT-2, Llama, Qwen2, Mistral"  # the Hugging Face architectures (attnlab.circuits._hf.SUPPORTED)
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One self-attention block of a model, as module references (not copies)."""
-
-    block: nn.Module  # its input is the residual stream before it, its output the stream after it
-    # the attention's weights and head counts: attnlab's MultiHeadAttention, or for a Hugging Face model a view of
-    # its own parameters with the same names (q_proj, k_proj, v_proj, out_proj: weight (out, in), bias; n_heads)
-    attn: Any
-    # where the stream between the two sublayers is read: the input of this module (pre-norm: norm2), or its output
-    # (post-norm: the LayerNorm over x + attention); None when the block has no second sublayer
-    mid: nn.Module | None
-    mid_is_output: bool
-    mlp: nn.Module | None  # the feed-forward sublayer, whose output is hook_mlp_out (BERT: the output Linear)
-    norm: nn.Module | None  # the LayerNorm (or RMSNorm) in front of the attention (pre-norm), None without one
-    pre_norm: bool
-    # the module whose output's first element is hook_attn_out (attnlab: the attention itself)
-    attn_module: nn.Module | None = None
-
-    @property
-    def attention(self) -> nn.Module:
-        return self.attn_module if self.attn_module is not None else self.attn
-
-
-@dataclass(frozen=True)
-class Anatomy:
-    """The parts of a model the hook points sit on; :func:`anatomy` builds it."""
-
-    kind: str  # "lm", "classifier", "bert", or a Hugging Face model_type ("gpt2", "llama", "qwen2", "mistral")
-    layers: tuple[Layer, ...]
-    final_norm: nn.Module | None  # the norm before the unembedding (CausalLM with norms; a Hugging Face LM's own)
-    unembed: Tensor | None  # (V, M): logits = final_norm(x) @ unembed.T (a language model)
-    rms: bool = False  # the final norm is an RMSNorm (no centring, no bias), as in the Llama family
-    # a Hugging Face model's hook installer for q/k/v/pattern/z and how it is called (attnlab.circuits._hf); None
-    # for attnlab's own models
-    family: Any = None
-
-    @property
-    def n_layers(self) -> int:
-        return len(self.layers)
-
-    @property
-    def n_heads(self) -> int:
-        return int(self.layers[0].attn.n_heads)
-
-    @property
-    def n_kv_heads(self) -> int:
-        """Key/value heads per layer: fewer than :attr:`n_heads` under grouped-query attention, where each serves
-        ``n_heads // n_kv_heads`` query heads in a row."""
-        return int(getattr(self.layers[0].attn, "n_kv_heads", self.n_heads))
-
-    def call(self, model: nn.Module, inputs: Tensor, **kwargs: Any) -> Any:
-        """The model's output on ``inputs``: attnlab's models' own; a Hugging Face language model's logits."""
-        return model(inputs, **kwargs) if self.family is None else self.family.call(model, inputs, **kwargs)
 
 
 def anatomy(model: nn.Module) -> Anatomy:
@@ -123,7 +69,7 @@ def anatomy(model: nn.Module) -> Anatomy:
         layers = tuple(Layer(b, b.attention.get_submodule("self"), b.attention, True, b.output, None, False)
                        for b in bert)
         return Anatomy("bert", layers, None, None)
-    from ._hf import hf_anatomy
+    from ._hf import hf_anatomy  # (a module of its own: transformers is imported only where a model is one)
 
     found = hf_anatomy(model)  # a Hugging Face causal language model (or an InputError naming the supported ones)
     if found is not None:

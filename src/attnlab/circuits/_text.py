@@ -164,8 +164,9 @@ def composition_baseline(model: nn.Module) -> float:
     :func:`attnlab.circuits.random_composition_baseline`)."""
     from .induction import random_composition_baseline
 
-    config = anatomy(model).layers[0].attn.config
-    return random_composition_baseline(int(config.d_model), int(config.head_k))
+    q = anatomy(model).layers[0].attn  # (its q_proj weight is (H * D, M))
+    d_model, d_head = int(q.q_proj.weight.shape[1]), int(q.q_proj.weight.shape[0]) // int(q.n_heads)
+    return random_composition_baseline(d_model, d_head)
 
 
 def _finite(x: Any) -> float | None:

@@ -15,6 +15,7 @@ from ._hooked import TextModel
 from ._trace import trace_text
 from .classifier import ClassifierKind
 from .encoder import EncoderKind
+from .hf_lm import HFLanguageModelKind
 from .lm import LanguageModelKind
 from .translator import TranslatorKind
 
@@ -23,7 +24,8 @@ __all__ = ["CAPABILITIES", "KIND", "UNBOUNDED", "Budget", "Cost", "Forward", "Ki
            "unregister"]
 
 # The one table of kinds, keyed like attnlab.KINDS (tests/kinds checks the two agree): one object per module here.
-KIND.update({k.name: k for k in (EncoderKind(), ClassifierKind(), TranslatorKind(), LanguageModelKind())})
+KIND.update({k.name: k for k in (EncoderKind(), ClassifierKind(), TranslatorKind(), LanguageModelKind(),
+                                 HFLanguageModelKind())})
 
 
 def kind_of(model: object) -> Kind:

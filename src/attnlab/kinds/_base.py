@@ -116,6 +116,7 @@ class Kind:
     cut: ClassVar[bool] = False
     # whose behaviour-suite cases it reads (attnlab.suites.EXPECT_KEYS: what a case of each type expects)
     suites_as: ClassVar[str] = ""
+    unit: ClassVar[str] = "character"  # what one token of its text is, in messages ("character", "token")
 
     @property
     def info(self) -> KindInfo:
@@ -184,6 +185,14 @@ class Kind:
         """The outcomes of ``texts`` without traces, batched, each carrying its own warnings: a kind that can
         ``"batch"`` implements it (:meth:`Model.run_many` runs the others text by text)."""
         raise NotImplementedError
+
+    def check_prompt(self, model: Model, text: str, max_tokens: int) -> None:
+        """An :class:`InputError` for a prompt this kind cannot continue (before a command writes anything)."""
+        self.require("sample", model.name, "continuing a text")
+
+    def check_window(self, model: Model, name: str, text: str, writes: int) -> None:
+        """A :class:`TooLongError` when ``text`` and the ``writes`` tokens after it do not fit one window of the
+        model (the lab shows one window of attention, so its continuation may not slide)."""
 
     # ----- telling -----------------------------------------------------------------------------------------------
     def answer(self, outcome: Outcome) -> str | None:

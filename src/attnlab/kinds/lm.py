@@ -63,6 +63,17 @@ class LanguageModelKind(Kind):
         return Outcome(model.name, self.name, text, output, (), [chars[i] for i in generated.prompt_ids], captured,
                        generated)
 
+    def check_prompt(self, model: Model, text: str, max_tokens: int) -> None:
+        model.loaded.encode_prompt(text)  # refuses a prompt of unknown characters
+
+    def check_window(self, model: Model, name: str, text: str, writes: int) -> None:
+        limit = model.loaded.context - writes
+        if len(text) > limit:
+            raise TooLongError(f"the text is {len(text)} characters long but {name} continues at most {limit} "
+                               f"(its context of {model.loaded.context} less the {writes} it writes); shorten "
+                               f"the text, or continue a longer one with attnlab generate (it slides the window)",
+                               len(text), limit)
+
     def answer(self, outcome: Outcome) -> str | None:
         return str(outcome.output["continuation"])
 

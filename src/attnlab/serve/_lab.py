@@ -279,15 +279,8 @@ def _load(entry: ModelEntry) -> Any:
 def _check_cost(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None, budget: Budget) -> None:
     """Refuse, before running, a text the model cannot continue in one window, or whose run would keep more
     attention than ``budget`` allows (a :class:`~attnlab.errors.TooLongError`, answered 413)."""
-    from ..errors import TooLongError
-
     if settings is not None:  # a language model: the page shows one window of attention, so the window may not slide
-        limit = model.loaded.context - CONTINUATION
-        if len(text) > limit:
-            raise TooLongError(f"the text is {len(text)} characters long but {entry.name} continues at most {limit} "
-                               f"(its context of {model.loaded.context} less the {CONTINUATION} it writes); shorten "
-                               f"the text, or continue a longer one with attnlab generate (it slides the window)",
-                               len(text), limit)
+        model.spec.check_window(model, entry.name, text, CONTINUATION)
     options = {"max_tokens": CONTINUATION} if settings is not None else {}
     budget.check(model.cost(text, **options), entry.name, model.spec.whole)  # model.cost refuses a non-string
 
