@@ -109,3 +109,21 @@ def test_the_core_runs_without_any_extra(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-2:] == ["pos", "loaded: []"]
     assert (tmp_path / "viewer.html").stat().st_size > 0 and (tmp_path / "heatmap.png").stat().st_size > 0
+
+
+def test_no_help_text_or_message_names_a_docs_file() -> None:
+    """A wheel holds no docs/: help texts, errors and written reports name a page of the guide instead (docstrings,
+    read in a clone, may name the file)."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "src" / "attnlab").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and "docs/" in node.value]
+    assert found == []

@@ -409,7 +409,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"{m['cpu_count']} CPUs, {m['torch_threads']} torch threads, load average at the end {m['loadavg_at_end']}.",
         f"Memory: {doc['memory_method']} (calibration: 256 MiB measured as {doc['memory_calibration_256mib']} MiB).",
         "",
-        "## Benchmark targets (ratios from this run; reasons in docs/efficient.md)",
+        "## Benchmark targets (ratios from this run; reasons: the guide's Efficient attention page)",
         "",
         "| target | threshold | measured | met |",
         "|---|---|---|---|",

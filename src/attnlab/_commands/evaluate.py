@@ -18,7 +18,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--split", choices=("test", "valid", "train"), default="test", help="default: test")
     p.add_argument("--suite", metavar="NAME_OR_FILE",
                    help="run a behaviour suite instead: zh-sentiment | zh-sentiment-heldout | dates-zh | "
-                   "tutorial-en-zh (the bundled ones) or a .jsonl suite (docs/training.md); prints the pass "
+                   "tutorial-en-zh (the bundled ones) or a .jsonl suite (its format: the guide's Training page, "
+                   "'Behaviour suites'); prints the pass "
                    "rate per capability and the failing cases")
     p.set_defaults(run=run)
 

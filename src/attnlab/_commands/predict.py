@@ -32,8 +32,9 @@ nothing is cut.
 --explain adds three lines per text: the characters whose blanking out (each replaced by one the model never saw)
 lowers the predicted label's probability the most, with that drop; the characters that built the predicted label's
 logit, ALTI-Logit's signed shares (largest in size first; + pushed the label up, - pushed it down; the method that
-met the faithfulness goal, docs/analysis.md); and the characters the pooled classifier attends to most (last
-encoder layer, mean over heads and over the queries the pooling reads), with their attention share.
+met the faithfulness goal: the guide's Analysis page, "Faithfulness"); and the characters the pooled classifier
+attends to most (last encoder layer, mean over heads and over the queries the pooling reads), with their attention
+share.
 
 examples:
   attnlab predict --model zh-sentiment "这本书写得很好" "送货太慢了"

@@ -94,7 +94,8 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     async def wrong_method(request: Request, exc: Exception) -> Response:
         allow = (getattr(exc, "headers", None) or {}).get("Allow")  # Starlette's router names the path's methods
         methods = f"; it takes {allow}" if allow else ""
-        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}{methods}; see docs/serve.md",
+        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}{methods}; the guide's Live "
+                           f"lab page describes the API",
                       {"Allow": allow} if allow else None)
 
     @app.get("/", response_class=HTMLResponse, responses=schema.page_answers())

@@ -151,7 +151,8 @@ def suite_path(suite: str | os.PathLike[str]) -> Path:
     if not path.is_file():
         bundled = ", ".join(sorted(p.stem for p in HERE.glob("*.jsonl")))
         raise SuiteError(f"no suite {name!r}: it is neither a bundled suite ({bundled}) nor a file; pass one of "
-                         f"those names or the path of a .jsonl suite (docs/training.md describes the format)")
+                         f"those names or the path of a .jsonl suite (its format: the guide's Training page, "
+                         f"'Behaviour suites')")
     return path
 
 
@@ -284,6 +285,6 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
             cases.append(_case(obj, header[1], header[3], source, number))
     if header is None or not cases:
         raise SuiteError(f"{source} holds no {'header' if header is None else 'case'}; a suite is a header line "
-                         f"and one case per line (docs/training.md)")
+                         f"and one case per line (the guide's Training page, 'Behaviour suites')")
     name, kind, description, caps, report_only = header
     return Suite(name, kind, description, caps, report_only, tuple(cases), source)

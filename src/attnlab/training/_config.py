@@ -72,8 +72,9 @@ class RunConfig:
         set to anything but its "off" value is a ConfigError, since the run asked for what no longer exists."""
         for key, off in cls.RETIRED.items():
             if off is not None and key in train and train[key] != off:
-                raise ConfigError(f"{key}={train[key]!r}: this option of {cls.__name__} was removed (see "
-                                  f"docs/training.md); only {key}={off!r} (off) still reads: set it so or leave it out")
+                raise ConfigError(f"{key}={train[key]!r}: this option of {cls.__name__} was removed (the guide's "
+                                  f"Training page says why); only {key}={off!r} (off) still reads: set it so or "
+                                  f"leave it out")
         return {k: v for k, v in train.items() if k not in cls.RETIRED}
 
 

@@ -20,7 +20,7 @@ Files written into --out (default: {DEFAULT_OUT}/<first words>-<hash>):
   {JSON_FILE}  (metrics, labels with their evidence, distances, rollout, flow, syntax)
   labels.FMT (layers x heads label grid)  metrics.FMT (one heatmap per metric)  mds.FMT (heads by
   Jensen-Shannon distance)  rollout.FMT  flow.FMT  {TRACE_FILE}  {VIEWER_FILE} (labels on hover)
-The labels, their thresholds and their reasons are in docs/analysis.md.
+The labels, their thresholds and their reasons: the guide's Analysis page ("The labels, their thresholds and why").
 
 examples:
   attnlab analyze "The quick brown fox jumps over the lazy dog."
