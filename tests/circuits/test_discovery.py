@@ -13,8 +13,10 @@ from attnlab.circuits import (
     PromptPairs,
     Task,
     acdc,
+    compare_scores,
     eap,
     eap_ig,
+    edge_auc,
     exact_edge_patching,
     faithfulness_curve,
     graph_of,
@@ -25,7 +27,7 @@ from attnlab.circuits import (
     run_with_hooks,
     sender_outputs,
 )
-from attnlab.circuits._discover import compare_scores, edge_auc
+from attnlab.circuits._discover import alternative
 from attnlab.errors import InputError
 from attnlab.models.lm import CausalLM, LMConfig, load_lm
 
@@ -110,8 +112,6 @@ def test_eap_is_the_first_order_term_of_exact_patching(ablation: str) -> None:
     model, p = lm(), pairs()
     g = graph_of(model)
     scores = eap(model, p, TASK, ablation=ablation, n_boot=10)
-    from attnlab.circuits._discover import alternative
-
     _, alt = alternative(g, model, p, ablation)
     eps = 1e-5
     rng = np.random.default_rng(0)
@@ -134,7 +134,7 @@ def test_eap_ig_with_one_step_is_eap_and_exact_patching_is_the_metric_change() -
     assert ig.steps == 4 and not np.allclose(ig.per_prompt, a.per_prompt)
     ex = exact_edge_patching(model, p, TASK, chunk=7, n_boot=10)
     g = graph_of(model)
-    _, alt = __import__("attnlab.circuits._discover", fromlist=["alternative"]).alternative(g, model, p, "corrupt")
+    _, alt = alternative(g, model, p, "corrupt")
     e = 17
     with torch.no_grad():
         m1 = TASK.metric(masked_forward(g, model, p.clean, alt, g.mask([e]).double()[None]).output, p)
@@ -207,3 +207,18 @@ def test_on_induction_2l_the_methods_find_the_k_composition_edges(induction: tup
     r = acdc(model, p, task, 0.1)
     assert {f"0.0 -> 1.{h}.k" for h in (0, 3)} <= set(r.kept_names())
     assert r.n_kept < g.n_edges / 2
+
+
+def test_the_zh_induction_task_repeats_held_out_text() -> None:
+    from attnlab.circuits import load_text_model, task_named
+
+    tm = load_text_model("zh-lm")
+    task = task_named("zh-induction", tm)
+    p = task.prompts(tm.model, 4, seed=0)
+    assert p.clean.shape == (4, 40) and (p.clean[:, :20] == p.clean[:, 20:]).all()
+    assert (p.corrupt[:, 20:] == p.clean[:, 20:]).all() and (p.corrupt[:, :20] != p.clean[:, :20]).any()
+    assert p.digest() == task.prompts(tm.model, 4, seed=0).digest()
+    with torch.no_grad():
+        assert (task.metric(tm.model(p.clean), p) > task.metric(tm.model(p.corrupt), p)).all()
+    with pytest.raises(InputError, match="tokenizer"):
+        task_named("zh-induction").prompts(tm.model, 4)

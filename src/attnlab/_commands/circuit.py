@@ -1,6 +1,8 @@
 """``attnlab circuit``: the composition graph of a model's heads (Q-, K- and V-composition scores of every pair,
-Elhage et al. 2021) with its strongest edges, as a figure and a JSON of every score.  The work lives in
-``attnlab.circuits``; this module orchestrates, writing nothing until everything is computed.
+Elhage et al. 2021) with its strongest edges, as a figure and a JSON of every score; with ``--discover`` the circuit
+of a task found edge by edge (EAP, EAP-IG or ACDC) with its faithfulness curve; with ``--sinks`` every head's
+attention-sink metrics.  The work lives in ``attnlab.circuits``; this module orchestrates, writing nothing until
+everything is computed.
 """
 
 from __future__ import annotations
@@ -10,19 +12,34 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ._output import DEFAULT_OUT, check_out, publish, run_name, staging
 
 JSON_FILE = "circuit.json"
 FIGURE_FILE = "circuit.png"
+DISCOVERY_FILE = "discovery.json"
+FAITHFULNESS_FILE = "faithfulness.png"
+SINKS_FILE = "sinks.json"
+SINK_TEXT = "经济建设取得新的成就，人民生活水平明显提高。我们要坚持改革开放，推动高质量发展。"
+DELIMITERS = "，。！？；：、,.!?;:"
 
 EXAMPLES = f"""\
 Each score says how much a later head's queries (Q), keys (K) or values (V) read what an earlier head writes,
 from the weights alone (no text). {JSON_FILE} holds every pair's three scores and the strongest edges;
 {FIGURE_FILE} draws the heads and those edges. Default --out: {DEFAULT_OUT}/<model>-<hash>.
 
+With --discover: the circuit of a task found edge by edge (every edge from a sender's output into a later head's
+q, k or v, an MLP or the output), by EAP, EAP-IG or ACDC over --prompts clean/corrupted pairs; {FIGURE_FILE} draws
+it, {FAITHFULNESS_FILE} its faithfulness against the edges kept (bootstrap 95% band), {DISCOVERY_FILE} holds every
+number and the manifest. With --sinks: each head's attention on the first token and on delimiters, and what the
+sink's value writes ({SINKS_FILE}).
+
 examples:
   attnlab circuit --model zh-lm
   attnlab circuit --model ./toy --top 5 --out toy-circuit
+  attnlab circuit --discover --model induction-2l --task induction --method eap-ig --out ind-eapig
+  attnlab circuit --discover --model induction-2l --method acdc --ablation mean --prompts 64 --out ind-acdc
+  attnlab circuit --sinks --model zh-lm
 """
 
 
@@ -36,10 +53,41 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--top", type=int, default=8, metavar="N", help="edges to draw and list (default 8)")
     p.add_argument("--out", type=Path, metavar="DIR", help=f"the folder to write into (default {DEFAULT_OUT}/"
                    f"<model>-<hash>)")
+    d = p.add_argument_group("discovery (--discover)")
+    d.add_argument("--discover", action="store_true", help="find the circuit of --task edge by edge")
+    d.add_argument("--task", metavar="TASK", help="the task's prompt pairs and metric (default induction)")
+    d.add_argument("--method", choices=("eap", "eap-ig", "acdc"), help="how edges are scored (default eap-ig)")
+    d.add_argument("--ablation", choices=("corrupt", "mean", "resample"),
+                   help="what an ablated edge carries: the corrupted prompt's, the mean over the prompts, or "
+                   "another prompt's (default corrupt)")
+    d.add_argument("--prompts", type=int, metavar="N", help="prompt pairs (default 32)")
+    d.add_argument("--seed", type=int, metavar="N", help="the prompts' and the bootstrap's seed (default 0)")
+    d.add_argument("--steps", type=int, metavar="M", help="EAP-IG's integration steps (default 5)")
+    d.add_argument("--tau", type=float, metavar="T", help="ACDC's threshold (default: the largest of its sweep "
+                   "whose circuit reaches faithfulness 0.9)")
+    s_ = p.add_argument_group("attention sinks (--sinks)")
+    s_.add_argument("--sinks", action="store_true", help="every head's attention-sink metrics")
+    s_.add_argument("--text", action="append", metavar="TEXT", help="a text to measure on (repeatable; default: "
+                    "a Chinese news sentence for a model that reads it, else 16 random sequences of its tokens)")
     p.set_defaults(run=run)
 
 
+DISCOVERY_ONLY = ("task", "method", "ablation", "prompts", "seed", "steps", "tau")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.discover and args.sinks:
+        raise InputError("--discover and --sinks are two runs; give one")
+    if not args.discover:
+        given = [f"--{n}" for n in DISCOVERY_ONLY if getattr(args, n) is not None]
+        if given:
+            raise InputError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --discover")
+    if args.text is not None and not args.sinks:
+        raise InputError("--text goes with --sinks")
+    if args.discover:
+        return _discover(args)
+    if args.sinks:
+        return _sinks(args)
     from .. import _validate
     from ..circuits import circuit_json, composition_baseline, composition_scores, load_text_model
     from ..circuits.figures import composition_figure
@@ -62,4 +110,122 @@ def run(args: argparse.Namespace) -> int:
         print(f"{edge['mode']}-composition {edge['sender']} -> {edge['receiver']}: {edge['score']:.3f} "
               f"({edge['score'] / baseline:.1f} x the random score)")
     print(f"wrote {out / FIGURE_FILE} and {out / JSON_FILE}")
+    return 0
+
+
+def _discover(args: argparse.Namespace) -> int:
+    from ..circuits import discover, load_text_model, task_named
+    from ..circuits.discovery_figures import circuit_figure, faithfulness_figure
+    from ..viz import save
+
+    task_name = args.task or "induction"
+    method = args.method or "eap-ig"
+    ablation = args.ablation or "corrupt"
+    prompts = 32 if args.prompts is None else args.prompts
+    seed = 0 if args.seed is None else args.seed
+    steps = 5 if args.steps is None else args.steps
+    if prompts < 2:
+        raise InputError(f"--prompts takes at least 2 (an interval needs them), got {prompts}")
+    if steps < 1:
+        raise InputError(f"--steps takes a positive integer, got {steps}")
+    if args.steps is not None and method != "eap-ig":
+        raise InputError("--steps goes with --method eap-ig")
+    if args.tau is not None and (method != "acdc" or not args.tau > 0):
+        raise InputError("--tau takes a positive threshold, with --method acdc" if method == "acdc"
+                         else "--tau goes with --method acdc")
+    task_named(task_name)  # an unknown name is refused before the model loads
+    out, base = check_out(args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(
+        Path(args.model).name, repr(("discover", args.model, task_name, method, ablation, prompts, seed, steps,
+                                     args.tau))))
+    tm = load_text_model(args.model)
+    task = task_named(task_name, tm)
+    found = discover(tm.model, tm.name, task, method, ablation=ablation, prompts=prompts, seed=seed, steps=steps,
+                     tau=args.tau)
+    result = found.to_json()
+    g = found.graph
+    value, low, high = found.circuit
+    n = int(found.kept.sum())
+    what = {"eap": "EAP", "eap-ig": f"EAP-IG ({steps} steps)", "acdc": "ACDC"}[method]
+    with staging(out, base) as stage:
+        (stage / DISCOVERY_FILE).write_text(json.dumps(result, ensure_ascii=False) + "\n", encoding="utf-8")
+        save(circuit_figure(g, found.widths, found.kept, title=f"{tm.name}, {task.name}: {what}, {n} of "
+                            f"{g.n_edges} edges (faithfulness {value:.2f})"), stage / FIGURE_FILE)
+        title = (f"{tm.name}, {task.name}, ablation {ablation}: faithfulness (bootstrap 95% band, "
+                 f"{found.curve.n_prompts} prompts)")
+        save(faithfulness_figure({what: found.curve}, title=title), stage / FAITHFULNESS_FILE)
+        publish(stage, out, [DISCOVERY_FILE, FIGURE_FILE, FAITHFULNESS_FILE])
+    cpu = result["cpu_s"]
+    print(f"{tm.name}: {g.n_edges} edges ({len(g.senders)} senders, each into every later head's q, k and v, MLP "
+          f"and the output); task {task.name}, {found.curve.n_prompts} prompts (seed {seed}), ablation {ablation}")
+    line = f"{what}: {cpu[method]:.2f} CPU s"
+    if "against_exact" in result:
+        c = result["against_exact"]
+        tops = ", ".join(f"top-{k} overlap {v:.2f}" for k, v in c["top_k_overlap"].items())
+        line += f"; against exact edge patching ({cpu['exact']:.2f} CPU s): Spearman {c['spearman']:.3f}, {tops}"
+    elif "exact" in cpu:
+        line += f"; exact edge patching {cpu['exact']:.2f} CPU s"
+    if method == "acdc":
+        line += f"; tau {result['acdc_tau']:g} of {len(found.sweep)} thresholds"
+    print(line)
+    f = found.curve
+    print(f"circuit: {n} of {g.n_edges} edges ({n / g.n_edges:.0%}), faithfulness {value:.3f} (95% CI {low:.3f}-"
+          f"{high:.3f}){'' if found.reached else ', below 0.9: the top 10% kept'}; full {f.m_full:.3f}, empty "
+          f"{f.m_empty:.3f}; CPR {f.cpr:.3f}, CMD {f.cmd:.3f}")
+    roc = result.get("roc")
+    if roc is not None:
+        n_ref = len(roc["reference_edges"])
+        print(f"against the hand-found circuit ({n_ref} edges): ROC AUC {roc['auc']:.3f} (exact patching's ranking "
+              f"{roc['exact_auc']:.3f}); the circuit keeps {round(roc['circuit_recall'] * n_ref)} of them")
+    ranked = sorted(range(g.n_edges), key=lambda i: -abs(found.widths[i]))
+    print("strongest: " + ", ".join(f"{g.names[i]} {found.widths[i]:+.2f}" for i in ranked[:5]))
+    print(f"wrote {out / FIGURE_FILE}, {out / FAITHFULNESS_FILE} and {out / DISCOVERY_FILE}")
+    return 0
+
+
+def _sinks(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..circuits import anatomy, attention_sinks, load_text_model
+
+    texts = list(args.text or [])
+    if any(not t for t in texts):
+        raise InputError("--text is empty; give a text")
+    out, base = check_out(args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(
+        Path(args.model).name, repr(("sinks", args.model, texts))))
+    tm = load_text_model(args.model)
+    if not texts:
+        ids = [int(i) for i in tm.encoder.encode(SINK_TEXT)]
+        if tm.skip is None or ids.count(tm.skip) < len(ids) / 4:
+            texts = [SINK_TEXT]
+    if texts:
+        rows = [tm.encode(t, "given")[0][0] for t in texts]
+        length = min(len(r) for r in rows)
+        if length < 2:
+            raise InputError("--text needs at least 2 tokens to measure a sink")
+        batch = torch.stack([r[:length] for r in rows])
+        said = f"{len(texts)} text(s), {length} tokens each"
+    else:
+        v = anatomy(tm.model).unembed
+        vocab = int(v.shape[0]) if v is not None else len(tm.outputs)
+        g = torch.Generator().manual_seed(0)
+        batch = torch.randint(1, vocab, (16, min(tm.window, 40)), generator=g)
+        said = f"16 random sequences of its tokens ({batch.shape[1]} each; it does not read the default text)"
+    delim = [int(i) for c in DELIMITERS for i in tm.encoder.encode(c) if tm.skip is None or int(i) != tm.skip]
+    rows_ = attention_sinks(tm.model, batch, delimiters=delim)
+    with staging(out, base) as stage:
+        (stage / SINKS_FILE).write_text(json.dumps({"model": tm.name, "texts": texts or None, "tokens": said,
+                                                    "delimiters": DELIMITERS, "heads": [r.to_json() for r in rows_]},
+                                                   ensure_ascii=False) + "\n", encoding="utf-8")
+        publish(stage, out, [SINKS_FILE])
+    print(f"{tm.name} on {said}; the first token's share of attention, the delimiters' ({DELIMITERS}), and what a "
+          f"value there writes (||v W_O|| over the other positions')")
+    print("head   first  delim  first-value  delim-value  written-from-first")
+
+    def num(x: float | None) -> str:
+        return "   -  " if x is None else f"{x:6.3f}"
+
+    for r in rows_:
+        print(f"{r.layer}.{r.head:<4} {r.first_share:5.3f}  {num(r.delimiter_share)} {r.value_norm_ratio:8.3f}    "
+              f" {num(r.delimiter_value_ratio)}      {r.write_share:6.3f}{'  sink head' if r.sink else ''}")
+    print(f"wrote {out / SINKS_FILE}")
     return 0

@@ -21,11 +21,13 @@ unembedding).  docs/circuits.md has the reference and a walk-through.
 from ._discover import (
     ABLATIONS,
     ACDCResult,
+    Discovery,
     EdgeScores,
     Faithfulness,
     acdc,
     acdc_roc,
     compare_scores,
+    discover,
     eap,
     eap_ig,
     edge_auc,
@@ -63,7 +65,7 @@ from ._patch import (
 )
 from ._qk import QKAttribution, qk_attribution
 from ._sinks import SinkRow, attention_sinks
-from ._tasks import TASKS, PromptPairs, Task, induction_task, logit_diff_per_prompt, task_named
+from ._tasks import TASKS, PromptPairs, Task, induction_task, logit_diff_per_prompt, task_named, zh_induction_task
 from ._text import (
     WHATS,
     TextModel,
@@ -88,6 +90,7 @@ __all__ = [
     "AttributionPatching",
     "Composition",
     "DirectLogitAttribution",
+    "Discovery",
     "Edge",
     "EdgeScores",
     "Edit",
@@ -117,6 +120,7 @@ __all__ = [
     "composition_baseline",
     "composition_scores",
     "direct_logit_attribution",
+    "discover",
     "eap",
     "eap_ig",
     "edge_auc",
@@ -147,4 +151,5 @@ __all__ = [
     "target_prob",
     "task_named",
     "text_model",
+    "zh_induction_task",
 ]

@@ -38,8 +38,8 @@ from ..errors import InputError
 from ._graph import Graph, graph_of, masked_forward, sender_outputs
 from ._tasks import PromptPairs, Task
 
-__all__ = ["ABLATIONS", "ACDCResult", "EdgeScores", "Faithfulness", "acdc", "acdc_roc", "alternative",
-           "compare_scores", "eap", "eap_ig", "edge_auc", "exact_edge_patching", "faithfulness_curve",
+__all__ = ["ABLATIONS", "ACDCResult", "Discovery", "EdgeScores", "Faithfulness", "acdc", "acdc_roc", "alternative",
+           "compare_scores", "discover", "eap", "eap_ig", "edge_auc", "exact_edge_patching", "faithfulness_curve",
            "manifest", "model_digest"]
 
 ABLATIONS = ("corrupt", "mean", "resample")
@@ -422,10 +422,179 @@ def manifest(model: nn.Module, model_name: str, task: Task, pairs: PromptPairs, 
              **extra: Any) -> dict[str, Any]:
     """What a circuit was derived from: the model's hash, the task, method, ablation, metric, the prompts' hash,
     count and seed, and the versions."""
-    import attnlab
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        ours = version("attnlab")
+    except PackageNotFoundError:  # a source tree that was never installed
+        ours = "unknown"
     return {"model": model_name, "model_sha256": model_digest(model), "task": task.name,
             "task_description": task.description, "metric": task.metric_name, "method": method,
             "ablation": ablation, "prompts": len(pairs), "prompts_sha256": pairs.digest(), "seed": pairs.seed,
-            "versions": {"attnlab": attnlab.__version__, "torch": torch.__version__, "numpy": np.__version__,
+            "versions": {"attnlab": ours, "torch": torch.__version__, "numpy": np.__version__,
                          "python": platform.python_version()}, **extra}
+
+
+# ---------------------------------------------------------------- one run, as the command makes it
+
+METHODS = ("eap", "eap-ig", "acdc")
+ACDC_TAUS = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+LEVEL = 0.9  # the faithfulness a circuit is asked to reach
+EXACT_LIMIT = 2000  # exact edge patching of every edge, for comparison, on graphs of at most this many edges
+
+
+def reference_circuit(model: nn.Module, g: Graph, task: Task) -> tuple[np.ndarray, str] | None:
+    """The hand-found answer where there is one: for the induction task on a two-layer attention-only model, the
+    circuit issue 32 found (docs/circuits.md): the previous-token heads P (layer 0, detector >= 0.5) read the
+    previous token (embed -> P.v) and write into the induction heads' keys (P -> I.k, K-composition); the induction
+    heads I (layer 1, >= 0.3) read the current token (embed -> I.q) and the token to copy (embed -> I.v) and write
+    to the output (I -> output)."""
+    a = g.anatomy
+    if task.name != "induction" or a.n_layers != 2 or any(layer.mlp is not None for layer in a.layers):
+        return None
+    from .induction import find_induction_circuit
+
+    found = find_induction_circuit(model)
+    prev = [f"{i}.{h}" for i, h in found.previous_token_heads]
+    ind = [f"{i}.{h}" for i, h in found.induction_heads]
+    names = [f"embed -> {p}.v" for p in prev] + [f"{p} -> {i}.k" for p in prev for i in ind]
+    names += [f"embed -> {i}.{x}" for i in ind for x in ("q", "v")] + [f"{i} -> output" for i in ind]
+    text = (f"issue 32's hand-found induction circuit: previous-token heads {', '.join(prev)} -> induction heads "
+            f"{', '.join(ind)} keys (K-composition), the embeddings into the previous-token heads' values and the "
+            f"induction heads' queries and values, the induction heads into the output ({len(names)} edges)")
+    return g.mask(names).numpy(), text
+
+
+@dataclass
+class Discovery:
+    """One discovery run (:func:`discover`): the circuit (``kept``), the faithfulness curve and every number."""
+
+    graph: Graph
+    method: str
+    ablation: str
+    scores: EdgeScores | None
+    exact: EdgeScores | None
+    kept: np.ndarray
+    curve: Faithfulness
+    circuit: tuple[float, float, float]
+    reached: bool
+    sweep: list[ACDCResult]
+    reference: tuple[np.ndarray, str] | None
+    info: dict[str, Any]
+
+    @property
+    def widths(self) -> np.ndarray:
+        """The scores the figure draws: the method's, or exact patching's for ACDC (zeros without it)."""
+        if self.scores is not None:
+            return self.scores.mean
+        if self.exact is not None:
+            return np.nan_to_num(self.exact.mean)
+        return np.zeros(self.graph.n_edges)
+
+    def to_json(self) -> dict[str, Any]:
+        g = self.graph
+        out: dict[str, Any] = dict(self.info)
+        out["graph"] = g.summary()
+        value, low, high = self.circuit
+        out["circuit"] = {"n_edges": int(self.kept.sum()), "fraction": float(self.kept.sum() / g.n_edges),
+                          "faithfulness": value, "low": low, "high": high, "reached": self.reached,
+                          "level": LEVEL, "edges": [n for n, k in zip(g.names, self.kept, strict=True) if k]}
+        out["faithfulness"] = self.curve.to_json()
+        edges = []
+        for i, name in enumerate(g.names):
+            row: dict[str, Any] = {"edge": name, "kept": bool(self.kept[i])}
+            for what, s in (("score", self.scores), ("exact", self.exact)):
+                if s is not None and not np.isnan(s.mean[i]):
+                    row[what] = float(s.mean[i])
+                    row[f"{what}_low"], row[f"{what}_high"] = (float(v) for v in s.interval[i])
+            edges.append(row)
+        out["edges"] = edges
+        if self.sweep:
+            out["acdc"] = [{"tau": r.tau, "n_kept": r.n_kept, "objective": r.objective, "final": r.final,
+                            "tries": r.tries, "cpu_s": r.cpu_s} for r in self.sweep]
+        return out
+
+
+def discover(model: nn.Module, name: str, task: Task, method: str, *, ablation: str = "corrupt", prompts: int = 32,
+             seed: int = 0, steps: int = 5, tau: float | None = None, taus: Sequence[float] = ACDC_TAUS,
+             objective: str = "kl", n_boot: int = 1000, exact: bool | None = None) -> Discovery:
+    """Score every edge with ``method`` ("eap", "eap-ig" or "acdc"), find the circuit and evaluate it.
+
+    EAP / EAP-IG: the circuit is the fewest top-|score| edges whose faithfulness reaches 0.9 (else the top 10%,
+    ``reached`` False).  ACDC: every threshold of ``taus`` is run (the curve is their circuits' faithfulness); the
+    circuit is ACDC's at ``tau`` when given, else at the largest threshold whose circuit reaches 0.9 (the curve also
+    holds the empty and the full graph, so that its areas span every share of edges).  Exact edge
+    patching of every edge is run too on graphs of at most :data:`EXACT_LIMIT` edges (``exact``), to compare
+    scores with; and where the answer is known (:func:`reference_circuit`) every ranking's ROC AUC."""
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if ablation not in ABLATIONS:
+        raise InputError(f"unknown ablation {ablation!r}; choose one of {', '.join(ABLATIONS)}")
+    g = graph_of(model)
+    pairs = task.prompts(model, prompts, seed)
+    do_exact = g.n_edges <= EXACT_LIMIT if exact is None else exact
+    ex = exact_edge_patching(model, pairs, task, ablation=ablation, graph=g, seed=seed, n_boot=n_boot) \
+        if do_exact else None
+    ref = reference_circuit(model, g, task)
+    info: dict[str, Any] = {"manifest": manifest(model, name, task, pairs, method, ablation,
+                                                 steps=steps if method == "eap-ig" else None,
+                                                 objective=objective if method == "acdc" else None,
+                                                 n_boot=n_boot)}
+    cpu: dict[str, float] = {}
+    if ex is not None:
+        cpu["exact"] = ex.cpu_s
+    scores: EdgeScores | None = None
+    sweep: list[ACDCResult] = []
+    if method in ("eap", "eap-ig"):
+        scores = (eap(model, pairs, task, ablation=ablation, graph=g, seed=seed, n_boot=n_boot) if method == "eap"
+                  else eap_ig(model, pairs, task, ablation=ablation, steps=steps, graph=g, seed=seed, n_boot=n_boot))
+        cpu[method] = scores.cpu_s
+        curve = faithfulness_curve(model, pairs, task, scores.ranking(), ablation=ablation, graph=g, seed=seed,
+                                   n_boot=n_boot)
+        n90 = curve.smallest(LEVEL)
+        reached = n90 is not None
+        n = n90 if n90 is not None else max(1, round(0.1 * g.n_edges))
+        kept = np.zeros(g.n_edges, dtype=bool)
+        kept[scores.ranking()[:n]] = True
+    else:
+        grid = sorted(set(taus) | ({tau} if tau is not None else set()))
+        sweep = [acdc(model, pairs, task, t, objective=objective, ablation=ablation, graph=g, seed=seed)
+                 for t in grid]
+        cpu["acdc"] = float(sum(r.cpu_s for r in sweep))
+        info["acdc_cpu_s_per_tau"] = {str(r.tau): r.cpu_s for r in sweep}
+        ends = [np.zeros(g.n_edges, dtype=bool), np.ones(g.n_edges, dtype=bool)]  # the curve spans 0 .. all
+        circuits = torch.tensor(np.stack([r.kept for r in sweep] + ends))
+        sizes = circuits.sum(1).numpy()
+        by_size = np.argsort(sizes, kind="stable")
+        curve = faithfulness_curve(model, pairs, task, [], ablation=ablation, graph=g, seed=seed, n_boot=n_boot,
+                                   circuits=circuits[torch.as_tensor(by_size)])
+        f_of = dict(zip(by_size.tolist(), curve.value.tolist(), strict=True))  # sweep index -> faithfulness
+        if tau is not None:
+            pick = grid.index(tau)
+        else:
+            good = [i for i in range(len(sweep)) if f_of[i] >= LEVEL]
+            pick = max(good, key=lambda i: sweep[i].tau) if good else 0
+        kept = sweep[pick].kept.copy()
+        reached = f_of[pick] >= LEVEL
+        info["acdc_tau"] = sweep[pick].tau
+    one = faithfulness_curve(model, pairs, task, [], ablation=ablation, graph=g, seed=seed, n_boot=n_boot,
+                             circuits=torch.tensor(kept)[None])
+    circuit = (float(one.value[0]), float(one.low[0]), float(one.high[0]))
+    if ex is not None and scores is not None:
+        info["against_exact"] = compare_scores(scores, ex)
+    if ref is not None:
+        truth, text = ref
+        roc: dict[str, Any] = {"reference": text, "reference_edges": [n for n, t in zip(g.names, truth, strict=True)
+                                                                      if t]}
+        if scores is not None:
+            roc["auc"] = edge_auc(scores.mean, truth)
+        if sweep:
+            roc.update(acdc_roc(sweep, truth))
+        if ex is not None:
+            roc["exact_auc"] = edge_auc(np.nan_to_num(ex.mean), truth)
+        kept_t = int((kept & truth).sum())
+        roc["circuit_recall"] = kept_t / int(truth.sum())
+        roc["circuit_precision"] = kept_t / max(1, int(kept.sum()))
+        info["roc"] = roc
+    info["cpu_s"] = {**cpu, "faithfulness": curve.cpu_s + one.cpu_s}
+    return Discovery(g, method, ablation, scores, ex, kept, curve, circuit, reached, sweep, ref, info)

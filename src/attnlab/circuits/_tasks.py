@@ -9,8 +9,14 @@ interval over prompts.  Built in (:data:`TASKS`):
 * ``induction`` (induction-2l, or any character language model): ``clean = S S``, ``corrupt = R S`` of random
   tokens (L = 20 by default), the metric on the repeated half, the same inputs as
   :func:`attnlab.circuits.induction.induction_inputs`.
+* ``zh-induction`` (zh-lm, a character language model that reads Chinese): induction on real text: ``X`` 20
+  characters of a held-out People's Daily document (the corpus's test split, never trained on), ``Y`` the 20 that
+  follow it; ``clean = X X``, ``corrupt = Y X`` (a repeated phrase against a fresh one), the metric the logit of
+  the next character of ``X`` against ``Y``'s at the same offset, on the second half.
 
-Write your own by building a :class:`Task` with a ``make(model, n, seed) -> PromptPairs`` function.
+Write your own by building a :class:`Task` with a ``make(model, n, seed) -> PromptPairs`` function;
+:func:`task_named` gives a task the loaded model's :class:`attnlab.kinds.TextModel` (its tokenizer) when it needs
+one.
 """
 
 from __future__ import annotations
@@ -20,13 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
 from ._model import anatomy
 
-__all__ = ["TASKS", "PromptPairs", "Task", "induction_task", "logit_diff_per_prompt", "task_named"]
+__all__ = ["TASKS", "PromptPairs", "Task", "induction_task", "logit_diff_per_prompt", "task_named",
+           "zh_induction_task"]
 
 
 @dataclass(frozen=True)
@@ -109,13 +117,50 @@ def induction_task(length: int = 20) -> Task:
                 f"repeated half", _induction(length))
 
 
-TASKS: dict[str, Callable[[], Task]] = {"induction": induction_task}
+def zh_induction_task(text_model: Any, length: int = 20) -> Task:
+    """Induction on held-out People's Daily text (module docstring); ``text_model`` encodes the characters."""
+
+    def make(model: nn.Module, n: int, seed: int) -> PromptPairs:
+        from ..data import lm_documents, split_documents
+
+        if text_model is None or not hasattr(text_model, "encoder"):
+            raise InputError("the zh-induction task needs the model's tokenizer: load it with load_text_model")
+        skip = getattr(text_model, "skip", None)
+        docs = [d for d in split_documents(lm_documents("peoples-daily")).test.split("\n") if len(d) > 2 * length]
+        rng = np.random.default_rng(seed)
+        clean, corrupt, targets, distractors = [], [], [], []
+        for i in rng.permutation(len(docs)):
+            doc = docs[int(i)]
+            at = int(rng.integers(0, len(doc) - 2 * length))
+            x = [int(t) for t in text_model.encoder.encode(doc[at:at + length])]
+            y = [int(t) for t in text_model.encoder.encode(doc[at + length:at + 2 * length])]
+            if len(x) != length or len(y) != length or (skip is not None and skip in x + y) or x == y:
+                continue  # a character it does not know, or a run that repeats itself
+            clean.append(x + x)
+            corrupt.append(y + x)
+            targets.append(x[1:])
+            distractors.append(y[1:])
+            if len(clean) == n:
+                break
+        if len(clean) < n:
+            raise InputError(f"the held-out text gave {len(clean)} usable pairs of {n}; ask for fewer --prompts")
+        return PromptPairs("zh-induction", torch.tensor(clean), torch.tensor(corrupt),
+                           tuple(range(length, 2 * length - 1)), torch.tensor(targets), torch.tensor(distractors),
+                           seed)
+
+    return Task("zh-induction", f"clean X X, corrupt Y X: {length} characters of held-out People's Daily text and "
+                f"the {length} that follow them; the metric on the repeated half", make)
 
 
-def task_named(name: str) -> Task:
+TASKS: dict[str, Callable[[Any], Task]] = {"induction": lambda _tm: induction_task(),
+                                           "zh-induction": zh_induction_task}
+
+
+def task_named(name: str, text_model: Any = None) -> Task:
+    """The built-in task ``name`` (:data:`TASKS`), given the model's TextModel where the task needs a tokenizer."""
     if name not in TASKS:
         raise InputError(f"unknown task {name!r}; the tasks are {', '.join(sorted(TASKS))}")
-    return TASKS[name]()
+    return TASKS[name](text_model)
 
 
 def describe(task: Task) -> dict[str, Any]:

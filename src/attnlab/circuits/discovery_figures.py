@@ -1,0 +1,113 @@
+"""The figures of circuit discovery: the circuit as a graph (nodes by layer, the kept edges' widths by score, one
+colour for each of q, k, v and the rest) and the faithfulness curve with its bootstrap band.  Built on viz's figure
+set-up (:mod:`attnlab.viz.static`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..viz import static
+from ._discover import Faithfulness
+from ._graph import Graph, Node
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["circuit_figure", "faithfulness_figure"]
+
+INTO_COLOURS = {"q": "#1b9e77", "k": "#d95f02", "v": "#7570b3", "in": "#555555"}
+
+
+def _places(g: Graph) -> dict[str, tuple[float, float]]:
+    """Each node's (x, y): embed at x = 0, layer L's heads at x = L + 1 (one row per head, its MLP below), the
+    output at x = N + 1; y downwards."""
+    a = g.anatomy
+    rows = a.n_heads + (1 if any(layer.mlp is not None for layer in a.layers) else 0)
+    mid = (rows - 1) / 2
+    places = {"embed": (0.0, mid), "output": (float(a.n_layers + 1), mid)}
+    nodes: list[Node] = list(g.senders[1:])
+    for n in nodes:
+        row = n.head if n.kind == "head" and n.head is not None else a.n_heads  # an MLP: below the heads
+        places[n.name] = (float(n.layer + 1), float(row))
+    return places
+
+
+def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str = "") -> Figure:
+    """The nodes of ``g`` and the edges where ``kept`` (bool ``(E,)``), each an arrow from its sender to its
+    receiver (its colour: into q, k, v or an MLP / the output), its width by ``|scores|`` over the
+    largest kept one, solid when ablating it lowers the metric (negative score), dashed when it raises it."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch
+
+    places = _places(g)
+    a = g.anatomy
+    n_rows = max(p[1] for p in places.values()) + 1
+    fig = static.figure(min(static.MAX_INCHES, 2.4 + 1.9 * (a.n_layers + 1)),
+                        min(static.MAX_INCHES, 1.8 + 0.7 * n_rows))
+    ax = fig.add_subplot()
+    idx = np.nonzero(kept)[0]
+    strongest = float(np.abs(scores[idx]).max()) if len(idx) and np.abs(scores[idx]).max() > 0 else 1.0
+    for i in idx[np.argsort(np.abs(scores[idx]))]:  # the strongest drawn last, on top
+        e = g.edges[i]
+        x1, y1 = places[e.sender.name]
+        x2, y2 = places[e.receiver.name]
+        rad = 0.25 if x2 - x1 > 1.5 else 0.08
+        ax.add_patch(FancyArrowPatch((x1, y1), (x2, y2), connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>",
+                                     mutation_scale=9, linewidth=0.4 + 4.6 * abs(scores[i]) / strongest,
+                                     color=INTO_COLOURS[e.into], shrinkA=14, shrinkB=14, zorder=2, alpha=0.8,
+                                     linestyle="-" if scores[i] <= 0 else "--"))
+    used = {g.edges[i].sender.name for i in idx} | {g.edges[i].receiver.name for i in idx}
+    for name, (x, y) in places.items():
+        on = name in used
+        ax.plot(x, y, "o", markersize=26, color="#fdf6e3" if on else "#f4f4f4",
+                markeredgecolor="#222222" if on else "#bbbbbb", zorder=3)
+        ax.text(x, y, name, ha="center", va="center", fontsize=6 if len(name) > 4 else 7, zorder=4,
+                color="black" if on else "#999999")
+    ax.set_xlim(-0.6, a.n_layers + 1.6)
+    ax.set_ylim(n_rows - 0.4, -0.6)
+    ax.set_xticks(range(a.n_layers + 2), ["embed"] + [f"layer {i}" for i in range(a.n_layers)] + ["output"])
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    handles = [Line2D([], [], color=c, linewidth=2.5, label=f"into {m}" if m != "in" else "into MLP / output")
+               for m, c in INTO_COLOURS.items()]
+    handles.append(Line2D([], [], color="#555555", linewidth=1.5, linestyle="--", label="ablating it raises m"))
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(title or f"the circuit: {len(idx)} of {g.n_edges} edges", fontsize=9)
+    return fig
+
+
+def faithfulness_figure(curves: Mapping[str, Faithfulness], *, title: str = "", level: float = 0.9) -> Figure:
+    """Each curve's faithfulness against the share of edges kept, with its bootstrap 95% band, a dotted line at
+    ``level`` and at 1; the x axis in percent, logarithmic from the smallest share above 0 when the graph has more
+    than 200 edges."""
+    from matplotlib.ticker import PercentFormatter
+
+    fig = static.figure(6.4, 3.8)
+    ax = fig.add_subplot()
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
+    for (name, f), c in zip(curves.items(), colours, strict=False):
+        x = f.fractions
+        pos = x > 0 if f.n_edges > 200 else np.ones(len(x), dtype=bool)
+        order = np.argsort(x[pos], kind="stable")
+        xs, vs = x[pos][order], f.value[pos][order]
+        ax.fill_between(xs, f.low[pos][order], f.high[pos][order], color=c, alpha=0.2, linewidth=0)
+        style = "-" if len(xs) > 12 else "o-"
+        n90 = f.smallest(level)
+        label = f"{name}: {level} at n = {n90} ({n90 / f.n_edges:.0%})" if n90 is not None else f"{name}: never {level}"
+        ax.plot(xs, vs, style, color=c, linewidth=1.4, markersize=3.5, label=label)
+    ax.axhline(1.0, color="#555555", linestyle=":", linewidth=0.8)
+    ax.axhline(level, color="#999999", linestyle=":", linewidth=0.8)
+    if any(f.n_edges > 200 for f in curves.values()):
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("share of edges kept (the rest ablated)")
+    ax.set_ylabel("faithfulness")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title or "faithfulness (bootstrap 95% band over prompts)", fontsize=9)
+    return fig
