@@ -222,3 +222,19 @@ def test_the_zh_induction_task_repeats_held_out_text() -> None:
         assert (task.metric(tm.model(p.clean), p) > task.metric(tm.model(p.corrupt), p)).all()
     with pytest.raises(InputError, match="tokenizer"):
         task_named("zh-induction").prompts(tm.model, 4)
+
+
+def test_the_zh_contrast_task_flips_the_clause_after_danshi() -> None:
+    from attnlab.circuits import load_text_model, task_named
+
+    tm = load_text_model("zh-sentiment")
+    task = task_named("zh-contrast", tm)
+    p = task.prompts(tm.model, 6, seed=1)
+    differs = (p.clean != p.corrupt).any(0)
+    assert differs.any() and not differs[:-4].any()  # only the clause after 但是 differs
+    with torch.no_grad():
+        assert (task.metric(tm.model(p.clean), p) > 0).all() and (task.metric(tm.model(p.corrupt), p) < 0).all()
+    scores = eap(tm.model, p, task, n_boot=10)
+    assert scores.per_prompt.shape == (6, graph_of(tm.model).n_edges) == (6, 110)
+    with pytest.raises(InputError, match="at most"):
+        task.prompts(tm.model, 500)

@@ -55,7 +55,9 @@ def add_parser(sub: Any) -> None:
                    f"<model>-<hash>)")
     d = p.add_argument_group("discovery (--discover)")
     d.add_argument("--discover", action="store_true", help="find the circuit of --task edge by edge")
-    d.add_argument("--task", metavar="TASK", help="the task's prompt pairs and metric (default induction)")
+    d.add_argument("--task", metavar="TASK", help="the task's prompt pairs and metric: induction (default; "
+                   "induction-2l), zh-induction (zh-lm: held-out text said twice), zh-contrast (zh-sentiment: "
+                   "A，但是B with B's polarity flipped)")
     d.add_argument("--method", choices=("eap", "eap-ig", "acdc"), help="how edges are scored (default eap-ig)")
     d.add_argument("--ablation", choices=("corrupt", "mean", "resample"),
                    help="what an ablated edge carries: the corrupted prompt's, the mean over the prompts, or "

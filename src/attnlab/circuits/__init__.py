@@ -65,7 +65,16 @@ from ._patch import (
 )
 from ._qk import QKAttribution, qk_attribution
 from ._sinks import SinkRow, attention_sinks
-from ._tasks import TASKS, PromptPairs, Task, induction_task, logit_diff_per_prompt, task_named, zh_induction_task
+from ._tasks import (
+    TASKS,
+    PromptPairs,
+    Task,
+    induction_task,
+    logit_diff_per_prompt,
+    task_named,
+    zh_contrast_task,
+    zh_induction_task,
+)
 from ._text import (
     WHATS,
     TextModel,
@@ -151,5 +160,6 @@ __all__ = [
     "target_prob",
     "task_named",
     "text_model",
+    "zh_contrast_task",
     "zh_induction_task",
 ]

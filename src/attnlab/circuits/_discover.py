@@ -36,7 +36,7 @@ from torch import Tensor, nn
 
 from ..errors import InputError
 from ._graph import Graph, graph_of, masked_forward, sender_outputs
-from ._tasks import PromptPairs, Task
+from ._tasks import PromptPairs, Task, rows_of
 
 __all__ = ["ABLATIONS", "ACDCResult", "Discovery", "EdgeScores", "Faithfulness", "acdc", "acdc_roc", "alternative",
            "compare_scores", "discover", "eap", "eap_ig", "edge_auc", "exact_edge_patching", "faithfulness_curve",
@@ -336,16 +336,15 @@ def acdc(model: nn.Module, pairs: PromptPairs, task: Task, tau: float, *, object
     t0 = _cpu()
     g = graph or graph_of(model)
     clean, alt = alternative(g, model, pairs, ablation, seed)
-    pos = list(pairs.positions)
     with torch.no_grad():
         full_logits = masked_forward(g, model, pairs.clean, check=True).output
-        logp = full_logits[:, pos].double().log_softmax(-1)
+        logp = rows_of(full_logits, pairs).double().log_softmax(-1)
         m_full = float(task.metric(full_logits, pairs).double().mean())
 
         def value(ablated: Tensor) -> float:
             out = masked_forward(g, model, pairs.clean, alt, ablated[None].to(clean.dtype)).output
             if objective == "kl":
-                logq = out[:, pos].double().log_softmax(-1)
+                logq = rows_of(out, pairs).double().log_softmax(-1)
                 return float((logp.exp() * (logp - logq)).sum(-1).mean())
             return abs(float(task.metric(out, pairs).double().mean()) - m_full)
 

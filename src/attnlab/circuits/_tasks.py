@@ -9,6 +9,10 @@ interval over prompts.  Built in (:data:`TASKS`):
 * ``induction`` (induction-2l, or any character language model): ``clean = S S``, ``corrupt = R S`` of random
   tokens (L = 20 by default), the metric on the repeated half, the same inputs as
   :func:`attnlab.circuits.induction.induction_inputs`.
+* ``zh-contrast`` (zh-sentiment): ``A，但是B`` with ``B`` a drawback (the verdict negative) against the same
+  sentence with ``B`` a merit of the same length (the corruption flips B's polarity); ``A`` praise; of 8 praises x
+  8 clauses those of the commonest length (42), drawn without replacement; the metric the classifier's
+  ``logit[neg] - logit[pos]``.
 * ``zh-induction`` (zh-lm, a character language model that reads Chinese): induction on real text: ``X`` 20
   characters of a held-out People's Daily document (the corpus's test split, never trained on), ``Y`` the 20 that
   follow it; ``clean = X X``, ``corrupt = Y X`` (a repeated phrase against a fresh one), the metric the logit of
@@ -33,8 +37,8 @@ from torch import Tensor, nn
 from ..errors import InputError
 from ._model import anatomy
 
-__all__ = ["TASKS", "PromptPairs", "Task", "induction_task", "logit_diff_per_prompt", "task_named",
-           "zh_induction_task"]
+__all__ = ["TASKS", "PromptPairs", "Task", "induction_task", "logit_diff_per_prompt", "rows_of", "task_named",
+           "zh_contrast_task", "zh_induction_task"]
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,15 @@ class PromptPairs:
         return h.hexdigest()
 
 
+def rows_of(output: Tensor, pairs: PromptPairs) -> Tensor:
+    """``(B, P, V)`` a language model's output rows at the task's positions; a classifier's ``(B, C)`` as one row."""
+    return output[:, None, :] if output.dim() == 2 else output[:, list(pairs.positions)]
+
+
 def logit_diff_per_prompt(logits: Tensor, pairs: PromptPairs) -> Tensor:
-    """``(B,)`` the mean over ``pairs.positions`` of ``logit[target] - logit[distractor]``."""
-    rows = logits[:, list(pairs.positions)]  # (B, P, V)
+    """``(B,)`` the mean over ``pairs.positions`` of ``logit[target] - logit[distractor]`` (a classifier's output
+    ``(B, C)``: its one row)."""
+    rows = rows_of(logits, pairs)  # (B, P, V)
     t, d = pairs.targets.to(rows.device), pairs.distractors.to(rows.device)
     return (rows.gather(-1, t[..., None]) - rows.gather(-1, d[..., None]))[..., 0].mean(1)
 
@@ -152,8 +162,45 @@ def zh_induction_task(text_model: Any, length: int = 20) -> Task:
                 f"the {length} that follow them; the metric on the repeated half", make)
 
 
+PRAISES = ("这本书写得很好", "这家店环境不错", "手机外观很漂亮", "服务员态度热情", "酒店位置很方便", "电影画面很精美",
+            "衣服款式很好看", "饭菜分量很足")
+CLAUSES = (("太贵了", "很便宜"), ("质量很差", "质量很好"), ("物流太慢", "物流很快"), ("味道一般", "味道很棒"),
+           ("屏幕太暗", "屏幕很亮"), ("不太好用", "非常好用"), ("隔音太差", "隔音很好"), ("电池不耐用", "电池很耐用"))
+
+
+def zh_contrast_task(text_model: Any) -> Task:
+    """``A，但是B`` (B a drawback) against ``A，但是B'`` (B' a merit of the same length) for a sentiment classifier."""
+
+    def make(model: nn.Module, n: int, seed: int) -> PromptPairs:
+        if text_model is None or "neg" not in getattr(text_model, "outputs", ()) or "pos" not in text_model.outputs:
+            raise InputError("the zh-contrast task needs a sentiment classifier with labels neg and pos "
+                             "(zh-sentiment), loaded with load_text_model")
+        encode = text_model.encoder.encode
+        combos = []  # (clean ids, corrupt ids) of every praise x clause whose two sentences encode to one length
+        for a in PRAISES:
+            for neg_, pos_ in CLAUSES:
+                c, k = ([int(t) for t in encode(f"{a}，但是{b}")] for b in (neg_, pos_))
+                if len(c) == len(k):
+                    combos.append((c, k))
+        lengths = [len(c) for c, _ in combos]
+        common = max(set(lengths), key=lengths.count)  # one length for the batch: the commonest
+        combos = [ck for ck in combos if len(ck[0]) == common]
+        if n > len(combos):
+            raise InputError(f"the zh-contrast task has {len(combos)} sentences of one length; ask for at most that "
+                             f"many --prompts")
+        rng = np.random.default_rng(seed)
+        picked = [combos[int(i)] for i in rng.choice(len(combos), n, replace=False)]
+        clean, corrupt = [c for c, _ in picked], [k for _, k in picked]
+        neg, pos = text_model.outputs.index("neg"), text_model.outputs.index("pos")
+        return PromptPairs("zh-contrast", torch.tensor(clean), torch.tensor(corrupt), (0,),
+                           torch.full((n, 1), neg), torch.full((n, 1), pos), seed)
+
+    return Task("zh-contrast", "clean A，但是B (B a drawback), corrupt A，但是B' (B' a merit of the same length)", make,
+                metric_name="logit[neg] - logit[pos] of the classifier")
+
+
 TASKS: dict[str, Callable[[Any], Task]] = {"induction": lambda _tm: induction_task(),
-                                           "zh-induction": zh_induction_task}
+                                           "zh-contrast": zh_contrast_task, "zh-induction": zh_induction_task}
 
 
 def task_named(name: str, text_model: Any = None) -> Task:

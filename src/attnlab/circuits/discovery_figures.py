@@ -35,8 +35,9 @@ def _places(g: Graph) -> dict[str, tuple[float, float]]:
     return places
 
 
-def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str = "") -> Figure:
-    """The nodes of ``g`` and the edges where ``kept`` (bool ``(E,)``), each an arrow from its sender to its
+def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str = "", most: int = 60) -> Figure:
+    """The nodes of ``g`` and the edges where ``kept`` (bool ``(E,)``; the ``most`` strongest of them, so that a
+    large circuit stays readable: the title says so), each an arrow from its sender to its
     receiver (its colour: into q, k, v or an MLP / the output), its width by ``|scores|`` over the
     largest kept one, solid when ablating it lowers the metric (negative score), dashed when it raises it."""
     from matplotlib.lines import Line2D
@@ -49,6 +50,8 @@ def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str
                         min(static.MAX_INCHES, 1.8 + 0.7 * n_rows))
     ax = fig.add_subplot()
     idx = np.nonzero(kept)[0]
+    n_kept = len(idx)
+    idx = idx[np.argsort(-np.abs(scores[idx]), kind="stable")[:most]]
     strongest = float(np.abs(scores[idx]).max()) if len(idx) and np.abs(scores[idx]).max() > 0 else 1.0
     for i in idx[np.argsort(np.abs(scores[idx]))]:  # the strongest drawn last, on top
         e = g.edges[i]
@@ -76,7 +79,8 @@ def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str
                for m, c in INTO_COLOURS.items()]
     handles.append(Line2D([], [], color="#555555", linewidth=1.5, linestyle="--", label="ablating it raises m"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(title or f"the circuit: {len(idx)} of {g.n_edges} edges", fontsize=9)
+    drawn = f"; its {len(idx)} strongest drawn" if len(idx) < n_kept else ""
+    ax.set_title((title or f"the circuit: {n_kept} of {g.n_edges} edges") + drawn, fontsize=9)
     return fig
 
 
