@@ -8,7 +8,7 @@ STAMP := $(VENV)/.attnlab-installed
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
-.PHONY: demo test test-fast test-floor install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences train-lm train-induction mutation clean
+.PHONY: demo test test-fast test-floor docs install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences train-lm train-induction mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -176,6 +176,23 @@ test-floor: $(FLOOR_STAMP) system
 	$(FLOOR_VENV)/bin/python -m pytest -n $(FLOOR_WORKERS) --dist loadgroup -m "not browser and not crosscheck" \
 	  -p no:cacheprovider
 
+# The user's guide as a site (mkdocs.yml: Material, and the API reference that mkdocstrings generates from the
+# docstrings, read without importing attnlab) into site/, with --strict: a broken link, a missing reference or a
+# docstring it cannot read fails. The tools (pyproject.toml's `docs` extra) go into their own venv, once; the build
+# itself reads nothing from the network.
+DOCS_VENV ?= .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.attnlab-docs-installed
+$(DOCS_STAMP): pyproject.toml
+	@test -x $(DOCS_VENV)/bin/python || python3 -m venv $(DOCS_VENV)
+	python3 -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"], sep="\n")' \
+	  > $(DOCS_VENV)/requirements.txt
+	$(DOCS_VENV)/bin/python -m pip install -q -r $(DOCS_VENV)/requirements.txt
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict
+	@echo "the site: site/index.html (opens from disk)"
+
 # Mutation testing of functional/ and masks.py ([tool.mutmut] in pyproject.toml): every surviving mutant
 # is a change to the kernels that no test notices. 5,328 mutants: over an hour on 2 cores; not part of CI.
 mutation: $(STAMP)
@@ -187,4 +204,4 @@ mutation: $(STAMP)
 	@echo "list the survivors with: $(VENV)/bin/mutmut results; show one with: $(VENV)/bin/mutmut show NAME"
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) $(TRANSLATE_RUNS) mutants node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)
+	rm -rf $(VENV) $(FLOOR_VENV) $(DOCS_VENV) site $(TRANSLATE_RUNS) mutants node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis $(OUT)

@@ -127,3 +127,17 @@ def test_no_help_text_or_message_names_a_docs_file() -> None:
                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
                   and "docs/" in node.value]
     assert found == []
+
+
+def test_the_changelog_has_this_version() -> None:
+    assert f"## [{attnlab.__version__}]" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def test_the_api_reference_has_a_page_for_every_public_subpackage() -> None:
+    """`make docs` (mkdocs.yml) generates each page from the docstrings; a new subpackage gets its page and nav line."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for name in attnlab.SUBPACKAGES:
+        page = ROOT / "docs" / "api" / f"{name}.md"
+        assert page.is_file() and f"::: attnlab.{name}\n" in page.read_text(encoding="utf-8"), name
+        assert f"api/{name}.md" in nav, name
+    assert "::: attnlab\n" in (ROOT / "docs" / "api" / "index.md").read_text(encoding="utf-8")

@@ -189,7 +189,9 @@ def memory_efficient_attention(
     r"""Exact attention :math:`\mathrm{softmax}(QK^\top s + M)V` without the ``L x S`` matrix.
 
     Args:
-        q, k, v: ``(..., L, E)``, ``(..., S, E)``, ``(..., S, Ev)``, one dtype and device.
+        q: the queries ``(..., L, E)``; one dtype and device with ``k`` and ``v``.
+        k: the keys ``(..., S, E)``.
+        v: the values ``(..., S, Ev)``.
         mask: an :class:`attnlab.masks.Mask` (evaluated one tile at a time: the best choice for long
             inputs), or a bool (**True = may attend**) / additive float tensor broadcasting to
             ``(..., L, S)`` (sliced per tile).  Tiles with no allowed pair are skipped.
@@ -198,8 +200,9 @@ def memory_efficient_attention(
         scale: ``None`` means ``1 / sqrt(E)``.
         dropout: probability of dropping a weight.  Each tile's keep-mask comes from its own generator
             seeded with ``seed + tile index``, so the backward regenerates it instead of storing it.
-        block_q, block_k: tile sizes (need not divide ``L`` or ``S``).  The working memory is about
+        block_q: the tile size along the queries (need not divide ``L``).  The working memory is about
             ``prod(...) * block_q * block_k`` floats, independent of ``L`` and ``S``.
+        block_k: the tile size along the keys (need not divide ``S``).
         seed: dropout seed; ``None`` draws one from torch's global generator.
 
     Returns:

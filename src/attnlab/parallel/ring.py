@@ -205,8 +205,10 @@ def ring_attention(
     """Exact attention over a sequence sharded across the ranks of ``group``; call it on every rank.
 
     Args:
-        q, k, v: this rank's shards ``(B, ..., n, E)``, ``(B, ..., n, E)``, ``(B, ..., n, Ev)``, made with
-            :func:`attnlab.parallel.shard` (same ``layout``, same ``n`` on every rank).
+        q: this rank's shard of the queries ``(B, ..., n, E)``, made with :func:`attnlab.parallel.shard` (same
+            ``layout``, same ``n`` on every rank), as ``k`` and ``v`` are.
+        k: this rank's shard of the keys ``(B, ..., n, E)``.
+        v: this rank's shard of the values ``(B, ..., n, Ev)``.
         causal: position ``i`` of the full sequence sees positions ``j <= i``.
         scale: ``None`` means ``1 / sqrt(E)``.
         mask: this rank's shard of a key-padding mask, bool ``(B, n)``, **True = real key** (shard the full
