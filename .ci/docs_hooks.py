@@ -1,4 +1,4 @@
-"""mkdocs hook (mkdocs.yml `hooks:`): a link from a page of docs/ to a file of the source tree outside docs/
+"""mkdocs hooks (mkdocs.yml `hooks:`). A link from a page of docs/ to a file of the source tree outside docs/
 (``../benchmarks/results/serve.md``, ``../src/attnlab/_bundled/...``) has no page on the site; it is shown as that
 file's path in the source tree, in code, instead of a link that would break. Links inside docs/ are left to mkdocs,
 which checks them (--strict)."""
@@ -22,3 +22,12 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
         return shown if text.strip("`") == path else f"{text} ({shown} in the source tree)"
 
     return OUTSIDE.sub(rewrite, markdown)
+
+
+# The docstrings name other objects in Sphinx's roles (:func:`attnlab.capture`), which mkdocstrings' Markdown shows as
+# ":func:" before the code: the role is dropped, the code kept.
+ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|exc|obj|const|math):(?=<code>)")
+
+
+def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
+    return ROLE.sub("", html)
