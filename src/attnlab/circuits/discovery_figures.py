@@ -112,6 +112,6 @@ def faithfulness_figure(curves: Mapping[str, Faithfulness], *, title: str = "", 
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("share of edges kept (the rest ablated)")
     ax.set_ylabel("faithfulness")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="lower right")  # the curves rise from the lower left to the upper right
     ax.set_title(title or "faithfulness (bootstrap 95% band over prompts)", fontsize=9)
     return fig
