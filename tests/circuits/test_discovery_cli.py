@@ -45,8 +45,14 @@ def test_sinks_prints_a_row_per_head(tmp_path: Path, capsys: pytest.CaptureFixtu
     (["--discover", "--prompts", "1"], "at least 2"),
     (["--discover", "--method", "acdc", "--tau", "0"], "positive threshold"),
     (["--discover", "--steps", "3", "--method", "eap"], "--steps goes with --method eap-ig"),
-    (["--discover", "--sinks"], "two runs"),
-    (["--text", "abc"], "--text goes with --sinks"),
+    (["--discover", "--sinks"], "2 runs"),
+    (["--text", "abc"], "--text goes with --sinks or --qk"),
+    (["--qk", "1.0", "--sinks"], "--sinks and --qk are 2 runs"),
+    (["--qk", "1.9", "--text", "abcd", "--query", "2", "--key", "1"], "does not exist"),
+    (["--qk", "1.0", "--text", "abcd", "--query", "2"], "needs --query and --key"),
+    (["--qk", "1.0", "--text", "abcd", "--query", "9", "--key", "1"], "positions must lie in 0..3"),
+    (["--key", "1"], "--query and --key go with --qk"),
+    (["--discover", "--objective", "metric"], "--objective goes with --method acdc"),
     (["--discover", "--model", "zh-sentiment"], "needs a language model"),
 ])
 def test_bad_input_is_one_line_and_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -56,3 +62,14 @@ def test_bad_input_is_one_line_and_nothing_written(tmp_path: Path, capsys: pytes
     assert main(["circuit", *model, *argv, "--out", str(out)]) == 2
     assert says in one_error_line(capsys, "circuit")
     assert not out.exists()
+
+
+def test_qk_prints_the_table_and_it_sums_to_the_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = "Gk3pQ9xZa+Lm7Rb/Ut2W" * 2
+    assert main(["circuit", "--qk", "1.0", "--model", "induction-2l", "--text", text, "--query", "27", "--key", "8",
+                 "--out", str(tmp_path / "q")]) == 0
+    js = json.loads((tmp_path / "q" / "qk.json").read_text(encoding="utf-8"))
+    assert js["sources"] == ["embed", "0.0", "0.1", "0.2", "0.3", "bias"]
+    assert abs(sum(map(sum, js["table"])) - js["score"]) < 1e-3 and js["tokens"][27] == "Z"
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("induction-2l head 1.0, query 27 ('Z') -> key 8 ('a')") and len(said) == 10

@@ -20,6 +20,7 @@ FIGURE_FILE = "circuit.png"
 DISCOVERY_FILE = "discovery.json"
 FAITHFULNESS_FILE = "faithfulness.png"
 SINKS_FILE = "sinks.json"
+QK_FILE = "qk.json"
 SINK_TEXT = "经济建设取得新的成就，人民生活水平明显提高。我们要坚持改革开放，推动高质量发展。"
 DELIMITERS = "，。！？；：、,.!?;:"
 
@@ -32,7 +33,8 @@ With --discover: the circuit of a task found edge by edge (every edge from a sen
 q, k or v, an MLP or the output), by EAP, EAP-IG or ACDC over --prompts clean/corrupted pairs; {FIGURE_FILE} draws
 it, {FAITHFULNESS_FILE} its faithfulness against the edges kept (bootstrap 95% band), {DISCOVERY_FILE} holds every
 number and the manifest. With --sinks: each head's attention on the first token and on delimiters, and what the
-sink's value writes ({SINKS_FILE}).
+sink's value writes ({SINKS_FILE}). With --qk: one head's attention score at one query and key position split
+exactly into query-side source x key-side source terms (the embeddings, earlier heads and MLPs; {QK_FILE}).
 
 examples:
   attnlab circuit --model zh-lm
@@ -40,6 +42,7 @@ examples:
   attnlab circuit --discover --model induction-2l --task induction --method eap-ig --out ind-eapig
   attnlab circuit --discover --model induction-2l --method acdc --ablation mean --prompts 64 --out ind-acdc
   attnlab circuit --sinks --model zh-lm
+  attnlab circuit --qk 1.0 --model induction-2l --text ABCDEFGHIJABCDEFGHIJ --query 13 --key 4
 """
 
 
@@ -67,29 +70,43 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--steps", type=int, metavar="M", help="EAP-IG's integration steps (default 5)")
     d.add_argument("--tau", type=float, metavar="T", help="ACDC's threshold (default: the largest of its sweep "
                    "whose circuit reaches faithfulness 0.9)")
+    d.add_argument("--objective", choices=("kl", "metric"), help="what ACDC keeps an edge for: the KL divergence to "
+                   "the full model's output (default) or the task metric's distance")
     s_ = p.add_argument_group("attention sinks (--sinks)")
     s_.add_argument("--sinks", action="store_true", help="every head's attention-sink metrics")
     s_.add_argument("--text", action="append", metavar="TEXT", help="a text to measure on (repeatable; default: "
-                    "a Chinese news sentence for a model that reads it, else 16 random sequences of its tokens)")
+                    "a Chinese news sentence for a model that reads it, else 16 random sequences of its tokens); "
+                    "with --qk the one text")
+    q = p.add_argument_group("QK attribution (--qk)")
+    q.add_argument("--qk", metavar="L.H", help="split head L.H's attention score at --query, --key on --text into "
+                   "query-side x key-side sources")
+    q.add_argument("--query", type=int, metavar="I", help="the query position (0-based, in the text's tokens)")
+    q.add_argument("--key", type=int, metavar="J", help="the key position (0-based)")
     p.set_defaults(run=run)
 
 
-DISCOVERY_ONLY = ("task", "method", "ablation", "prompts", "seed", "steps", "tau")
+DISCOVERY_ONLY = ("task", "method", "ablation", "prompts", "seed", "steps", "tau", "objective")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.discover and args.sinks:
-        raise InputError("--discover and --sinks are two runs; give one")
+    modes = [m for m, on in (("--discover", args.discover), ("--sinks", args.sinks), ("--qk", args.qk is not None))
+             if on]
+    if len(modes) > 1:
+        raise InputError(f"{' and '.join(modes)} are {len(modes)} runs; give one")
     if not args.discover:
         given = [f"--{n}" for n in DISCOVERY_ONLY if getattr(args, n) is not None]
         if given:
             raise InputError(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --discover")
-    if args.text is not None and not args.sinks:
-        raise InputError("--text goes with --sinks")
+    if args.text is not None and not (args.sinks or args.qk is not None):
+        raise InputError("--text goes with --sinks or --qk")
+    if args.qk is None and (args.query is not None or args.key is not None):
+        raise InputError("--query and --key go with --qk")
     if args.discover:
         return _discover(args)
     if args.sinks:
         return _sinks(args)
+    if args.qk is not None:
+        return _qk(args)
     from .. import _validate
     from ..circuits import circuit_json, composition_baseline, composition_scores, load_text_model
     from ..circuits.figures import composition_figure
@@ -132,6 +149,8 @@ def _discover(args: argparse.Namespace) -> int:
         raise InputError(f"--steps takes a positive integer, got {steps}")
     if args.steps is not None and method != "eap-ig":
         raise InputError("--steps goes with --method eap-ig")
+    if args.objective is not None and method != "acdc":
+        raise InputError("--objective goes with --method acdc")
     if args.tau is not None and (method != "acdc" or not args.tau > 0):
         raise InputError("--tau takes a positive threshold, with --method acdc" if method == "acdc"
                          else "--tau goes with --method acdc")
@@ -142,7 +161,7 @@ def _discover(args: argparse.Namespace) -> int:
     tm = load_text_model(args.model)
     task = task_named(task_name, tm)
     found = discover(tm.model, tm.name, task, method, ablation=ablation, prompts=prompts, seed=seed, steps=steps,
-                     tau=args.tau)
+                     tau=args.tau, objective=args.objective or "kl")
     result = found.to_json()
     g = found.graph
     value, low, high = found.circuit
@@ -167,7 +186,7 @@ def _discover(args: argparse.Namespace) -> int:
     elif "exact" in cpu:
         line += f"; exact edge patching {cpu['exact']:.2f} CPU s"
     if method == "acdc":
-        line += f"; tau {result['acdc_tau']:g} of {len(found.sweep)} thresholds"
+        line += f"; tau {result['acdc_tau']:g} of {len(found.sweep)} thresholds ({args.objective or 'kl'})"
     print(line)
     f = found.curve
     print(f"circuit: {n} of {g.n_edges} edges ({n / g.n_edges:.0%}), faithfulness {value:.3f} (95% CI {low:.3f}-"
@@ -230,4 +249,36 @@ def _sinks(args: argparse.Namespace) -> int:
         print(f"{r.layer}.{r.head:<4} {r.first_share:5.3f}  {num(r.delimiter_share)} {r.value_norm_ratio:8.3f}    "
               f" {num(r.delimiter_value_ratio)}      {r.write_share:6.3f}{'  sink head' if r.sink else ''}")
     print(f"wrote {out / SINKS_FILE}")
+    return 0
+
+
+def _qk(args: argparse.Namespace) -> int:
+    from ..circuits import load_text_model, parse_head, qk_attribution
+
+    layer, head = parse_head(args.qk, "--qk")
+    if args.text is None or len(args.text) != 1 or not args.text[0]:
+        raise InputError("--qk reads one --text; give it once")
+    if args.query is None or args.key is None:
+        raise InputError("--qk needs --query and --key (0-based token positions)")
+    out, base = check_out(args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(
+        args.text[0], repr(("qk", args.model, args.qk, args.text, args.query, args.key))))
+    tm = load_text_model(args.model)
+    ids, tokens = tm.encode(args.text[0], "given")
+    found = qk_attribution(tm.model, ids[0], layer, head, args.query, args.key)
+    js = {"model": tm.name, "text": args.text[0], "tokens": tokens, **found.to_json()}
+    with staging(out, base) as stage:
+        (stage / QK_FILE).write_text(json.dumps(js, ensure_ascii=False) + "\n", encoding="utf-8")
+        publish(stage, out, [QK_FILE])
+    print(f"{tm.name} head {layer}.{head}, query {args.query} ({tokens[args.query]!r}) -> key {args.key} "
+          f"({tokens[args.key]!r}): score {found.score:.3f} = the table's sum"
+          f"{f' + a position bias {found.mask_bias:.3f}' if found.mask_bias else ''}; positions: {found.positions}; "
+          f"norm: {found.norm}")
+    width = max(6, *(len(s) for s in found.sources))
+    corner = "query \\ key"
+    first = max(len(corner), width) + 1
+    print(corner.ljust(first) + " ".join(s.rjust(width) for s in found.sources))
+    for name, row in zip(found.sources, found.table, strict=True):
+        print(name.ljust(first) + " ".join(f"{v:{width}.2f}" for v in row))
+    print("largest: " + ", ".join(f"{a} x {b} {v:+.2f}" for a, b, v in found.top(3)))
+    print(f"wrote {out / QK_FILE}")
     return 0
