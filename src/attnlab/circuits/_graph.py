@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import InputError
@@ -117,6 +118,9 @@ def graph_of(model: nn.Module) -> Graph:
     if not all(layer.pre_norm for layer in a.layers):
         raise InputError("edge-level circuits need a pre-norm model (its residual stream is the sum of its parts' "
                          "outputs); this one normalises after each sublayer")
+    if int(getattr(a.layers[0].attn, "n_kv_heads", a.n_heads)) != a.n_heads:
+        raise InputError("edge-level circuits do not split a key/value head shared by several query heads "
+                         "(grouped-query attention) yet; this model has fewer key/value heads than query heads")
     h = a.n_heads
     senders = [Node("embed", "embed", -1)]
     receivers: list[Node] = []
@@ -264,9 +268,10 @@ def masked_forward(g: Graph, model: nn.Module, tokens: Tensor, alternative: Send
             if d is not None:
                 inp = inp - d
             inp = probe_of((into, i), inp)
-            # .forward: the modules' own computation without their hooks (this edit runs inside the projection's)
+            # the norm's own computation without its hooks, and the projection from its weight and bias (this edit
+            # runs inside the projection's hook; a Hugging Face model's projections are views of its parameters)
             normed = layer.norm.forward(inp) if layer.norm is not None else inp
-            full = proj.forward(normed)  # (K*B, T, H, H*D)
+            full = F.linear(normed, proj.weight, getattr(proj, "bias", None))  # (K*B, T, H, H*D)
             y = full.view(*full.shape[:3], hh, -1).diagonal(dim1=2, dim2=3).movedim(-1, 2)  # (K*B, T, H, D)
             if check and d is None:
                 err = float((y - x).detach().abs().max())

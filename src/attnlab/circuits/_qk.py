@@ -117,7 +117,11 @@ def qk_attribution(model: nn.Module, tokens: Tensor, layer: int, head: int, quer
     def listen(call: AttentionCall) -> None:
         calls.append(call)
 
-    detach = lay.attn.attn_hook.attach(listen, weights=False)
+    hook = getattr(lay.attn, "attn_hook", None)
+    if hook is None:
+        raise InputError(f"QK attribution reads layer {layer}'s own queries and keys through attnlab's attention "
+                         f"hook, which this model's attention does not have")
+    detach = hook.attach(listen, weights=False)
     try:
         with torch.no_grad():
             senders = sender_outputs(g, model, ids, **kwargs)[0, :, :n]  # (T, C, M)

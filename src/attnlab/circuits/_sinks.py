@@ -1,8 +1,8 @@
 """Attention sinks, measured per head: how much attention lands on the first token (and on delimiters where the
 tokenizer has them), and how much the sink's value actually writes.
 
-For every head, over the prompts and their query positions (a causal model's from position 1 on, since position
-0 can only see itself; an encoder's every position):
+For every head, over the prompts and their query positions (a causal language model's from position 1 on, since
+position 0 can only see itself; an encoder's every position):
 
 * ``first_share``: the mean attention weight on position 0;
 * ``delimiter_share``: the mean total weight on the delimiter tokens given (None without any);
@@ -61,7 +61,7 @@ def attention_sinks(model: nn.Module, tokens: Tensor, *, delimiters: Iterable[in
     delim = torch.tensor(sorted(set(int(d) for d in delimiters)), dtype=torch.long)
     names = [f"blocks.{i}.attn.{s}" for i in range(a.n_layers) for s in ("hook_pattern", "hook_v")]
     _, cache = run_with_cache(model, tokens, names, **kwargs)
-    start = 1 if a.kind == "lm" else 0
+    start = 1 if a.unembed is not None else 0  # a language model is causal: its position 0 sees only itself
     is_delim = torch.isin(tokens, delim) if len(delim) else None  # (B, S)
     rows = []
     with torch.no_grad():
