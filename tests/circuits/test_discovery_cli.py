@@ -73,3 +73,13 @@ def test_qk_prints_the_table_and_it_sums_to_the_score(tmp_path: Path, capsys: py
     assert abs(sum(map(sum, js["table"])) - js["score"]) < 1e-3 and js["tokens"][27] == "Z"
     said = capsys.readouterr().out.splitlines()
     assert said[0].startswith("induction-2l head 1.0, query 27 ('Z') -> key 8 ('a')") and len(said) == 10
+
+
+def test_acdc_at_one_threshold_keeps_its_circuit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["circuit", "--discover", "--model", "induction-2l", "--method", "acdc", "--tau", "0.05",
+                 "--prompts", "4", "--out", str(tmp_path / "a")]) == 0
+    js = json.loads((tmp_path / "a" / "discovery.json").read_text(encoding="utf-8"))
+    assert js["acdc_tau"] == 0.05 and len(js["acdc"]) == 1 and js["manifest"]["objective"] == "kl"
+    assert js["circuit"]["n_edges"] == js["acdc"][0]["n_kept"]
+    said = capsys.readouterr().out
+    assert "tau 0.05 (given; objective kl)" in said and "top 10%" not in said

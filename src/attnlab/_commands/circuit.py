@@ -186,11 +186,13 @@ def _discover(args: argparse.Namespace) -> int:
     elif "exact" in cpu:
         line += f"; exact edge patching {cpu['exact']:.2f} CPU s"
     if method == "acdc":
-        line += f"; tau {result['acdc_tau']:g} of {len(found.sweep)} thresholds ({args.objective or 'kl'})"
+        which = "given" if args.tau is not None else f"of {len(found.sweep)} thresholds"
+        line += f"; tau {result['acdc_tau']:g} ({which}; objective {args.objective or 'kl'})"
     print(line)
     f = found.curve
+    below = ", below 0.9" + ("" if method == "acdc" else ": the top 10% kept")
     print(f"circuit: {n} of {g.n_edges} edges ({n / g.n_edges:.0%}), faithfulness {value:.3f} (95% CI {low:.3f}-"
-          f"{high:.3f}){'' if found.reached else ', below 0.9: the top 10% kept'}; full {f.m_full:.3f}, empty "
+          f"{high:.3f}){'' if found.reached else below}; full {f.m_full:.3f}, empty "
           f"{f.m_empty:.3f}; CPR {f.cpr:.3f}, CMD {f.cmd:.3f}")
     roc = result.get("roc")
     if roc is not None:

@@ -520,9 +520,9 @@ def discover(model: nn.Module, name: str, task: Task, method: str, *, ablation: 
     """Score every edge with ``method`` ("eap", "eap-ig" or "acdc"), find the circuit and evaluate it.
 
     EAP / EAP-IG: the circuit is the fewest top-|score| edges whose faithfulness reaches 0.9 (else the top 10%,
-    ``reached`` False).  ACDC: every threshold of ``taus`` is run (the curve is their circuits' faithfulness); the
-    circuit is ACDC's at ``tau`` when given, else at the largest threshold whose circuit reaches 0.9 (the curve also
-    holds the empty and the full graph, so that its areas span every share of edges).  Exact edge
+    ``reached`` False).  ACDC: with ``tau`` that one threshold is run; else every threshold of ``taus`` (the curve
+    is their circuits' faithfulness) and the circuit is ACDC's at the largest threshold whose circuit reaches 0.9
+    (the curve also holds the empty and the full graph, so that its areas span every share of edges).  Exact edge
     patching of every edge is run too on graphs of at most :data:`EXACT_LIMIT` edges (``exact``), to compare
     scores with; and where the answer is known (:func:`reference_circuit`) every ranking's ROC AUC."""
     if method not in METHODS:
@@ -556,7 +556,7 @@ def discover(model: nn.Module, name: str, task: Task, method: str, *, ablation: 
         kept = np.zeros(g.n_edges, dtype=bool)
         kept[scores.ranking()[:n]] = True
     else:
-        grid = sorted(set(taus) | ({tau} if tau is not None else set()))
+        grid = [tau] if tau is not None else sorted(set(taus))  # a threshold given: that one run alone
         sweep = [acdc(model, pairs, task, t, objective=objective, ablation=ablation, graph=g, seed=seed)
                  for t in grid]
         cpu["acdc"] = float(sum(r.cpu_s for r in sweep))
