@@ -5,7 +5,9 @@ positional ones where a model adds them), every attention head ``"L.H"``, every 
 them, and ``output`` (the logits: the last block's output, read by the final norm and the unembedding).
 
 **Edges.** Every sender's output into every later receiver's input, and for a head into its query, key and value
-inputs separately: ``"0.0 -> 1.0.k"``.  A head of layer ``L`` receives from ``embed``, every head and MLP of the
+inputs separately: ``"0.0 -> 1.0.k"``.  Under grouped-query attention a key/value head shared by several query heads
+is a receiver of its own, ``"L.kvG"`` (``"0.0 -> 1.kv0.k"``): its keys and values are one input, whichever query
+head reads them.  A head of layer ``L`` receives from ``embed``, every head and MLP of the
 layers before ``L``; the MLP of layer ``L`` also from the heads of layer ``L``; ``output`` from everything.
 induction-2l (2 layers x 4 heads, no MLP): 12 edges into layer 0 (1 sender x 4 heads x q/k/v), 60 into layer 1
 (5 senders x 12), 9 into the output: **81 edges**.
@@ -50,7 +52,8 @@ INTOS = ("q", "k", "v")
 
 @dataclass(frozen=True)
 class Node:
-    """One node: ``kind`` "embed", "head", "mlp" or "output"; ``layer`` -1 for embed, N for the output."""
+    """One node: ``kind`` "embed", "head", "mlp", "output" or "kv" (a shared key/value head, a receiver only);
+    ``layer`` -1 for embed, N for the output."""
 
     name: str
     kind: str
@@ -118,10 +121,8 @@ def graph_of(model: nn.Module) -> Graph:
     if not all(layer.pre_norm for layer in a.layers):
         raise InputError("edge-level circuits need a pre-norm model (its residual stream is the sum of its parts' "
                          "outputs); this one normalises after each sublayer")
-    if int(getattr(a.layers[0].attn, "n_kv_heads", a.n_heads)) != a.n_heads:
-        raise InputError("edge-level circuits do not split a key/value head shared by several query heads "
-                         "(grouped-query attention) yet; this model has fewer key/value heads than query heads")
     h = a.n_heads
+    n_kv = int(getattr(a.layers[0].attn, "n_kv_heads", h))  # grouped-query attention: fewer key/value heads
     senders = [Node("embed", "embed", -1)]
     receivers: list[Node] = []
     edges: list[Edge] = []
@@ -129,11 +130,14 @@ def graph_of(model: nn.Module) -> Graph:
     prefix: dict[tuple[str, int], int] = {}
     for i, layer in enumerate(a.layers):
         heads = [Node(f"{i}.{j}", "head", i, j) for j in range(h)]
-        receivers.extend(heads)
+        # a key/value head shared by several query heads is a receiver of its own, "L.kvG"
+        shared = [Node(f"{i}.kv{g}", "kv", i, g) for g in range(n_kv)] if n_kv != h else heads
+        receivers.extend(heads + (shared if shared is not heads else []))
         n = len(senders)
         for into in INTOS:
-            idx = torch.empty(n, h, dtype=torch.long)
-            for j, r in enumerate(heads):
+            into_heads = heads if into == "q" else shared
+            idx = torch.empty(n, len(into_heads), dtype=torch.long)
+            for j, r in enumerate(into_heads):
                 for s in range(n):
                     idx[s, j] = len(edges)
                     edges.append(Edge(senders[s], r, into))

@@ -45,6 +45,13 @@ def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str
 
     places = _places(g)
     a = g.anatomy
+    n_kv = len([r for r in g.receivers if r.kind == "kv" and r.layer == 0])
+
+    def at(node: Node) -> tuple[float, float]:  # a shared key/value head is drawn at its first query head
+        if node.kind == "kv" and node.head is not None:
+            return places[f"{node.layer}.{node.head * (a.n_heads // max(1, n_kv))}"]
+        return places[node.name]
+
     n_rows = max(p[1] for p in places.values()) + 1
     fig = static.figure(min(static.MAX_INCHES, 2.4 + 1.9 * (a.n_layers + 1)),
                         min(static.MAX_INCHES, 1.8 + 0.7 * n_rows))
@@ -55,14 +62,16 @@ def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str
     strongest = float(np.abs(scores[idx]).max()) if len(idx) and np.abs(scores[idx]).max() > 0 else 1.0
     for i in idx[np.argsort(np.abs(scores[idx]))]:  # the strongest drawn last, on top
         e = g.edges[i]
-        x1, y1 = places[e.sender.name]
-        x2, y2 = places[e.receiver.name]
+        x1, y1 = at(e.sender)
+        x2, y2 = at(e.receiver)
         rad = 0.25 if x2 - x1 > 1.5 else 0.08
         ax.add_patch(FancyArrowPatch((x1, y1), (x2, y2), connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>",
                                      mutation_scale=9, linewidth=0.4 + 4.6 * abs(scores[i]) / strongest,
                                      color=INTO_COLOURS[e.into], shrinkA=14, shrinkB=14, zorder=2, alpha=0.8,
                                      linestyle="-" if scores[i] <= 0 else "--"))
     used = {g.edges[i].sender.name for i in idx} | {g.edges[i].receiver.name for i in idx}
+    used |= {f"{r.layer}.{(r.head or 0) * (a.n_heads // max(1, n_kv))}" for i in idx
+             for r in [g.edges[i].receiver] if r.kind == "kv"}
     for name, (x, y) in places.items():
         on = name in used
         ax.plot(x, y, "o", markersize=26, color="#fdf6e3" if on else "#f4f4f4",
@@ -80,6 +89,8 @@ def circuit_figure(g: Graph, scores: np.ndarray, kept: np.ndarray, *, title: str
     handles.append(Line2D([], [], color="#555555", linewidth=1.5, linestyle="--", label="ablating it raises m"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     drawn = f"; its {len(idx)} strongest drawn" if len(idx) < n_kept else ""
+    if n_kv:
+        drawn += "\n(a shared key/value head L.kvG is drawn at its first query head)"
     ax.set_title((title or f"the circuit: {n_kept} of {g.n_edges} edges") + drawn, fontsize=9)
     return fig
 
