@@ -301,3 +301,29 @@ def test_bad_input() -> None:
         C.run_with_hooks(model, clean, {"blocks.0.attn.hook_z": lambda x: x[:, :1]})
     with pytest.raises(InputError, match="reference"):
         C.ablate(model, clean, metric, [(0, 0)], "mean")
+
+
+def _own_models() -> list[tuple[str, torch.nn.Module]]:
+    cfg = BertConfig(vocab_size=V, hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=20,
+                     max_position_embeddings=10, type_vocab_size=2, layer_norm_eps=1e-12)
+    classifier = AttentionClassifier(ClassifierConfig(vocab_size=V, d_model=12, n_heads=3, n_layers=2, dropout=0.0,
+                                                      max_length=9, norm_first=True)).double().eval()
+    return [("lm", lm(mlp=True, norm=True)), ("classifier", classifier), ("bert", BertEncoder(cfg).double().eval())]
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("which", ["lm", "classifier", "bert"])
+def test_batched_patching_equals_one_run_a_cell(which: str, rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells run side by side (a one-row input: the blocks below the patched layer once, the stream repeated there)
+    give what one run per cell gives, for every site."""
+    from attnlab.circuits import _patch
+
+    model = dict(_own_models())[which]
+    clean, corrupt = torch.randint(1, V, (rows, 6)), torch.randint(1, V, (rows, 6))
+    metric = (lambda h: h[:, 0, :3].sum(-1).mean()) if which == "bert" else C.logit_diff(1, 0)  # noqa: E731
+    runs = [lambda: C.patch_heads(model, clean, corrupt, metric, site).values for site in ("z", "q", "pattern")]
+    runs.append(lambda: C.patch_resid(model, clean, corrupt, metric, "hook_resid_mid").values)
+    batched = [run() for run in runs]
+    monkeypatch.setattr(_patch, "BATCH_ROWS", 1)
+    for got, run in zip(batched, runs, strict=True):
+        assert np.abs(got - run()).max() < 1e-10

@@ -156,18 +156,25 @@ def test_path_patching_equals_a_transformer_lens_hook_implementation(
             _close(f"{arch} path 0.{head} -> 1.1 k", ours.values[0, head], float(metric(out)), 1e-6)
 
 
+@pytest.mark.parametrize("rows", [1, 2])
 @pytest.mark.parametrize("arch", hf_models.ARCHS)
-def test_batched_patching_equals_one_run_a_cell(arch: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batched_patching_equals_one_run_a_cell(arch: str, rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells side by side (one row: the blocks below the patched layer once, the stream repeated there; the logits
+    of the metric's last positions only) give what one full run per cell gives."""
     from attnlab.circuits import _patch
 
     model = hf_models.model(arch)
     g = torch.Generator().manual_seed(4)
-    clean, corrupt = (torch.randint(0, hf_models.VOCAB, (2, 5), generator=g) for _ in range(2))
-    metric = C.logit_diff(3, 4)
-    batched = C.patch_heads(model, clean, corrupt, metric, "z", by_position=True).values
+    clean, corrupt = (torch.randint(0, hf_models.VOCAB, (rows, 5), generator=g) for _ in range(2))
+    metric = C.logit_diff(3, 4, positions=[-2, -1])
+    assert metric.last == 2  # type: ignore[attr-defined]
+    runs = [lambda site=site: C.patch_heads(model, clean, corrupt, metric, site, by_position=True).values
+            for site in ("z", "k", "pattern")]
+    runs.append(lambda: C.patch_resid(model, clean, corrupt, metric).values)
+    batched = [run() for run in runs]
     monkeypatch.setattr(_patch, "BATCH_ROWS", 1)
-    _close(f"{arch} batched", batched, C.patch_heads(model, clean, corrupt, metric, "z", by_position=True).values,
-           1e-10)
+    for got, run in zip(batched, runs, strict=True):
+        _close(f"{arch} batched", got, run(), 1e-10)
 
 
 def test_an_unsupported_architecture_is_refused_naming_the_supported_ones() -> None:

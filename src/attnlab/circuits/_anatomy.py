@@ -47,6 +47,9 @@ class Anatomy:
     # a Hugging Face model's hook installer for q/k/v/pattern/z and how it is called (attnlab.circuits._hf); None
     # for attnlab's own models
     family: Any = None
+    # a one-row run may be repeated at a block's input (batched patching): every later use of the batch-shaped
+    # inputs broadcasts one row (not so for a classifier, which pools with its padding mask after the blocks)
+    repeatable: bool = True
 
     @property
     def n_layers(self) -> int:

@@ -63,7 +63,8 @@ def anatomy(model: nn.Module) -> Anatomy:
         return Anatomy("lm", layers, norm, model.embed.weight)
     if isinstance(model, AttentionClassifier) and model.encoder is not None:
         blocks: list[Any] = list(model.encoder.layers)
-        return Anatomy("classifier", tuple(_attnlab_layer(b, b.config.norm_first) for b in blocks), None, None)
+        return Anatomy("classifier", tuple(_attnlab_layer(b, b.config.norm_first) for b in blocks), None, None,
+                       repeatable=False)
     if isinstance(model, BertEncoder):
         bert: list[Any] = list(model.encoder.layer)
         layers = tuple(Layer(b, b.attention.get_submodule("self"), b.attention, True, b.output, None, False)
@@ -133,10 +134,15 @@ def _check_names(names: Iterable[str], valid: list[str], what: str) -> None:
 
 
 def run_with_hooks(model: nn.Module, inputs: Tensor, edits: Mapping[str, Edit] | None = None, *,
-                   keep: Iterable[str] = (), grad: bool = False, **kwargs: Any) -> tuple[Any, dict[str, Tensor]]:
+                   keep: Iterable[str] = (), grad: bool = False, expand: tuple[int, int] | None = None,
+                   last: int | None = None, **kwargs: Any) -> tuple[Any, dict[str, Tensor]]:
     """``model(inputs, **kwargs)`` in eval mode with each ``edits[name]`` replacing the activation ``name``, and
     the activations named in ``keep`` returned (after any edit) as ``(output, {name: tensor})``.  Without ``grad``
-    the run is under ``torch.no_grad()`` and kept tensors are detached; with it they are the graph's own."""
+    the run is under ``torch.no_grad()`` and kept tensors are detached; with it they are the graph's own.
+
+    Two savings for batched patching: ``expand=(layer, n)`` runs a one-row ``inputs`` through the blocks below
+    ``layer`` once and repeats the stream ``n`` times at that layer's input (the rows are equal up to there); ``last``
+    asks a Hugging Face language model for the logits of the last ``last`` positions only (``logits_to_keep``)."""
     a = anatomy(model)
     edits = dict(edits or {})
     keep = list(keep)
@@ -148,7 +154,13 @@ def run_with_hooks(model: nn.Module, inputs: Tensor, edits: Mapping[str, Edit] |
         if not grad:
             stack.enter_context(torch.no_grad())
         stack.enter_context(_eval(model))
+        if expand is not None:
+            block = a.layers[expand[0]].block
+            stack.callback(block.register_forward_pre_hook(_repeat_input(expand[1]), with_kwargs=True,
+                                                           prepend=True).remove)
         _install(stack, a, edits, set(keep), kept, grad)
+        if last is not None and a.family is not None:
+            kwargs = {**kwargs, "logits_to_keep": last}
         out = a.call(model, inputs, **kwargs)
     for name in keep:
         if name.endswith(DERIVED) and name not in kept:
@@ -279,6 +291,20 @@ def _replace_input(name: str, touch: Touch) -> Callable[..., Any]:
             return (touch(name, args[0]), *args[1:]), kwargs
         key = "hidden_states" if "hidden_states" in kwargs else next(iter(kwargs))
         return args, {**kwargs, key: touch(name, kwargs[key])}
+
+    return hook
+
+
+def _repeat_input(n: int) -> Callable[..., Any]:
+    """A block's pre-hook repeating its one-row inputs ``n`` times: the stream, and whatever else is shaped by the
+    batch (a padding mask, positions, rotary tables of one row)."""
+
+    def rep(x: Any) -> Any:
+        return x.repeat(n, *([1] * (x.dim() - 1))) if isinstance(x, Tensor) and x.dim() >= 2 and len(x) == 1 else x
+
+    def hook(_m: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return tuple(rep(a) if not isinstance(a, tuple) else tuple(rep(x) for x in a) for a in args), {
+            k: rep(v) if not isinstance(v, tuple) else tuple(rep(x) for x in v) for k, v in kwargs.items()}
 
     return hook
 

@@ -74,6 +74,15 @@ def logit_diff(target: int | Sequence[int], distractor: int | Sequence[int], pos
         at = torch.arange(rows.shape[1])
         return (rows[:, at, t] - rows[:, at, d]).mean()
 
+    return _reads_last(metric, positions)
+
+
+def _reads_last(metric: Metric, positions: Positions) -> Metric:
+    """``metric`` marked with ``last``: how many last positions it reads, when it reads only positions counted from
+    the end (``-1``, ``[-2, -1]``); patching then asks the model for those logits only."""
+    pos = [positions] if isinstance(positions, int) else list(positions) if positions is not None else []
+    if pos and all(isinstance(p, int) and p < 0 for p in pos):
+        metric.last = -min(pos)  # type: ignore[attr-defined]
     return metric
 
 
@@ -84,7 +93,7 @@ def target_prob(target: int | Sequence[int], positions: Positions = -1) -> Metri
         rows = _rows(output, positions).softmax(-1)  # (B, P, V)
         return rows[:, torch.arange(rows.shape[1]), _ids(target, rows.shape[1], "target")].mean()
 
-    return metric
+    return _reads_last(metric, positions)
 
 
 def loss_on(targets: Tensor, positions: Positions = None) -> Metric:
@@ -282,6 +291,9 @@ def _patched_scores(model: nn.Module, corrupt: Tensor, name: str, source: Tensor
     output that is not one tensor runs one cell a pass."""
     b = corrupt.shape[0]
     per = max(1, BATCH_ROWS // b)
+    layer = int(name.split(".")[1])
+    last = getattr(metric, "last", None)
+    repeat = b == 1 and anatomy(model).repeatable
     scores: list[float] = []
     for start in range(0, len(indices), per):
         chunk = indices[start:start + per]
@@ -298,7 +310,11 @@ def _patched_scores(model: nn.Module, corrupt: Tensor, name: str, source: Tensor
                 y[rows][index] = source[index].to(x.dtype)
             return y
 
-        out, _ = run_with_hooks(model, corrupt.repeat(len(chunk), *([1] * (corrupt.dim() - 1))), {name: edit})
+        if repeat:  # one row: the blocks below the patched layer run once, and the stream is repeated there
+            out, _ = run_with_hooks(model, corrupt, {name: edit}, expand=(layer, len(chunk)), last=last)
+        else:
+            out, _ = run_with_hooks(model, corrupt.repeat(len(chunk), *([1] * (corrupt.dim() - 1))), {name: edit},
+                                    last=last)
         if not isinstance(out, Tensor):
             for index in chunk:
                 one, _ = run_with_hooks(model, corrupt, {name: _put(source, index)})
