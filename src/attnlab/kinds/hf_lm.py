@@ -221,7 +221,8 @@ class HFLanguageModelKind(Kind):
         if settings is None:
             return None
         o, loop = outcome.output, outcome.result.loop
-        return {"continuation": o["continuation"], "log_probability": o["log_probability"], "settings": settings,
+        return {"continuation": o["continuation"], "log_probability": o["log_probability"], "unit": self.unit,
+                "settings": settings,
                 "loop": None if loop is None else loop.message(list(model.loaded.outputs()),
                                                                settings["greedy"] or settings["top_k"] == 1)}
 

@@ -89,7 +89,8 @@ class LanguageModelKind(Kind):
             return None
         o, loop = outcome.output, outcome.result.loop
         chars = model.loaded.characters()
-        return {"continuation": o["continuation"], "log_probability": o["log_probability"], "settings": settings,
+        return {"continuation": o["continuation"], "log_probability": o["log_probability"], "unit": self.unit,
+                "settings": settings,
                 "loop": None if loop is None else loop.message(chars, settings["greedy"] or settings["top_k"] == 1)}
 
     def observed(self, model: Model, outcome: Outcome) -> dict[str, float]:

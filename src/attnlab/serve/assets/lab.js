@@ -34,7 +34,8 @@
  * @property {string[]} [target_tokens]
  * @property {number[][]} [alignment]  (T, S)
  * @property {string} [continuation]  a language model's continuation of the text
- * @property {number} [log_probability]  its mean log-probability per character
+ * @property {number} [log_probability]  its mean log-probability per unit
+ * @property {string} [unit]  what one token of its text is: "character" (attnlab's language models) or "token"
  * @property {LabSampling} [settings]  how it was sampled
  * @property {string | null} [loop]  the loop it ended in, said in words, or null
  */
@@ -254,7 +255,7 @@
       const s = out.settings;
       const how = !s ? "" : s.greedy ? "greedy; " : `temperature ${s.temperature}, top-k ${s.top_k}, top-p ${s.top_p}, seed ${s.seed}; `;
       line.append(`${who}${text}`, node("strong", { class: "lab-continuation" }, out.continuation),
-        ` (${how}mean log-probability ${fixed(out.log_probability, 3)} per character)`);
+        ` (${how}mean log-probability ${fixed(out.log_probability, 3)} per ${out.unit || "character"})`);
       if (out.loop) line.append(node("span", { class: "lab-doubt" }, ` ⚠ ${out.loop}`));
     } else {
       line.append(`${who}tokens and attention (an encoder has no task output)`);

@@ -1,0 +1,71 @@
+"""``attnlab serve --model FOLDER`` in real Chromium with a user's own Hugging Face language model (issue 41): a random
+Llama-family model with grouped-query attention, saved as a user saves one, is offered beside the bundled models; the
+page samples its continuation (per token, with the sampling controls), draws its attention, and ablates one of its
+heads, with no console error, page error, dialog, or request anywhere but the server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import hf_models
+
+import attnlab as al
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = hf_models.folder("llama", tmp_path_factory.mktemp("user") / "my-llama")
+    env = {**os.environ, "PYTHONPATH": str(Path(al.__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", "--model", str(folder)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.stderr else "")
+    yield line.split()[2]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 0
+
+
+def _until(page: Any, expression: str) -> None:
+    deadline = time.monotonic() + 60
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, page.evaluate("window.attnlabLab && attnlabLab.error")
+        page.wait_for_timeout(50)
+
+
+def test_a_folder_model_is_sampled_drawn_and_ablated(browser: Any, server: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: r.url.startswith((server, "data:", "blob:", "about:"))
+            or problems.append(f"request {r.url}"))
+    page.goto(server)
+    _until(page, "!!window.attnlabLab && attnlabLab.runs >= 1 && !attnlabLab.busy")
+    options = page.eval_on_selector_all("#model option", "os => os.map(o => o.value)")
+    assert options[-1] == "my-llama" and "minilm" in options
+    runs = page.evaluate("attnlabLab.runs")
+    page.select_option("#model", "my-llama")
+    page.fill("#text", "When Mary and John went to the store")
+    _until(page, f"attnlabLab.runs > {runs} && !attnlabLab.busy && attnlabLab.last.model === 'my-llama'")
+    assert page.evaluate("attnlabLab.error") == ""
+    assert page.evaluate("attnlabLab.last.kind") == "hf-lm"
+    assert "per token" in (page.text_content("body") or "")
+    assert page.evaluate("attnlab.records.length") == 2  # two layers of causal attention
+    assert page.is_visible("text=temperature")  # the sampling controls: the model can sample
+    folder = os.environ.get("ATTNLAB_SCREENSHOTS")
+    if folder:
+        page.screenshot(path=str(Path(folder) / "serve-folder-llama.png"), full_page=True)
+    context.close()
+    assert not problems, "the page misbehaved:\n" + "\n".join(problems)
