@@ -28,10 +28,11 @@ def display_name(found: Located) -> str:
     return BUNDLED_NAME if found.bundled == MINILM else found.given
 
 
-def model_config(model: str | os.PathLike[str]) -> dict[str, Any]:
-    """The parsed ``config.json`` of a Hugging Face model or classifier (``"minilm"`` for the bundled encoder), read
-    without transformers: cheap enough to check arguments (a layer index, say) before the model loads."""
-    found = locate(model, "huggingface", "classifier")
+def model_config(model: str | os.PathLike[str] | Located) -> dict[str, Any]:
+    """The parsed ``config.json`` of a Hugging Face model or classifier (``"minilm"`` for the bundled encoder, or what
+    :func:`attnlab.locate` found of one), read without transformers: cheap enough to check arguments (a layer index,
+    say) before the model loads."""
+    found = model if isinstance(model, Located) else locate(model, "huggingface", "classifier")
     if found.path.is_file():  # a classifier's model file: its header describes it
         from ._classifier import classifier_config  # (it imports attnlab.data: not needed for other models)
 

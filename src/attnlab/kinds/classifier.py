@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,14 +27,15 @@ class ClassifierKind(Kind):
     def load(self, found: Located) -> Any:
         from ..trained import load_trained
 
-        clf = load_trained(found.path)  # its model file (found already warned of a run still training)
+        # found once (and Model.load warned already of a run still training): its model file, not located again
+        clf = load_trained(dataclasses.replace(found, in_progress=False))
         clf.name = found.given
         return clf
 
     def config(self, found: Located) -> dict[str, Any] | None:
         from ..capturing import model_config
 
-        return model_config(found.path)
+        return model_config(found)  # (found once: not located again)
 
     def cost(self, model: Model, text: str, *, trace: bool = True, **options: Any) -> Cost:
         from ..trained import windows

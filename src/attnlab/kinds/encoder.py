@@ -27,7 +27,7 @@ class EncoderKind(Kind):
     def config(self, found: Located) -> dict[str, Any] | None:
         from ..capturing import model_config
 
-        return model_config(found.path)
+        return model_config(found)  # (found once: not located again)
 
     def display_name(self, found: Located, loaded: Any) -> str:
         return str(loaded[2])

@@ -24,7 +24,7 @@ class TranslatorKind(Kind):
     def load(self, found: Located) -> Any:
         from ..trained import load_translator
 
-        translator = load_translator(found.path)
+        translator = load_translator(found)  # found once: not located again
         translator.name = found.given
         return translator
 

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._bundled import locate
+from .._bundled import Located, locate
 from ..data import collate
 from ..errors import InputError, ModelLoadError, TooLongError
 from ._unknown import unknown_warning
@@ -152,13 +152,13 @@ def translator_folder(model: str | os.PathLike[str]) -> Path:
     return locate(model, "translator").path
 
 
-def load_translator(model: str | os.PathLike[str]) -> Translator:
+def load_translator(model: str | os.PathLike[str] | Located) -> Translator:
     """A :class:`Translator` (CPU, eval mode) from a bundled name (``"dates-zh"``, ``"tutorial-en-zh"``), a run
-    folder, a checkpoint folder or a model folder."""
+    folder, a checkpoint folder or a model folder (or what :func:`attnlab.locate` found of one)."""
     from ..data import PairTokenizer
     from ..models import load_seq2seq
 
-    folder = translator_folder(model)
+    folder = model.path if isinstance(model, Located) else translator_folder(model)
     net, meta = load_seq2seq(folder)
     try:
         tokenizer = PairTokenizer.from_json(meta["tokenizer"])

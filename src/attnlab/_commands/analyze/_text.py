@@ -97,7 +97,10 @@ def _model(args: argparse.Namespace) -> Any:
     refused here, before any run, with the command that reads it)."""
     from ...analysis import analyzed
 
-    return analyzed(model_name(args))
+    loaded = getattr(args, "_loaded", None)  # found and loaded once per command
+    if loaded is None:
+        loaded = args._loaded = analyzed(model_name(args))
+    return loaded
 
 
 def _run_name(args: argparse.Namespace, text: str | None, trace: Any) -> str:
