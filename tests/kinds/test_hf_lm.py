@@ -10,6 +10,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from helpers import hf_models
@@ -124,7 +125,6 @@ def test_bad_requests_are_one_line_and_write_nothing(folders: dict[str, Path], t
          "one token of its tokenizer"),
         (["patch", "--model", "minilm", "--clean", "a b", "--corrupt", "a c", "--what", "path"], "patch", ""),
         (["generate", "--model", f, "x " * 80], "generate", "reads at most 64"),
-        (["generate", "--model", f, "When", "--attribute"], "generate", "attributing a generation"),
         (["analyze", "--model", f, "x " * 80], "analyze", "takes at most 64"),
     ]
     for argv, command, said in cases:
@@ -140,11 +140,47 @@ def test_the_lab_serves_a_folder_beside_the_bundled_models(folders: dict[str, Pa
 
     client = TestClient(create_app(Lab(catalogue([folders["llama"]], bundled=False)), Limits(), hosts=["testserver"]))
     (entry,) = client.get("/api/models").json()["models"]
-    assert entry["kind"] == "hf-lm" and set(entry["can"]) == {"analyze", "sample", "ablate", "patch"}
+    assert entry["kind"] == "hf-lm" and set(entry["can"]) == {"analyze", "sample", "ablate", "patch", "attribute"}
     r = client.post("/api/run", json={"model": entry["name"], "text": "When Mary and John went",
                                       "sampling": {"greedy": True}})
     assert r.status_code == 200 and r.json()["output"]["continuation"]
     r = client.post("/api/ablate", json={"model": entry["name"], "text": "When Mary and John", "layer": 1, "head": 3})
     assert r.status_code == 200 and r.json()["outputs"]
+    r = client.post("/api/attribute", json={"model": entry["name"], "text": "When Mary and John went",
+                                            "sampling": {"greedy": True}})
+    assert r.status_code == 200 and list(r.json()["methods"]) == ["gradient x input"], r.text[:300]
     r = client.post("/api/run", json={"model": entry["name"], "text": "word " * 100})
     assert r.status_code == 413 and "reads at most 64" in r.json()["error"]
+
+
+def test_a_generation_is_attributed_by_gradient_x_input(folders: dict[str, Path], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Gradient x input of each generated token at the token embeddings equals the derivative of its logit as that
+    source's embedding is scaled (a central difference in float64: GPT-2, whose LayerNorm computes in the model's
+    dtype; the Llama family's RMSNorm computes in float32); ALTI-Logit is said to be left out."""
+    from attnlab.analysis import attribute_generation
+
+    model = al.Model.load(folders["gpt2"])
+    out = model.run("When Mary and John", max_tokens=3, greedy=True)
+    got = attribute_generation(model.loaded.model, out.result.prompt_ids, out.result.ids)
+    assert np.isnan(got.alti_logit).all() and np.isnan(got.agreement())
+    net = model.loaded.model.double()
+    try:
+        ids = torch.tensor([got.ids[:-1]])
+        emb = net.get_input_embeddings()(ids).detach()
+        g, row = 1, len(out.result.prompt_ids)  # the second generated token, chosen at this row
+        for s in (0, row - 1, row):
+            def logit(alpha: float, s: int = s) -> float:
+                e = emb.clone()
+                e[0, s] *= 1 + alpha
+                return float(net(inputs_embeds=e, use_cache=False).logits[0, row, got.ids[row + 1]])
+
+            numeric = (logit(1e-5) - logit(-1e-5)) / 2e-5
+            assert abs(numeric - got.grad_x_input[g, s]) < 1e-6 * max(1.0, abs(numeric)), (s, numeric)
+    finally:
+        net.float()
+    assert main(["generate", "--model", str(folders["llama"]), "When Mary", "--max-tokens", "4", "--attribute",
+                 "--out", str(tmp_path / "att")]) == 0
+    assert "ALTI-Logit is left out" in capsys.readouterr().out
+    record = json.loads((tmp_path / "att" / "attribution.json").read_text())
+    assert record["spearman_agreement"] is None and len(record["grad_x_input"]) == 4

@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         trace.save(stage / TRACE_FILE, dtype="float32")
         save_html(trace, stage / VIEWER_FILE)
         if args.attribute:
-            agreement = attribute(model.loaded, generated, args.prompt, stage)
+            agreement = attribute(model.loaded, generated, args.prompt, stage, model.spec.unit)
             files += [ATTRIBUTION_FIGURE, ATTRIBUTION_FILE]
         publish(stage, out, files)
     mean = outcome.score  # the model's own, per character, before temperature and penalties: as every surface
@@ -139,14 +139,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{len(generated.ids)} {unit}s, mean log-probability {mean:.3f} per {unit} "
           f"({described(settings, args.seed)})"
           f"{'; the trace replays the last context (the window slid)' if generated.slid else ''}")
-    if args.attribute:
-        print(f"attribution: ALTI-Logit and gradient x input of each generated character over the characters the "
+    if args.attribute and agreement == agreement:
+        print(f"attribution: ALTI-Logit and gradient x input of each generated {unit} over the {unit}s the "
               f"model read; their rankings agree with a mean Spearman correlation of {agreement:.2f}")
+    elif args.attribute:  # a Hugging Face language model: ALTI-Logit is exact only through attnlab's own blocks
+        print(f"attribution: gradient x input of each generated {unit} over the {unit}s the model read, at its token "
+              f"embeddings (ALTI-Logit is left out: its decomposition is exact only through attnlab's own blocks)")
     print(f"wrote {len(files)} files to {out_arg}{os.sep}: {'  '.join(files)}")
     return 0
 
 
-def attribute(lm: Any, generated: Any, prompt: str, stage: Path) -> float:
+def attribute(lm: Any, generated: Any, prompt: str, stage: Path, unit: str = "character") -> float:
     """Write the attribution figure and its numbers into ``stage``; the two methods' mean rank agreement."""
     import json
 
@@ -156,8 +159,8 @@ def attribute(lm: Any, generated: Any, prompt: str, stage: Path) -> float:
 
     got = attribute_generation(lm.model, generated.prompt_ids, generated.ids)
     chars = lm.characters()
-    title = f"{lm.name}: which earlier characters each generated character used (logit contributions)"
-    save(generation_attribution_figure(got, chars, title), stage / ATTRIBUTION_FIGURE)
+    title = f"{lm.name}: which earlier {unit}s each generated {unit} used (logit contributions)"
+    save(generation_attribution_figure(got, chars, title, unit=unit), stage / ATTRIBUTION_FIGURE)
     agreement = got.agreement()
 
     def rows(matrix: Any) -> list[list[float | None]]:
@@ -166,6 +169,7 @@ def attribute(lm: Any, generated: Any, prompt: str, stage: Path) -> float:
     record = {"prompt": prompt, "sources": [chars[i] for i in got.sources],
               "generated": [chars[i] for i in got.generated], "n_prompt": got.n_prompt,
               "logits": [round(float(x), 6) for x in got.logits], "alti_logit": rows(got.alti_logit),
-              "grad_x_input": rows(got.grad_x_input), "spearman_agreement": round(agreement, 4)}
+              "grad_x_input": rows(got.grad_x_input),
+              "spearman_agreement": None if agreement != agreement else round(agreement, 4)}
     atomic_write_text(stage / ATTRIBUTION_FILE, json.dumps(record, ensure_ascii=False) + "\n")
     return agreement

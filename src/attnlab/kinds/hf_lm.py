@@ -50,6 +50,10 @@ class HFLanguageModel:
         """Each id as the text it writes (``' Mary'``, with its space)."""
         return [self.tokenizer.decode([i]) for i in ids]
 
+    def characters(self) -> list[str]:
+        """Every id's text, as attribution names the tokens (the name a character model's method has)."""
+        return list(self.outputs())
+
     @property
     def vocab_size(self) -> int:
         return int(self.model.get_output_embeddings().weight.shape[0])
@@ -73,7 +77,7 @@ class _Encoder:
 class HFLanguageModelKind(Kind):
     name = "hf-lm"
     suites_as = "lm"
-    can = frozenset({"analyze", "sample", "ablate", "patch"})
+    can = frozenset({"analyze", "sample", "ablate", "patch", "attribute"})
     unit = "token"
     options = ("max_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "greedy",
                "seed", "on_text")

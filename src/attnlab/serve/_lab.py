@@ -236,8 +236,9 @@ class Lab:
             chars = loaded.characters()
             rows, columns, split = [chars[i] for i in lm.generated], [chars[i] for i in lm.sources], lm.n_prompt
             methods = {"ALTI-Logit": lm.alti_logit, "gradient x input": lm.grad_x_input}
+            methods = {k: m for k, m in methods.items() if not np.isnan(m).all()}  # (a Hugging Face LM: no ALTI)
             agreement = lm.agreement()
-            reading = "the prompt | the characters generated before"
+            reading = f"the prompt | the {entry.spec.unit}s generated before"
         else:
             if not got.ids:
                 raise InputError(f"the translation of {text[:40]!r} is empty, so there is nothing to attribute")

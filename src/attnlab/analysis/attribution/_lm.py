@@ -28,6 +28,7 @@ Letters: L blocks, n window length, M d_model, G generated characters, S source 
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -212,7 +213,13 @@ def attribute_generation(model: nn.Module, prompt_ids: Sequence[int], generated_
                          ) -> GenerationAttribution:
     """ALTI-Logit and gradient x input of every generated character over the characters the model read when it
     chose it (its window, :func:`generation_windows`), on a float64 copy of ``model`` (so the decomposition is
-    exact to 1e-10).  One forward pass per window position the generation slid to, one backward per character."""
+    exact to 1e-10).  One forward pass per window position the generation slid to, one backward per character.
+
+    A Hugging Face causal language model (GPT-2, the Llama family) gets gradient x input alone, at its token
+    embeddings (``inputs_embeds``), in float64, over the whole prompt and generation (its generation does not slide);
+    its ``alti_logit`` is NaN throughout: ALTI-Logit's decomposition is exact only through attnlab's own blocks."""
+    if _is_hf_causal(model):
+        return _hf_generation(model, prompt_ids, generated_ids)
     lm = _causal_lm(model)
     if not generated_ids:
         raise InputError("nothing was generated, so there is nothing to attribute; generate at least 1 character")
@@ -238,10 +245,42 @@ def attribute_generation(model: nn.Module, prompt_ids: Sequence[int], generated_
     return GenerationAttribution(a_out, g_out, logits, sources, n_p)
 
 
-def attribution_figure(attribution: GenerationAttribution, characters: Sequence[str], title: str = "") -> Figure:
+def _is_hf_causal(model: nn.Module) -> bool:
+    if "transformers" not in sys.modules:
+        return False
+    from transformers import PreTrainedModel
+
+    return isinstance(model, PreTrainedModel) and model.get_output_embeddings() is not None
+
+
+def _hf_generation(model: Any, prompt_ids: Sequence[int], generated_ids: Sequence[int]) -> GenerationAttribution:
+    """Gradient x input of each generated token's logit at the token embeddings of everything before it."""
+    if not generated_ids:
+        raise InputError("nothing was generated, so there is nothing to attribute; generate at least 1 token")
+    if model.training:
+        raise InputError("the model is in training mode (dropout on): call model.eval() first")
+    net = copy.deepcopy(model).double().eval()
+    sources = [*prompt_ids, *generated_ids]
+    n_p, n_g, n_s = len(prompt_ids), len(generated_ids), len(sources) - 1
+    emb = net.get_input_embeddings()(torch.tensor([sources[:-1]])).detach().requires_grad_(True)  # (1, S, M)
+    logits = net(inputs_embeds=emb, use_cache=False).logits[0]  # (S, V)
+    g_out = np.full((n_g, n_s), np.nan)
+    chosen = np.zeros(n_g)
+    for g in range(n_g):
+        row = n_p - 1 + g  # the position whose logits chose generated token g
+        score = logits[row, sources[n_p + g]]
+        (grad,) = torch.autograd.grad(score, emb, retain_graph=g < n_g - 1)
+        g_out[g, : row + 1] = (grad[0, : row + 1] * emb[0, : row + 1]).sum(-1).detach().numpy()
+        chosen[g] = float(score)
+    return GenerationAttribution(np.full_like(g_out, np.nan), g_out, chosen, sources, n_p)
+
+
+def attribution_figure(attribution: GenerationAttribution, characters: Sequence[str], title: str = "", *,
+                       unit: str = "character") -> Figure:
     """Two panels, generated characters (y) x source characters (x): ALTI-Logit and gradient x input, each on a
     red-blue scale centred on 0 (red pushed the generated character up); grey where the model did not read the
-    source character; a line after the prompt."""
+    source character; a line after the prompt.  One panel where ALTI-Logit was not computed (a Hugging Face
+    language model); ``unit`` names the axes' tokens ("character", "token")."""
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm
 
@@ -250,23 +289,25 @@ def attribution_figure(attribution: GenerationAttribution, characters: Sequence[
     g, s = attribution.alti_logit.shape
     sources = [characters[i] for i in attribution.sources]
     generated = [characters[i] for i in attribution.generated]
+    panels = [(name, values) for name, values in (("ALTI-Logit", attribution.alti_logit),
+                                                  ("gradient x input", attribution.grad_x_input))
+              if not np.isnan(values).all() or g == 0]  # (a Hugging Face LM's has no ALTI-Logit: one panel)
     cell = min(0.4, max(0.13, 9.0 / max(s, g, 1)))
-    fig = figure(2.4 + 2 * cell * s, 1.6 + cell * g)
-    axes = fig.subplots(1, 2, sharey=True)
+    fig = figure(2.4 + len(panels) * cell * s, 1.6 + cell * g)
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
     cmap = colormaps["RdBu_r"].with_extremes(bad=(0.88, 0.88, 0.88, 1.0))
-    for ax, (name, values) in zip(axes, (("ALTI-Logit", attribution.alti_logit),
-                                         ("gradient x input", attribution.grad_x_input)), strict=True):
+    for ax, (name, values) in zip(axes, panels, strict=True):
         top = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
         image = ax.imshow(values, cmap=cmap, norm=TwoSlopeNorm(0.0, -max(top, 1e-9), max(top, 1e-9)), aspect="auto",
                           interpolation="nearest")
         ax.axvline(attribution.n_prompt - 0.5, color="black", lw=0.8)
         width, height = fig.get_size_inches()
         set_ticks(ax, sources, "x", width * 0.4)
-        ax.set_xlabel("source character (prompt | generated)")
+        ax.set_xlabel(f"source {unit} (prompt | generated)")
         ax.set_title(name, fontsize=9)
         fig.colorbar(image, ax=ax, shrink=0.8, label="logit contribution")
     set_ticks(axes[0], generated, "y", height * 0.8)
-    axes[0].set_ylabel("generated character")
+    axes[0].set_ylabel(f"generated {unit}")
     if title:
         fig.suptitle(title, fontsize=9, fontfamily=families(title))
     return fig
