@@ -14,8 +14,9 @@ import torch
 
 from .._bundled import Located
 from ..errors import InputError, ModelLoadError, TooLongError
-from ._base import Cost, Kind, Model, Outcome
+from ._base import Cost, Model, Outcome
 from ._hooked import TextModel
+from .lm import Continues
 
 __all__ = ["CAUSAL_TYPES", "HFLanguageModel", "HFLanguageModelKind"]
 
@@ -74,7 +75,7 @@ class _Encoder:
         return [(p, False) for p in self.lm.pieces(ids)]
 
 
-class HFLanguageModelKind(Kind):
+class HFLanguageModelKind(Continues):
     name = "hf-lm"
     suites_as = "lm"
     can = frozenset({"analyze", "sample", "ablate", "patch", "attribute"})
@@ -210,25 +211,6 @@ class HFLanguageModelKind(Kind):
         with torch.no_grad(), capture(lm.model) as trace:
             lm.model(input_ids=torch.tensor([ids]), use_cache=False)
         return trace.with_tokens(lm.pieces(ids))
-
-    def answer(self, outcome: Outcome) -> str | None:
-        return str(outcome.output["continuation"])
-
-    def score(self, outcome: Outcome) -> float | None:
-        return float(outcome.output["log_probability"])
-
-    def told(self, outcome: Outcome) -> str | None:
-        return f"continuation: {outcome.output['continuation']}"
-
-    def shown(self, model: Model, outcome: Outcome, *, settings: dict[str, Any] | None = None, **context: Any
-              ) -> dict[str, Any] | None:
-        if settings is None:
-            return None
-        o, loop = outcome.output, outcome.result.loop
-        return {"continuation": o["continuation"], "log_probability": o["log_probability"], "unit": self.unit,
-                "settings": settings,
-                "loop": None if loop is None else loop.message(list(model.loaded.outputs()),
-                                                               settings["greedy"] or settings["top_k"] == 1)}
 
     def text_model(self, model: Model) -> TextModel:
         lm: HFLanguageModel = model.loaded

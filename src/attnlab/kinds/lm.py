@@ -12,14 +12,38 @@ from ..errors import InputError, TooLongError
 from ._base import Cost, Kind, Model, Outcome
 from ._hooked import TextModel
 
-__all__ = ["LM_TEXT", "LanguageModelKind", "trace_language_model"]
+__all__ = ["LM_TEXT", "Continues", "LanguageModelKind", "trace_language_model"]
 
 # what a language model reads when no text is given: a sentence of People's Daily twice, so that its induction heads
 # have something to copy (the viewer shows them reading the first copy while they predict the second)
 LM_TEXT = "迈向充满希望的新世纪——一九九八年新年讲话。" * 2
 
 
-class LanguageModelKind(Kind):
+class Continues(Kind):
+    """What the kinds that continue a text share: the continuation is the answer, its mean log-probability (the
+    model's own, per unit) the score, and the lab shows both with the settings and any loop."""
+
+    def answer(self, outcome: Outcome) -> str | None:
+        return str(outcome.output["continuation"])
+
+    def score(self, outcome: Outcome) -> float | None:
+        return float(outcome.output["log_probability"])
+
+    def told(self, outcome: Outcome) -> str | None:
+        return f"continuation: {outcome.output['continuation']}"
+
+    def shown(self, model: Model, outcome: Outcome, *, settings: dict[str, Any] | None = None, **context: Any
+              ) -> dict[str, Any] | None:
+        if settings is None:
+            return None
+        o, loop = outcome.output, outcome.result.loop
+        chars = model.loaded.characters()
+        return {"continuation": o["continuation"], "log_probability": o["log_probability"], "unit": self.unit,
+                "settings": settings,
+                "loop": None if loop is None else loop.message(chars, settings["greedy"] or settings["top_k"] == 1)}
+
+
+class LanguageModelKind(Continues):
     name = "lm"
     suites_as = "lm"
     can = frozenset({"analyze", "sample", "ablate", "patch", "attribute"})
@@ -73,25 +97,6 @@ class LanguageModelKind(Kind):
                                f"(its context of {model.loaded.context} less the {writes} it writes); shorten "
                                f"the text, or continue a longer one with attnlab generate (it slides the window)",
                                len(text), limit)
-
-    def answer(self, outcome: Outcome) -> str | None:
-        return str(outcome.output["continuation"])
-
-    def score(self, outcome: Outcome) -> float | None:
-        return float(outcome.output["log_probability"])
-
-    def told(self, outcome: Outcome) -> str | None:
-        return f"continuation: {outcome.output['continuation']}"
-
-    def shown(self, model: Model, outcome: Outcome, *, settings: dict[str, Any] | None = None, **context: Any
-              ) -> dict[str, Any] | None:
-        if settings is None:
-            return None
-        o, loop = outcome.output, outcome.result.loop
-        chars = model.loaded.characters()
-        return {"continuation": o["continuation"], "log_probability": o["log_probability"], "unit": self.unit,
-                "settings": settings,
-                "loop": None if loop is None else loop.message(chars, settings["greedy"] or settings["top_k"] == 1)}
 
     def observed(self, model: Model, outcome: Outcome) -> dict[str, float]:
         return {"score": model.loaded.score(outcome.text)}  # how likely the model finds the text itself
