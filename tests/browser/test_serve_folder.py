@@ -1,7 +1,7 @@
 """``attnlab serve --model FOLDER`` in real Chromium with a user's own Hugging Face language model (issue 41): a random
 Llama-family model with grouped-query attention, saved as a user saves one, is offered beside the bundled models; the
 page samples its continuation (per token, with the sampling controls) and draws its attention, with no console error,
-page error, dialog, or request anywhere but the server (its ablation is tests/kinds/test_hf_lm.py's, through the API)."""
+page error, dialog, or request anywhere but the server (its ablation is tests/kinds/test_hf_lm.py's, by the API)."""
 
 from __future__ import annotations
 

@@ -320,8 +320,9 @@ def test_batched_patching_equals_one_run_a_cell(which: str, rows: int, monkeypat
 
     model = dict(_own_models())[which]
     clean, corrupt = torch.randint(1, V, (rows, 6)), torch.randint(1, V, (rows, 6))
-    metric = (lambda h: h[:, 0, :3].sum(-1).mean()) if which == "bert" else C.logit_diff(1, 0)  # noqa: E731
-    runs = [lambda: C.patch_heads(model, clean, corrupt, metric, site).values for site in ("z", "q", "pattern")]
+    metric = (lambda h: h[:, 0, :3].sum(-1).mean()) if which == "bert" else C.logit_diff(1, 0)
+    runs = [lambda site=site: C.patch_heads(model, clean, corrupt, metric, site).values
+            for site in ("z", "q", "pattern")]
     runs.append(lambda: C.patch_resid(model, clean, corrupt, metric, "hook_resid_mid").values)
     batched = [run() for run in runs]
     monkeypatch.setattr(_patch, "BATCH_ROWS", 1)
