@@ -193,7 +193,7 @@ class HFLanguageModelKind(Continues):
                 if on_text is not None:
                     on_text(lm.tokenizer.decode([nxt]))
                 if i < s["max_tokens"] - 1:
-                    step = net(input_ids=torch.tensor([[nxt]]), cache=step.cache, use_cache=True)
+                    step = net(input_ids=torch.tensor([[nxt]]), use_cache=True, **_cache_of(step))
         out.loop = find_loop(out.ids)
         said: tuple[str, ...] = ()
         if out.loop is not None:
@@ -256,3 +256,11 @@ def _last(out: Any) -> torch.Tensor:
     model's own output object."""
     logits = getattr(out, "logits", out)
     return logits[0, -1]
+
+
+def _cache_of(output: Any) -> dict[str, Any]:
+    """The key/value cache of a forward's output, as the next call takes it: ``cache`` (transformers 5.2x), or
+    ``past_key_values`` (the floor's transformers, before the rename)."""
+    if getattr(output, "cache", None) is not None:
+        return {"cache": output.cache}
+    return {"past_key_values": output.past_key_values}
