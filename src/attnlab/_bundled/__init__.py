@@ -32,8 +32,8 @@ from typing import Literal
 
 from ..errors import ModelLoadError
 
-__all__ = ["FORMATS", "KINDS", "MODELS", "MODEL_KINDS", "MODEL_TYPES", "Bundled", "KindInfo", "Located", "ModelKind",
-           "bundled_folder", "locate", "minilm_folder"]
+__all__ = ["CAUSAL_LMS", "FORMATS", "KINDS", "MODELS", "MODEL_KINDS", "MODEL_TYPES", "Bundled", "KindInfo", "Located",
+           "ModelKind", "bundled_folder", "locate", "minilm_folder"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -111,9 +111,12 @@ SEQ2SEQ_FORMAT = "attnlab.seq2seq/"  # the format prefix of a translator's confi
 LM_FORMAT = "attnlab.lm/"  # and of a language model's (attnlab.models.lm)
 # what the "format" of a folder's config.json says it is, by prefix (attnlab.kinds.register adds a kind's own)
 FORMATS: dict[str, ModelKind] = {SEQ2SEQ_FORMAT: "translator", LM_FORMAT: "lm"}
-# what a Hugging Face config.json's "model_type" says it is, where a kind reads that architecture itself (the causal
-# language models attnlab.kinds.hf_lm reads); any other model_type is a Hugging Face model captured as it is
-MODEL_TYPES: dict[str, ModelKind] = dict.fromkeys(("gpt2", "llama", "qwen2", "mistral"), "hf-lm")
+# The Hugging Face causal language models attnlab reads itself (attnlab.kinds.hf_lm, attnlab.circuits): config.json's
+# model_type -> how messages name the architecture.  The one list: the kind, its loader and circuits' hooks read it.
+CAUSAL_LMS: dict[str, str] = {"gpt2": "GPT-2", "llama": "Llama", "qwen2": "Qwen2", "mistral": "Mistral"}
+# what a Hugging Face config.json's "model_type" says it is, where a kind reads that architecture itself; any other
+# model_type is a Hugging Face model captured as it is
+MODEL_TYPES: dict[str, ModelKind] = dict.fromkeys(CAUSAL_LMS, "hf-lm")
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._bundled import CAUSAL_LMS
 from ..errors import InputError
 from ._anatomy import Anatomy, Layer
 
 __all__ = ["SUPPORTED", "Projection", "hf_anatomy", "supported_said"]
 
-# model_type -> the architecture's name in messages
-SUPPORTED = {"gpt2": "GPT-2", "llama": "Llama", "qwen2": "Qwen2", "mistral": "Mistral"}
+SUPPORTED = CAUSAL_LMS  # model_type -> the architecture's name in messages
 
 
 def supported_said() -> str:

@@ -46,7 +46,6 @@ Edit = Callable[[Tensor], "Tensor | None"]
 LAYER_SITES = ("hook_resid_pre", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_pattern", "attn.hook_z",
                "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
 DERIVED = ("attn.hook_result",)  # cache only
-SUPPORTED_SAID = "GPT-2, Llama, Qwen2, Mistral"  # the Hugging Face architectures (attnlab.circuits._hf.SUPPORTED)
 
 
 def anatomy(model: nn.Module) -> Anatomy:
@@ -70,14 +69,14 @@ def anatomy(model: nn.Module) -> Anatomy:
         layers = tuple(Layer(b, b.attention.get_submodule("self"), b.attention, True, b.output, None, False)
                        for b in bert)
         return Anatomy("bert", layers, None, None)
-    from ._hf import hf_anatomy  # (a module of its own: transformers is imported only where a model is one)
+    from ._hf import hf_anatomy, supported_said  # (a module of its own: transformers only where a model is one)
 
     found = hf_anatomy(model)  # a Hugging Face causal language model (or an InputError naming the supported ones)
     if found is not None:
         return found
     raise InputError(f"circuits need named hook points, which attnlab builds for its own models (CausalLM, an "
                      f"AttentionClassifier with encoder layers, BertEncoder) and for Hugging Face causal language "
-                     f"models ({SUPPORTED_SAID}); got {type(model).__name__}; load the model with attnlab "
+                     f"models ({supported_said()}); got {type(model).__name__}; load the model with attnlab "
                      f"(attnlab.Model.load), or capture it with attnlab.capture to see its attention")
 
 

@@ -287,8 +287,8 @@ def _patched_scores(model: nn.Module, corrupt: Tensor, name: str, source: Tensor
                     metric: Metric, kwargs: dict[str, Any]) -> list[float]:
     """The metric of the corrupted run with ``source[index]`` put into activation ``name``, for each index: the
     cells run side by side in one batch (the corrupted input repeated, each copy patched at its own cell), at most
-    :data:`BATCH_ROWS` rows a pass.  A run with keyword inputs (masks and the like, shaped by the batch) or an
-    output that is not one tensor runs one cell a pass."""
+    :data:`BATCH_ROWS` rows a pass.  A run with keyword inputs (masks and the like, shaped by the batch) runs one cell a
+    pass.  (Every model with hook points outputs one tensor, rows in order, so each cell's rows are scored apart.)"""
     b = corrupt.shape[0]
     per = max(1, BATCH_ROWS // b)
     layer = int(name.split(".")[1])
@@ -315,11 +315,6 @@ def _patched_scores(model: nn.Module, corrupt: Tensor, name: str, source: Tensor
         else:
             out, _ = run_with_hooks(model, corrupt.repeat(len(chunk), *([1] * (corrupt.dim() - 1))), {name: edit},
                                     last=last)
-        if not isinstance(out, Tensor):
-            for index in chunk:
-                one, _ = run_with_hooks(model, corrupt, {name: _put(source, index)})
-                scores.append(_score(metric, one))
-            continue
         scores.extend(_score(metric, out[j * b:(j + 1) * b]) for j in range(len(chunk)))
     return scores
 

@@ -12,16 +12,14 @@ from typing import Any
 
 import torch
 
-from .._bundled import Located
+from .._bundled import CAUSAL_LMS, Located
 from ..errors import InputError, ModelLoadError, TooLongError
 from ._base import Cost, Model, Outcome
 from ._hooked import TextModel
 from .lm import Continues
 
-__all__ = ["CAUSAL_TYPES", "HFLanguageModel", "HFLanguageModelKind"]
+__all__ = ["HFLanguageModel", "HFLanguageModelKind"]
 
-# the architectures (config.json's model_type) this kind reads, as messages name them
-CAUSAL_TYPES = {"gpt2": "GPT-2", "llama": "Llama", "qwen2": "Qwen2", "mistral": "Mistral"}
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
 
 
@@ -93,7 +91,7 @@ class HFLanguageModelKind(Continues):
             raise ModelLoadError(f"{found.given!r} holds no safetensors weights{bin_}; save the model with "
                                  f"model.save_pretrained(folder) (safetensors is its default)")
         if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json")):
-            raise ModelLoadError(f"{found.given!r} holds a {CAUSAL_TYPES[mt]} model but no tokenizer; save one beside "
+            raise ModelLoadError(f"{found.given!r} holds a {CAUSAL_LMS[mt]} model but no tokenizer; save one beside "
                                  f"it with tokenizer.save_pretrained(folder)")
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -108,7 +106,7 @@ class HFLanguageModelKind(Continues):
             net, info = loaded
         except Exception as exc:  # a size mismatch, a broken file: transformers' own words, on one line
             said = " ".join(str(exc).split())[:300]
-            raise ModelLoadError(f"cannot load {found.given!r} as a {CAUSAL_TYPES[mt]} model offline: "
+            raise ModelLoadError(f"cannot load {found.given!r} as a {CAUSAL_LMS[mt]} model offline: "
                                  f"{type(exc).__name__}: {said}") from None
         finally:
             hf_logging.set_verbosity(verbosity)
@@ -120,10 +118,12 @@ class HFLanguageModelKind(Continues):
             raise ModelLoadError(f"the weights in {found.given!r} do not match its config.json: "
                                  f"{len(what)} tensor(s) missing or of another shape ({', '.join(what[:3])}...); "
                                  f"save the model and its config together with save_pretrained")
-        from ..trained import SAMPLING
+        from ..trained import sampling_defaults
 
         context = int(getattr(net.config, "n_positions", None) or net.config.max_position_embeddings)
-        return HFLanguageModel(net.eval(), tokenizer, found.given, context, {**SAMPLING, "greedy": False})
+        # how it writes unless told: the language models' defaults, a sampling.json of the folder over them (as
+        # attnlab's own language models, and as the lab's controls start)
+        return HFLanguageModel(net.eval(), tokenizer, found.given, context, sampling_defaults(folder))
 
     def config(self, found: Located) -> dict[str, Any] | None:
         return dict(json.loads((found.path / "config.json").read_text(encoding="utf-8")))
@@ -183,7 +183,8 @@ class HFLanguageModelKind(Continues):
             step = net(input_ids=torch.tensor([prompt]), use_cache=True)
             for i in range(s["max_tokens"]):
                 logits = step.logits[0, -1]
-                nxt, log_p = sample_next(logits, [*prompt, *out.ids], [*prompt, *out.ids], g, never=None,
+                read = [*prompt, *out.ids]  # what the model read (its window: it does not slide) and wrote so far
+                nxt, log_p = sample_next(logits, read, read, g, never=None,
                                          greedy=bool(s["greedy"]), temperature=s["temperature"], top_k=s["top_k"],
                                          top_p=s["top_p"], repetition_penalty=s["repetition_penalty"],
                                          no_repeat_ngram=s["no_repeat_ngram"])
