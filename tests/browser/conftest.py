@@ -95,3 +95,4 @@ def open_viewer(browser: Any, tmp_path: Path) -> Iterator[Callable[[Path], Viewe
         assert not v.problems, "the page misbehaved:\n" + "\n".join(v.problems)
     for c in contexts:
         c.close()
+

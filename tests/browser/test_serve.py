@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.cli import lab_server
 from helpers.hostile import HOSTILE
 
 import attnlab as al
@@ -28,16 +26,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    src = str(Path(al.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": src}
-    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.stderr else "")
-    yield line.split()[2]
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) == 0
+    with lab_server() as url:
+        yield url
 
 
 @dataclass

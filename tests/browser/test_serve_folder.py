@@ -6,9 +6,6 @@ page error, dialog, or request anywhere but the server (its ablation is tests/ki
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +13,7 @@ from typing import Any
 
 import pytest
 from helpers import hf_models
-
-import attnlab as al
+from helpers.cli import lab_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -25,15 +21,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("br
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = hf_models.folder("llama", tmp_path_factory.mktemp("user") / "my-llama")
-    env = {**os.environ, "PYTHONPATH": str(Path(al.__file__).resolve().parents[1])}
-    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", "--model", str(folder)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.stderr else "")
-    yield line.split()[2]
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) == 0
+    with lab_server("--model", str(folder)) as url:
+        yield url
 
 
 def _until(page: Any, expression: str) -> None:

@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,20 @@ def one_and_two_ranks(command: list[str], args: list[str], env: dict[str, str], 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "on 2 process(es)" in done.stdout
     return done.stdout
+
+
+@contextmanager
+def lab_server(*args: str) -> Iterator[str]:
+    """A real ``attnlab serve --port 0 ARGS`` of this checkout; its address while the block runs, then SIGTERM and a
+    clean exit (0)."""
+    import attnlab as al
+
+    env = {**os.environ, "PYTHONPATH": str(Path(al.__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "attnlab.cli", "serve", "--port", "0", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.stderr else "")
+    yield line.split()[2]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 0
