@@ -173,7 +173,8 @@ def test_a_generation_is_attributed_by_gradient_x_input(folders: dict[str, Path]
             def logit(alpha: float, s: int = s) -> float:
                 e = emb.clone()
                 e[0, s] *= 1 + alpha
-                return float(net(inputs_embeds=e, use_cache=False).logits[0, row, got.ids[row + 1]])
+                with torch.no_grad():
+                    return float(net(inputs_embeds=e, use_cache=False).logits[0, row, got.ids[row + 1]])
 
             numeric = (logit(1e-5) - logit(-1e-5)) / 2e-5
             assert abs(numeric - got.grad_x_input[g, s]) < 1e-6 * max(1.0, abs(numeric)), (s, numeric)

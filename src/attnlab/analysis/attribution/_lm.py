@@ -271,7 +271,7 @@ def _hf_generation(model: Any, prompt_ids: Sequence[int], generated_ids: Sequenc
         score = logits[row, sources[n_p + g]]
         (grad,) = torch.autograd.grad(score, emb, retain_graph=g < n_g - 1)
         g_out[g, : row + 1] = (grad[0, : row + 1] * emb[0, : row + 1]).sum(-1).detach().numpy()
-        chosen[g] = float(score)
+        chosen[g] = float(score.detach())
     return GenerationAttribution(np.full_like(g_out, np.nan), g_out, chosen, sources, n_p)
 
 
