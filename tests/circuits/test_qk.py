@@ -47,6 +47,8 @@ def test_bad_positions_and_heads_are_refused() -> None:
         qk_attribution(model, ids, 0, 0, 5, 1)
     with pytest.raises(InputError, match="does not exist"):
         qk_attribution(model, ids, 3, 0, 1, 1)
+    with pytest.raises(InputError, match="query 1 does not see key 3: a causal model's query"):
+        qk_attribution(model, ids, 0, 0, 1, 3)
 
 
 def test_on_induction_2l_the_previous_token_head_on_the_key_side_carries_the_induction_head() -> None:

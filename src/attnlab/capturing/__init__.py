@@ -16,7 +16,7 @@ from ..trace import KINDS, AttentionRecord, AttentionTrace
 from ._core import capture
 from ._gates import HeadGates, head_gates
 from ._generation import trace_generation
-from ._hf import edit_attention
+from ._hf import edit_attention, listen_attention
 from ._stats import StatsRecord, StatsTrace, capture_stats
 from .tokens import attach_tokens, merge_words
 
@@ -59,6 +59,7 @@ __all__ = [
     "edit_attention",
     "encode_loaded",
     "head_gates",
+    "listen_attention",
     "load_encoder",
     "load_model",
     "merge_words",

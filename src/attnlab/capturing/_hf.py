@@ -23,10 +23,11 @@ from torch import Tensor, nn
 
 from ..errors import CaptureError
 from ..functional import attention
+from ..layers import AttentionCall
 from ..trace import Kind
 from ._recorder import Recorder, module_label
 
-__all__ = ["IMPLEMENTATION", "edit_attention", "install", "module_kind", "switch_implementation"]
+__all__ = ["IMPLEMENTATION", "edit_attention", "install", "listen_attention", "module_kind", "switch_implementation"]
 
 IMPLEMENTATION = "attnlab_capture"
 
@@ -38,6 +39,8 @@ GATES: list[Callable[[nn.Module, Tensor], Tensor]] = []
 # Attention editors (edit_attention): module id -> (output (B, L, H, D), weights (B, H, L, S), value (B, Hkv, S, D))
 # -> the output the module goes on with.
 EDITORS: dict[int, Callable[[Tensor, Tensor, Tensor], Tensor]] = {}
+# Attention listeners (listen_attention): module id -> a function of the call's own queries, keys, scale and mask.
+LISTENERS: dict[int, Callable[[AttentionCall], None]] = {}
 
 
 def module_kind(module: nn.Module) -> Kind:
@@ -68,6 +71,10 @@ def _attention(
         if path is not None:
             q, k, scale = _qk(module, query, key, kwargs) if recorder.qk else (None, None, None)
             recorder.add(module_label(path, root), module_kind(module), weights, q, k, scale)
+    listener = LISTENERS.get(id(module))
+    if listener is not None:
+        q, k, scale = _qk(module, query, key, kwargs)
+        listener(AttentionCall(module_kind(module), weights, q, k, scale, attention_mask))
     editor = EDITORS.get(id(module))
     if editor is not None:
         out = editor(out, weights, value)
@@ -186,10 +193,28 @@ def edit_attention(model: nn.Module, module: nn.Module, editor: Callable[[Tensor
     attention and goes on with ``editor(output, weights, value)`` instead of its output: what
     :mod:`attnlab.circuits` reads and edits a Hugging Face model's attention pattern with.  The model's configs are
     switched to ``"attnlab_capture"`` and back, so nothing of the model is changed after ``undo`` closes."""
-    _register()
-    for config in _configs([model, module]):
-        switch_implementation(config, IMPLEMENTATION, undo)
+    _switch(model, module, undo)
     if id(module) in EDITORS:
         raise CaptureError(f"{type(module).__name__} already has an attention editor; close the first edit first")
     EDITORS[id(module)] = editor
     undo.callback(EDITORS.pop, id(module), None)
+
+
+def listen_attention(model: nn.Module, module: nn.Module, listener: Callable[[AttentionCall], None],
+                     undo: ExitStack) -> None:
+    """While ``undo`` is open, each call of ``module`` (an attention module of the transformers model ``model``) runs
+    its eager attention and hands ``listener`` an :class:`attnlab.layers.AttentionCall` of its own tensors (not
+    copies): ``q`` ``(B, H, L, D)`` and ``k`` ``(B, H, S, D)`` as the scores are made of them (after rotary
+    positions; grouped key heads repeated, one per query head), ``scale`` and the additive ``mask`` the eager
+    attention adds.  The model's configs are switched as by :func:`edit_attention`, and back."""
+    _switch(model, module, undo)
+    if id(module) in LISTENERS:
+        raise CaptureError(f"{type(module).__name__} already has an attention listener; close the first one first")
+    LISTENERS[id(module)] = listener
+    undo.callback(LISTENERS.pop, id(module), None)
+
+
+def _switch(model: nn.Module, module: nn.Module, undo: ExitStack) -> None:
+    _register()
+    for config in _configs([model, module]):
+        switch_implementation(config, IMPLEMENTATION, undo)

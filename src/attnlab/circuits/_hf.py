@@ -107,6 +107,29 @@ class Family:
         if wanted(p + "attn.hook_z"):
             stack.callback(at.o_module.register_forward_pre_hook(_z(p + "attn.hook_z", touch, at.n_heads, d)).remove)
 
+    def listen(self, stack: ExitStack, layer: Any, listener: Callable[[Any], None]) -> None:
+        """While ``stack`` is open, ``listener`` gets each call of ``layer``'s attention as an
+        :class:`attnlab.layers.AttentionCall` of its own post-rotary queries, keys (grouped key heads repeated), scale
+        and additive mask (:func:`attnlab.capturing.listen_attention`)."""
+        from ..capturing import listen_attention
+
+        listen_attention(self.model, layer.attn.module, listener, stack)
+
+    def rotary(self, layer: Any, x: Tensor, position: int) -> Tensor | None:
+        """``x`` ``(..., D)`` rotated to ``position`` as ``layer``'s attention rotates its queries and keys: the
+        model's own rotary embedding (``rotary_emb``) and its modeling file's ``rotate_half``,
+        ``x * cos + rotate_half(x) * sin``; None for a model without one (GPT-2: its learned positions are added to
+        the embeddings)."""
+        rope = getattr(getattr(self.model, "model", None), "rotary_emb", None)
+        if rope is None:
+            return None
+        cos, sin = rope(x, torch.tensor([[position]], device=x.device))  # (1, 1, D) each
+        turn = getattr(sys.modules.get(type(layer.attn.module).__module__), "rotate_half", None)
+        if not callable(turn):
+            raise InputError(f"{type(layer.attn.module).__name__}'s modeling file has no rotate_half; its rotary "
+                             f"positions are not the ones circuits read")
+        return x * cos[0, 0] + turn(x) * sin[0, 0]
+
 
 def _split(name: str, touch: Touch, h: int, d: int) -> Callable[..., Any]:
     def hook(_m: nn.Module, _args: tuple[Any, ...], out: Tensor) -> Tensor:
