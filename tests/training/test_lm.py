@@ -66,7 +66,7 @@ def test_a_run_writes_the_baseline_the_probes_and_the_figures(tiny_run: Path) ->
     assert set(run["ngram"]["valid_bits_per_char"]) == {"2", "3"}
     best = min(run["ngram"]["valid_bits_per_char"].values())
     assert run["ngram"]["valid_bits_per_char"][str(run["ngram"]["chosen_order"])] == best
-    assert final["below_ngram"] == pytest.approx(1 - final["valid_bits_per_char"] / best)
+    assert final["vs_ngram"] == pytest.approx(1 - final["valid_bits_per_char"] / best)
     valid = [json.loads(line) for line in (tiny_run / "metrics.jsonl").read_text().splitlines()
              if json.loads(line)["split"] == "valid"]
     assert [r["step"] for r in valid] == [3, 6]

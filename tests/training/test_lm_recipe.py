@@ -85,8 +85,8 @@ def test_a_recipe_run_mixes_with_the_ngram_and_probes_repeated_text(recipe_run: 
     valid = [r for r in rows if r["split"] == "valid"]
     assert all(np.array(r["heads_text"]["induction"]).shape == (2, 3) for r in valid)
     # the tiny model is far above its n-gram: the last line says so, with a positive number
-    assert final["below_ngram"] < 0
-    assert f"{-100 * final['below_ngram']:.1f}% above it" in lines[-1] and "-" not in lines[-1].split("above")[0][-8:]
+    assert final["vs_ngram"] < 0
+    assert f"{-100 * final['vs_ngram']:.1f}% above it" in lines[-1] and "-" not in lines[-1].split("above")[0][-8:]
     assert "mixed with the n-gram" in lines[-1]
 
 

@@ -296,7 +296,7 @@ class LMTask:
             "valid_bits_per_char": valid_bpc, "test_bits_per_char": test_loss * LOG2E, "test_accuracy": test_acc,
             "test_characters": n, "ngram_valid_bits_per_char": ngram["valid_bits_per_char"],
             "ngram_order": best_order, "ngram_test_bits_per_char": ngram["test_bits_per_char"],
-            "below_ngram": 1 - valid_bpc / ngram["valid_bits_per_char"][str(best_order)],
+            "vs_ngram": 1 - valid_bpc / ngram["valid_bits_per_char"][str(best_order)],
             "best_step": state["best_step"], "steps": state["step"],
             "parameters": sum(p.numel() for p in self.model.parameters()), "vocabulary": len(self.vocab),
             "train_cpu_s": round(state["cpu_s"], 2), "train_wall_s": round(state["wall_s"], 2),
@@ -377,8 +377,8 @@ def train_lm(
 
     Returns:
         final.json's content: ``valid_bits_per_char`` and ``test_bits_per_char`` (scored once, the best model), the
-        n-gram's per order and the chosen one's test figure, ``below_ngram`` (1 - ours / n-gram on valid), the CPU
-        seconds.
+        n-gram's per order and the chosen one's test figure, ``vs_ngram`` (1 - ours / n-gram on valid: the
+        share by which ours is below the n-gram, positive when ours is better, negative when above it), the CPU seconds.
     """
     started = time.process_time()
     config = config if config is not None else LMTrainConfig()
@@ -442,7 +442,7 @@ def train_lm(
         final = runtime.loop()
         if w.main:
             lm_figures(opened.out, f"{run['data']}")
-        below = final["below_ngram"]
+        below = final["vs_ngram"]
         mixed = (f"; mixed with the n-gram (lambda {final['mix_lambda']:.2f}, fit on valid): valid "
                  f"{final['mix_valid_bits_per_char']:.4f}, test {final['mix_test_bits_per_char']:.4f}"
                  if "mix_lambda" in final else "")
