@@ -114,11 +114,15 @@ train-dates: $(STAMP)
 	  --out $(TRANSLATE_RUNS)/dates-zh $(TRAIN_ARGS)
 	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh.json --arch luong --score general --lr 0.005 \
 	  --out $(TRANSLATE_RUNS)/dates-zh-luong $(TRAIN_ARGS)
+	OMP_NUM_THREADS=1 $(VENV)/bin/attnlab train translate --config configs/dates-zh-transformer.json \
+	  --out $(TRANSLATE_RUNS)/dates-zh-transformer $(TRAIN_ARGS)
 	rm -rf src/attnlab/_bundled/dates-zh
 	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh src/attnlab/_bundled/dates-zh
 	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh-luong src/attnlab/_bundled/dates-zh/luong
+	$(BUNDLE) $(TRANSLATE_RUNS)/dates-zh-transformer src/attnlab/_bundled/dates-zh/transformer
 	$(CALIBRATE) src/attnlab/_bundled/dates-zh
 	$(CALIBRATE) src/attnlab/_bundled/dates-zh/luong
+	$(CALIBRATE) src/attnlab/_bundled/dates-zh/transformer
 	$(PY) -m attnlab.suites src/attnlab/_bundled/dates-zh dates-zh
 
 train-sentences: $(STAMP)

@@ -20,8 +20,8 @@ from attnlab.kinds import KIND
 
 # one text per bundled model the lab offers; each chosen to carry a warning where the model has one to give
 TEXTS = {"minilm": "The cat sat on the mat.", "zh-sentiment": "☃这本书写得很好", "dates-zh": "Feb 30, 2021",
-         "dates-zh/luong": "Feb 30, 2021", "tutorial-en-zh": "The cat sat on the mat.", "zh-lm": "中国",
-         "induction-2l": "abcXYZ+/abcX"}
+         "dates-zh/luong": "Feb 30, 2021", "dates-zh/transformer": "Feb 30, 2021",
+         "tutorial-en-zh": "The cat sat on the mat.", "zh-lm": "中国", "induction-2l": "abcXYZ+/abcX"}
 # 140 neutral characters of a restaurant visit; a strongly positive ending must move the prediction on every surface
 NEUTRAL = ("这家店在市中心的一条小街上，我们是周六下午三点左右到的，店里有六七张桌子，墙上挂着几幅画，"
            "服务员给我们拿了菜单，菜单上有二十多个菜，我们点了四个菜和两碗饭，等了大约二十分钟菜才上齐，"

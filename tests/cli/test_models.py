@@ -158,7 +158,7 @@ def test_a_bundled_name_wins_over_a_folder_of_that_name(tmp_path: Path, monkeypa
 
 def test_nothing_there_names_what_was_given_and_the_bundled_names(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match=r"no model folder at 'nowhere': .*minilm, zh-sentiment, dates-zh, "
-                                             r"dates-zh/luong, tutorial-en-zh"):
+                                             r"dates-zh/luong, dates-zh/transformer, tutorial-en-zh"):
         al.locate("nowhere")
     with pytest.raises(ModelLoadError, match="no translator at 'nowhere'"):
         al.locate("nowhere", "translator")
@@ -200,7 +200,7 @@ def test_the_recipe_for_a_new_bundled_model(reviews: Path, tmp_path: Path, one_t
     offered = {m["name"]: m for m in Lab(catalogue()).models()}
     assert offered["toy-reviews"] == {"name": "toy-reviews", "kind": "classifier", "languages": ["en"],
                                       "example": "great film",
-                                      "can": ["ablate", "analyze", "batch", "explain", "patch"]}
+                                      "can": ["ablate", "analyze", "batch", "explain", "patch", "qk"]}
     from attnlab.suites import bundled_suites
 
     assert bundled_suites()["toy-reviews"] == "zh-sentiment"

@@ -147,6 +147,11 @@ def test_the_bundled_character_tokenizers_read_as_the_tokenizers_library(text: s
     for name, old, new, ends in SIDES:
         enc = old.encode(text)
         ids = new.encode(text)
+        specials = [t for t in ("[PAD]", "[UNK]", "[BOS]", "[EOS]", "[CLS]") if t in text]
+        if specials:  # the library reads "[BOS]" typed in a text as the special token; ours reads what was typed
+            inner = ids[1:-1] if name == "target" else ids[:-1] if ends else ids[1:]
+            assert all(new.vocabulary[i] not in specials for i in inner), (name, text, inner)
+            continue
         if name == "target":  # [BOS] and [EOS] come from the pair tokenizer, not the library
             ids = ids[1:-1]
             if "\n\n" in text:  # the library read a run of line breaks as one token (a quirk; see docs/training.md)

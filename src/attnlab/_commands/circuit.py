@@ -41,6 +41,7 @@ examples:
   attnlab circuit --model ./toy --top 5 --out toy-circuit
   attnlab circuit --discover --model induction-2l --task induction --method eap-ig --out ind-eapig
   attnlab circuit --discover --model induction-2l --method acdc --ablation mean --prompts 64 --out ind-acdc
+  attnlab circuit --discover --model dates-zh/transformer --task dates-year --out dates-heads
   attnlab circuit --sinks --model zh-lm
   attnlab circuit --qk 1.0 --model induction-2l --text ABCDEFGHIJABCDEFGHIJ --query 13 --key 4
 """
@@ -60,7 +61,8 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--discover", action="store_true", help="find the circuit of --task edge by edge")
     d.add_argument("--task", metavar="TASK", help="the task's prompt pairs and metric: induction (default; "
                    "induction-2l), zh-induction (zh-lm: held-out text said twice), zh-contrast (zh-sentiment: "
-                   "A，但是B with B's polarity flipped)")
+                   "A，但是B with B's polarity flipped), dates-year (a transformer translator of dates: which heads "
+                   "carry the year; each head patched exactly)")
     d.add_argument("--method", choices=("eap", "eap-ig", "acdc"), help="how edges are scored (default eap-ig)")
     d.add_argument("--ablation", choices=("corrupt", "mean", "resample"),
                    help="what an ablated edge carries: the corrupted prompt's, the mean over the prompts, or "
@@ -147,6 +149,10 @@ def _discover(args: argparse.Namespace) -> int:
         raise InputError(f"--prompts takes at least 2 (an interval needs them), got {prompts}")
     if steps < 1:
         raise InputError(f"--steps takes a positive integer, got {steps}")
+    from ..circuits.translation import TRANSLATION_TASKS
+
+    if task_name in TRANSLATION_TASKS:
+        return _discover_heads(args, task_name, ablation, prompts, seed)
     if args.steps is not None and method != "eap-ig":
         raise InputError("--steps goes with --method eap-ig")
     if args.objective is not None and method != "acdc":
@@ -202,6 +208,52 @@ def _discover(args: argparse.Namespace) -> int:
     ranked = sorted(range(g.n_edges), key=lambda i: -abs(found.widths[i]))
     print("strongest: " + ", ".join(f"{g.names[i]} {found.widths[i]:+.2f}" for i in ranked[:5]))
     print(f"wrote {out / FIGURE_FILE}, {out / FAITHFULNESS_FILE} and {out / DISCOVERY_FILE}")
+    return 0
+
+
+def _discover_heads(args: argparse.Namespace, task_name: str, ablation: str, prompts: int, seed: int) -> int:
+    """A translator's task: every head patched exactly (its graph has no edge methods)."""
+    import time
+
+    from ..circuits.discovery_figures import translator_heads_figure
+    from ..circuits.translation import TRANSLATION_TASKS, patch_translator_heads
+    from ..kinds import KIND, Model
+    from ..viz import save
+
+    given = [f"--{n}" for n in ("method", "steps", "tau", "objective") if getattr(args, n) is not None]
+    if given:
+        raise InputError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {task_name}: a "
+                         f"translator's heads are each patched exactly (no edge methods); leave "
+                         f"{'it' if len(given) == 1 else 'them'} out")
+    out, base = check_out(args.out if args.out is not None else Path(DEFAULT_OUT) / run_name(
+        Path(args.model).name, repr(("discover", args.model, task_name, ablation, prompts, seed))))
+    model = Model.load(args.model, *[k for k, spec in KIND.items() if spec.able("heads")])
+    translator = model.loaded
+    started = time.process_time()
+    pairs = TRANSLATION_TASKS[task_name](translator, prompts, seed)
+    found = patch_translator_heads(translator.model, pairs, ablation=ablation)
+    cpu = time.process_time() - started
+    result = {"model": model.name, **found.to_json(), "cpu_s": round(cpu, 2)}
+    tokens = translator.tokenizer.source_tokens(pairs.texts[0][0])
+    with staging(out, base) as stage:
+        (stage / DISCOVERY_FILE).write_text(json.dumps(result, ensure_ascii=False) + "\n", encoding="utf-8")
+        save(translator_heads_figure(found, tokens, title=f"{model.name}, {task_name}: which heads carry the year "
+                                     f"from the source into the output"), stage / FIGURE_FILE)
+        publish(stage, out, [DISCOVERY_FILE, FIGURE_FILE])
+    singles = found.ranked()
+    print(f"{model.name}: {len(singles)} heads, each patched ({ablation}), then each kind's together, on "
+          f"{found.n_prompts} prompt pairs (seed {seed}; a held-out date against the same date in another year); "
+          f"metric clean {found.m_clean:.2f}, corrupted {found.m_corrupt:.2f}; {cpu:.2f} CPU s")
+    for i in singles[:5]:
+        h = found.heads[i]
+        att = found.attention.get(h)
+        looks = (f"; from the year's output positions {att['on_year']:.0%} of its attention on the source's year, "
+                 f"{att['aligned']:.0%} on the digit being written" if att else "")
+        print(f"{h} ({found.to_json()['heads'][i]['kind']}): removes {found.effect[i]:.1%} of the year's logit "
+              f"difference (95% CI {found.low[i]:.1%} to {found.high[i]:.1%}){looks}")
+    together = [f"{h[4:]} {found.effect[i]:.1%}" for i, h in enumerate(found.heads) if h.startswith("all ")]
+    print("each kind's heads together: " + ", ".join(together))
+    print(f"wrote {out / FIGURE_FILE} and {out / DISCOVERY_FILE}")
     return 0
 
 

@@ -87,7 +87,8 @@ def add_parser(sub: Any) -> None:
         "--model", metavar="NAME_OR_FOLDER", help="'minilm' (the bundled all-MiniLM-L6-v2, the default), "
         "'zh-sentiment' (the bundled Chinese sentiment classifier, one token per character), a local Hugging Face "
         "model folder, the --out folder of `attnlab train classify`, or a translator (dates-zh, dates-zh/luong, "
-        "tutorial-en-zh, the --out of `attnlab train translate`: its cross-attention while it translates TEXT); a "
+        "dates-zh/transformer, tutorial-en-zh, the --out of `attnlab train translate`: its cross-attention while it "
+        "translates TEXT); a "
         "bundled name wins over a folder of that name (write ./NAME for the folder); nothing is downloaded"
     )
     p.add_argument("--merge", choices=("words",), help="'words': merge sub-word tokens into whole words")

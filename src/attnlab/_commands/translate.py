@@ -59,14 +59,15 @@ examples:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("translate", help="translate a text with a trained translator; draw its alignment",
                        description="Translate TEXT with a bundled translator (dates-zh, dates-zh/luong, "
-                       "tutorial-en-zh) or the folder of `attnlab train translate`; print the translation and write "
-                       "the alignment heatmap and the viewer.", epilog=EXAMPLES,
+                       "dates-zh/transformer, tutorial-en-zh) or the folder of `attnlab train translate`; print the "
+                       "translation and write the alignment heatmap and the viewer.", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("text", metavar="TEXT", nargs="*", help="the text to translate (quote it); several texts print "
                    "one line each")
     p.add_argument("--file", metavar="F", help="translate every line of F (blank lines skipped); - reads stdin")
     p.add_argument("--model", required=True, metavar="NAME_OR_FOLDER",
-                   help="dates-zh | dates-zh/luong | tutorial-en-zh | the --out folder of `attnlab train translate`")
+                   help="dates-zh | dates-zh/luong | dates-zh/transformer | tutorial-en-zh | the --out folder of "
+                   "`attnlab train translate`")
     p.add_argument("--beam", type=int, default=1, metavar="N", help="beam search with N hypotheses (default 1: "
                    "greedy)")
     p.add_argument("--out", type=Path, metavar="DIR", help=f"the folder to write into (default {DEFAULT_OUT}/"

@@ -5,18 +5,21 @@ set-up (:mod:`attnlab.viz.static`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..viz import static
 from ._discover import Faithfulness
 from ._graph import Graph, Node
+from .translation import head_tag
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["circuit_figure", "faithfulness_figure"]
+    from .translation import HeadPatching
+
+__all__ = ["circuit_figure", "faithfulness_figure", "translator_heads_figure"]
 
 INTO_COLOURS = {"q": "#1b9e77", "k": "#d95f02", "v": "#7570b3", "in": "#555555"}
 
@@ -125,4 +128,52 @@ def faithfulness_figure(curves: Mapping[str, Faithfulness], *, title: str = "", 
     ax.set_ylabel("faithfulness")
     ax.legend(fontsize=7, loc="lower right")  # the curves rise from the lower left to the upper right
     ax.set_title(title or "faithfulness (bootstrap 95% band over prompts)", fontsize=9)
+    return fig
+
+
+HEAD_KIND_COLOURS = {"e": "#7570b3", "d": "#1b9e77", "x": "#d95f02"}
+
+
+def translator_heads_figure(found: HeadPatching, source_tokens: list[str], *, title: str = "") -> Figure:
+    """Left: every head's effect (the share of the clean-minus-corrupted metric that patching it removes) with its
+    bootstrap 95% interval, coloured by kind (encoder self-, decoder self-, cross-attention).  Right: the cross head
+    of largest effect on the first prompt: its attention from each year digit the output writes (rows) over the
+    source's tokens (columns), the source's year digits framed."""
+    from matplotlib.patches import Patch, Rectangle
+
+    fig = static.figure(11.5, 4.2)
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.15, 1]})
+    groups = [h.startswith("all ") for h in found.heads]
+    x = np.arange(len(found.heads)) + np.array(groups) * 1.0  # a gap before the groups
+    colours = [HEAD_KIND_COLOURS[head_tag(h)] for h in found.heads]
+    left.bar(x, found.effect, color=colours, width=0.75, hatch=["//" if g else "" for g in groups],
+             edgecolor="white")
+    left.errorbar(x, found.effect, yerr=[found.effect - found.low, found.high - found.effect], fmt="none",
+                  ecolor="#333333", elinewidth=0.8, capsize=2)
+    left.axhline(0, color="#555555", linewidth=0.6)
+    labels = [f"all {head_tag(h)}" if g else h for h, g in zip(found.heads, groups, strict=True)]
+    left.set_xticks(x, labels, rotation=90, fontsize=7)
+    left.set_ylabel("share of the year's logit difference removed")
+    left.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(
+        HEAD_KIND_COLOURS.values(), ("encoder self-attention", "decoder self-attention", "cross-attention"),
+        strict=True)], fontsize=7, loc="upper left")
+    left.set_title(f"each head patched ({found.ablation}), then each kind's together (hatched)\n{found.n_prompts} "
+                   f"prompt pairs, 95% bootstrap intervals", fontsize=8)
+    crosses = [i for i, h in enumerate(found.heads) if h.startswith("x")]  # single cross heads
+    top = max(crosses, key=lambda i: found.effect[i])
+    name = found.heads[top]
+    ex: dict[str, Any] = found.example
+    w = np.asarray(ex["weights"][name])  # (P, S)
+    right.imshow(w, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    right.set_xticks(range(w.shape[1]), source_tokens[: w.shape[1]], fontsize=7)
+    digits = [source_tokens[s] for s in ex["year_source"]]
+    right.set_yticks(range(w.shape[0]), [f"writing year digit {p + 1} ({d})" for p, d in zip(ex["positions"], digits,
+                                                                                              strict=True)], fontsize=7)
+    for s in ex["year_source"]:
+        right.add_patch(Rectangle((s - 0.5, -0.5), 1, w.shape[0], fill=False, edgecolor="#d62728", linewidth=1.2))
+    att = found.attention.get(name, {})
+    right.set_title(f"cross head {name} (the largest effect), writing the year of {ex['source']!r}\n"
+                    f"{att.get('on_year', 0):.0%} on the year (framed), {att.get('aligned', 0):.0%} on the digit "
+                    f"written (means over the prompts)", fontsize=8)
+    fig.suptitle(title, fontsize=9)
     return fig

@@ -41,6 +41,7 @@ __all__ = [
     "date_formats",
     "date_pair",
     "date_readings",
+    "date_split",
     "held_out_negatives",
     "input_problem",
     "make_dates",

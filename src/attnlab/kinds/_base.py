@@ -36,6 +36,7 @@ CAPABILITIES: dict[str, str] = {
     "attribute": "its output tokens are attributed to what they read (the lab's attribute)",
     "explain": "its input tokens are attributed for what it reads (attnlab analyze --attribution)",
     "batch": "run_many batches its texts",
+    "heads": "attnlab circuit --discover patches its heads one by one (a transformer translator: --task dates-year)",
 }
 
 

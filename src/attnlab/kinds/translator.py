@@ -18,7 +18,7 @@ BATCH = 256  # texts a translator decodes at once
 class TranslatorKind(Kind):
     name = "translator"
     suites_as = "translator"
-    can = frozenset({"attribute", "batch"})
+    can = frozenset({"attribute", "batch", "heads"})
     options = ("beam",)
 
     def load(self, found: Located) -> Any:
