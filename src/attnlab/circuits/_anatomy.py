@@ -1,6 +1,7 @@
 """What the hook points of :mod:`attnlab.circuits` sit on: a model's blocks (:class:`Layer`) and the whole
 (:class:`Anatomy`), as references to the model's own modules and parameters, built by
-:func:`attnlab.circuits.anatomy` (attnlab's models) and :mod:`attnlab.circuits._hf` (Hugging Face causal LMs)."""
+:func:`attnlab.circuits.anatomy` (attnlab's models) and :mod:`attnlab.circuits._hf` (Hugging Face causal LMs) from
+the one reading of a model's blocks, :func:`attnlab.models.blocks.read_blocks`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = ["Anatomy", "Layer"]
+from ..models.blocks import Block
+
+__all__ = ["Anatomy", "Layer", "own_layer"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,14 @@ class Layer:
     @property
     def attention(self) -> nn.Module:
         return self.attn_module if self.attn_module is not None else self.attn
+
+
+def own_layer(b: Block) -> Layer:
+    """The :class:`Layer` of one of attnlab's own blocks (family ``"attnlab"`` or ``"attnlab-bert"``): its
+    MultiHeadAttention is read as it is; the stream between the sublayers is where the attention sublayer's result
+    is read, when a second sublayer follows."""
+    mid = b.mixed if b.mlp is not None else None
+    return Layer(b.block, b.attention, mid, mid is not None and b.mixed_is_output, b.mlp, b.norm, b.pre_norm)
 
 
 @dataclass(frozen=True)

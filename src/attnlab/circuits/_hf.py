@@ -17,8 +17,9 @@ The same names and layouts as attnlab's own models (:mod:`attnlab.circuits._mode
 * ``ln_final.hook_scale``: the final norm's divisor (LayerNorm: the standard deviation; RMSNorm: the root mean
   square, in float32 as the Llama family computes it).
 
-The weights circuits read (``Layer.attn``) are views of the model's own parameters: GPT-2's ``Conv1D`` weights
-``(in, out)`` transposed, the Llama family's ``nn.Linear`` weights as they are.
+The decoder layers and their modules are the one reading of a model's blocks, :func:`attnlab.models.blocks.read_blocks`;
+the weights circuits read (``Layer.attn``) are its views of the model's own parameters (``Block.weights``: GPT-2's
+``Conv1D`` weights ``(in, out)`` transposed, the Llama family's ``nn.Linear`` weights as they are).
 """
 
 from __future__ import annotations
@@ -30,14 +31,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._bundled import CAUSAL_LMS
 from ..errors import InputError
+from ..models.blocks import Block, Projection, read_blocks
 from ._anatomy import Anatomy, Layer
 
-__all__ = ["SUPPORTED", "Projection", "hf_anatomy", "supported_said"]
+__all__ = ["SUPPORTED", "hf_anatomy", "supported_said"]
 
 SUPPORTED = CAUSAL_LMS  # model_type -> the architecture's name in messages
 
@@ -47,21 +48,10 @@ def supported_said() -> str:
 
 
 @dataclass(frozen=True)
-class Projection:
-    """A linear map ``x @ weight.T + bias`` whose ``weight`` ``(out, in)`` and ``bias`` are views of a model's own
-    parameters."""
-
-    weight: Tensor
-    bias: Tensor | None
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
-
-
-@dataclass(frozen=True)
 class Attention:
     """What circuits reads of one attention module of a Hugging Face model: its weights as :class:`Projection`
-    views and its head counts."""
+    views and its head counts; ``parts`` is its block as :func:`attnlab.models.blocks.read_blocks` read it (the
+    projection modules the hooks go on)."""
 
     module: nn.Module
     q_proj: Projection
@@ -71,8 +61,7 @@ class Attention:
     n_heads: int
     n_kv_heads: int
     head_dim: int
-    fused: nn.Module | None  # GPT-2's c_attn (one projection giving q, k and v), else None
-    o_module: nn.Module  # the output projection module (its input is hook_z)
+    parts: Block
 
 
 Touch = Callable[[str, Tensor], Tensor]
@@ -90,13 +79,12 @@ class Family:
 
     def install(self, stack: ExitStack, p: str, layer: Any, touch: Touch, wanted: Callable[[str], bool]) -> None:
         at: Attention = layer.attn
-        d = at.head_dim
-        if at.fused is not None and any(wanted(p + f"attn.hook_{x}") for x in "qkv"):
-            stack.callback(at.fused.register_forward_hook(_fused(p, touch, at.n_heads, d)).remove)
-        elif at.fused is None:
-            own: Any = at.module
-            for letter, module, h in (("q", own.q_proj, at.n_heads), ("k", own.k_proj, at.n_kv_heads),
-                                      ("v", own.v_proj, at.n_kv_heads)):
+        b, d = at.parts, at.head_dim
+        if b.fused and any(wanted(p + f"attn.hook_{x}") for x in "qkv"):  # GPT-2's c_attn gives q, k and v
+            stack.callback(b.q_proj.register_forward_hook(_fused(p, touch, at.n_heads, d)).remove)
+        elif not b.fused:
+            for letter, module, h in (("q", b.q_proj, at.n_heads), ("k", b.k_proj, at.n_kv_heads),
+                                      ("v", b.v_proj, at.n_kv_heads)):
                 name = p + f"attn.hook_{letter}"
                 if wanted(name):
                     stack.callback(module.register_forward_hook(_split(name, touch, h, d)).remove)
@@ -105,7 +93,7 @@ class Family:
 
             edit_attention(self.model, at.module, _pattern(p + "attn.hook_pattern", touch, at), stack)
         if wanted(p + "attn.hook_z"):
-            stack.callback(at.o_module.register_forward_pre_hook(_z(p + "attn.hook_z", touch, at.n_heads, d)).remove)
+            stack.callback(b.out_proj.register_forward_pre_hook(_z(p + "attn.hook_z", touch, at.n_heads, d)).remove)
 
     def listen(self, stack: ExitStack, layer: Any, listener: Callable[[Any], None]) -> None:
         """While ``stack`` is open, ``listener`` gets each call of ``layer``'s attention as an
@@ -189,44 +177,21 @@ def hf_anatomy(model: nn.Module) -> Anatomy | None:
         raise InputError(f"circuits read Hugging Face causal language models of these architectures: "
                          f"{supported_said()}, loaded with their language-model head (AutoModelForCausalLM); got "
                          f"{what}; its attention can still be seen with attnlab show or attnlab.capture")
-    base: Any
-    if mt == "gpt2":
-        base = model.transformer
-        layers = tuple(_gpt2_layer(block, config) for block in base.h)
-        final, rms = base.ln_f, False
-    else:
-        base = model.model
-        layers = tuple(_llama_layer(block, config) for block in base.layers)
-        final, rms = base.norm, True
-    return Anatomy(str(mt), layers, final, lm_head.weight, rms=rms, family=Family(model))
-
-
-def _gpt2_layer(block: Any, config: Any) -> Any:
-    attn = block.attn
-    if getattr(attn, "is_cross_attention", False) or getattr(config, "add_cross_attention", False):
+    blocks = read_blocks(model)
+    family = "hf-gpt2" if mt == "gpt2" else "hf-llama"
+    if not blocks or any(b.family != family for b in blocks):
+        raise InputError(f"circuits read a {type(model).__name__} ({mt}) through its decoder layers as "
+                         f"transformers builds them ({family}); its blocks read as {[b.family for b in blocks]}")
+    if any(b.cross is not None for b in blocks):
         raise InputError("circuits read GPT-2 decoders without cross-attention; this one has "
                          "add_cross_attention=True")
-    m, h = int(config.n_embd), int(config.n_head)
-    w, b = attn.c_attn.weight, attn.c_attn.bias  # Conv1D: (M, 3M), (3M,): x @ w + b
-
-    def part(i: int) -> Projection:
-        return Projection(w[:, i * m:(i + 1) * m].T, b[i * m:(i + 1) * m])
-
-    view = Attention(attn, part(0), part(1), part(2), Projection(attn.c_proj.weight.T, attn.c_proj.bias), h, h,
-                     m // h, attn.c_attn, attn.c_proj)
-    return Layer(block, view, block.ln_2, False, block.mlp, block.ln_1, True, attn_module=attn)
+    base: Any = model.transformer if mt == "gpt2" else model.model
+    final, rms = (base.ln_f, False) if mt == "gpt2" else (base.norm, True)
+    return Anatomy(str(mt), tuple(_layer(b) for b in blocks), final, lm_head.weight, rms=rms, family=Family(model))
 
 
-def _llama_layer(block: Any, config: Any) -> Any:
-    attn = block.self_attn
-    h = int(config.num_attention_heads)
-    kv = int(getattr(config, "num_key_value_heads", None) or h)
-    d = int(getattr(config, "head_dim", None) or config.hidden_size // h)
-
-    def proj(linear: nn.Linear) -> Projection:
-        return Projection(linear.weight, linear.bias)
-
-    view = Attention(attn, proj(attn.q_proj), proj(attn.k_proj), proj(attn.v_proj), proj(attn.o_proj), h, kv, d,
-                     None, attn.o_proj)
-    return Layer(block, view, block.post_attention_layernorm, False, block.mlp, block.input_layernorm, True,
-                 attn_module=attn)
+def _layer(b: Block) -> Layer:
+    """The :class:`Layer` of a Hugging Face decoder layer: its attention read through :class:`Attention`, a view of
+    its own parameters."""
+    view = Attention(b.attention, *b.weights(), b.n_heads, b.n_kv_heads, b.head_dim, b)
+    return Layer(b.block, view, b.mixed, False, b.mlp, b.norm, True, attn_module=b.attention)

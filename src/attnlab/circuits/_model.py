@@ -35,7 +35,8 @@ from torch import Tensor, nn
 
 from ..errors import InputError
 from ..layers import AttentionCall
-from ._anatomy import Anatomy, Layer
+from ..models.blocks import read_blocks
+from ._anatomy import Anatomy, Layer, own_layer
 
 __all__ = ["ActivationCache", "Anatomy", "Edit", "Layer", "anatomy", "edited", "hook_names", "run_with_cache",
            "run_with_hooks"]
@@ -57,18 +58,12 @@ def anatomy(model: nn.Module) -> Anatomy:
     from ..models.lm import CausalLM
 
     if isinstance(model, CausalLM):
-        layers = tuple(_attnlab_layer(b, True) for b in model.blocks)
         norm = model.norm if isinstance(model.norm, nn.LayerNorm) else None
-        return Anatomy("lm", layers, norm, model.embed.weight)
+        return Anatomy("lm", _own_layers(model), norm, model.embed.weight)
     if isinstance(model, AttentionClassifier) and model.encoder is not None:
-        blocks: list[Any] = list(model.encoder.layers)
-        return Anatomy("classifier", tuple(_attnlab_layer(b, b.config.norm_first) for b in blocks), None, None,
-                       repeatable=False)
+        return Anatomy("classifier", _own_layers(model), None, None, repeatable=False)
     if isinstance(model, BertEncoder):
-        bert: list[Any] = list(model.encoder.layer)
-        layers = tuple(Layer(b, b.attention.get_submodule("self"), b.attention, True, b.output, None, False)
-                       for b in bert)
-        return Anatomy("bert", layers, None, None)
+        return Anatomy("bert", _own_layers(model), None, None)
     from ._hf import hf_anatomy, supported_said  # (a module of its own: transformers only where a model is one)
 
     found = hf_anatomy(model)  # a Hugging Face causal language model (or an InputError naming the supported ones)
@@ -80,13 +75,8 @@ def anatomy(model: nn.Module) -> Anatomy:
                      f"(attnlab.Model.load), or capture it with attnlab.capture to see its attention")
 
 
-def _attnlab_layer(block: Any, pre: bool) -> Layer:
-    ff = getattr(block, "ff", None)
-    mid = (block.norm2 if pre else block.norm1) if ff is not None else None
-    if mid is not None and pre and isinstance(mid, nn.Identity):
-        mid = ff  # no norm: the stream between the sublayers is the feed-forward's input
-    norm = block.norm1 if pre and isinstance(block.norm1, nn.LayerNorm) else None
-    return Layer(block, block.self_attn, mid, not pre, ff, norm, pre)
+def _own_layers(model: nn.Module) -> tuple[Layer, ...]:
+    return tuple(own_layer(b) for b in read_blocks(model))
 
 
 def hook_names(model: nn.Module | Anatomy) -> list[str]:

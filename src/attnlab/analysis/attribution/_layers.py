@@ -1,5 +1,5 @@
-"""Finding the attention layers attribution reads in a model and recording what each computed on one input, with
-the hooks and LayerNorm linearisation the methods share.
+"""The attention layers attribution reads in a model (a view of :func:`attnlab.models.blocks.read_blocks`), what
+each computed on one input, and the hooks and LayerNorm linearisation the methods share.
 
 Letters: L layers, H heads, n tokens, M d_model, Dv per-head value size, B batch.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -42,54 +42,24 @@ class LayerParts:
     mixed_is_output: bool = False
 
 
+ATTRIBUTED = ("attnlab", "attnlab-bert", "hf-bert")  # the families of models.blocks whose projections are nn.Linear
+
+
 def layer_parts(model: nn.Module) -> list[LayerParts]:
     """The self-attention layers of ``model`` in order: attnlab transformer blocks (their ``self_attn``), the layers
     of attnlab's own BERT encoder (:class:`attnlab.models.bert.BertEncoder`) or Hugging Face BERT-family layers
-    (``attention.self.value``, ``attention.output.dense``)."""
-    from ...layers import MultiHeadAttention
+    (``attention.self.value``, ``attention.output.dense``), as :func:`attnlab.models.blocks.read_blocks` reads
+    them."""
+    from ...models.blocks import read_blocks
 
-    parts = []
-    for module in model.modules():
-        attn = getattr(module, "self_attn", None)
-        if isinstance(attn, MultiHeadAttention):  # an attnlab encoder or decoder layer
-            block: Any = module
-            post = None if block.config.norm_first else block.norm1  # pre-norm: x + SA(LN(x)) enters norm2
-            alone = post is None and getattr(block, "norm2", None) is None  # attention-only: nothing follows
-            parts.append(LayerParts(module, attn, attn.v_proj, attn.out_proj, attn.n_heads,
-                                    module if alone else block.norm2 if post is None else post, post, alone))
-        elif _is_own_bert_layer(module):  # attnlab's models.bert: MultiHeadAttention at HF's path, post-norm
-            own: Any = module.attention  # BertAttention: .self (MultiHeadAttention) and .LayerNorm
-            mha = own.get_submodule("self")
-            parts.append(LayerParts(module, mha, mha.v_proj, mha.out_proj, mha.n_heads, own.LayerNorm,
-                                    own.LayerNorm))
-        elif _is_bert_layer(module):
-            attention: Any = module.attention  # BertAttention: .self (BertSelfAttention) and .output (dense)
-            heads = int(getattr(attention.self, "num_attention_heads", 0) or attention.self.config.num_attention_heads)
-            norm = attention.output.LayerNorm  # BERT is post-norm: LN(x + dense(attention))
-            parts.append(LayerParts(module, attention.self, attention.self.value, attention.output.dense, heads,
-                                    norm, norm))
+    parts = [LayerParts(b.block, b.attention, cast(nn.Linear, b.v_proj), cast(nn.Linear, b.out_proj), b.n_heads,
+                        b.mixed, b.post_norm, b.mixed_is_output and b.post_norm is None)
+             for b in read_blocks(model) if b.family in ATTRIBUTED]
     if not parts:
         raise InputError(f"found no attention layer to attribute through in {type(model).__name__}; attribution "
                          f"reads attnlab transformer blocks or BERT-family Hugging Face layers "
                          f"(attention.self.value, attention.output.dense)")
     return parts
-
-
-def _is_own_bert_layer(module: nn.Module) -> bool:
-    """A layer of :class:`attnlab.models.bert.BertEncoder`: ``attention.self`` is attnlab's MultiHeadAttention and
-    ``attention.LayerNorm`` the post-norm over ``x + attention``."""
-    from ...layers import MultiHeadAttention
-
-    attention = getattr(module, "attention", None)
-    return (isinstance(getattr(attention, "self", None), MultiHeadAttention)
-            and isinstance(getattr(attention, "LayerNorm", None), nn.LayerNorm))
-
-
-def _is_bert_layer(module: nn.Module) -> bool:
-    attention = getattr(module, "attention", None)
-    return (isinstance(getattr(getattr(attention, "self", None), "value", None), nn.Linear)
-            and isinstance(getattr(getattr(attention, "output", None), "dense", None), nn.Linear)
-            and isinstance(getattr(getattr(attention, "output", None), "LayerNorm", None), nn.LayerNorm))
 
 
 @dataclass(frozen=True)
