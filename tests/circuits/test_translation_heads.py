@@ -117,7 +117,7 @@ def test_the_command_writes_the_figure_and_every_number(tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("argv,says", [
-    (["--model", "dates-zh"], "no layers of heads"),
+    (["--model", "dates-zh"], "has no encoder and decoder layers of heads"),
     (["--model", "zh-lm"], "zh-lm is a language model"),
     (["--model", "dates-zh/transformer", "--method", "eap"], "--method does not apply to dates-year"),
     (["--model", "dates-zh/transformer", "--prompts", "1"], "at least 2"),

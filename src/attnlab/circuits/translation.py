@@ -145,19 +145,23 @@ def head_tag(name: str) -> str:
 
 def translator_heads(model: nn.Module) -> list[tuple[str, nn.Module, int]]:
     """``(name, attention layer, head)`` for every head of a transformer encoder-decoder: ``e`` encoder
-    self-attention, ``d`` decoder self-attention, ``x`` cross-attention, then the layer and the head."""
-    encoder, decoder = getattr(model, "encoder", None), getattr(model, "decoder", None)
-    layers = [getattr(encoder, "layers", None), getattr(decoder, "layers", None)]
-    if layers[0] is None or layers[1] is None or not all(hasattr(x, "self_attn") for x in layers[0]):
+    self-attention, ``d`` decoder self-attention, ``x`` cross-attention, then the layer and the head (the blocks as
+    :func:`attnlab.models.blocks.read_blocks` reads them: a decoder block is one with a cross-attention)."""
+    from ..models.blocks import read_blocks
+
+    blocks = read_blocks(model)
+    encoder = [b.attention for b in blocks if b.cross is None]
+    decoder = [b for b in blocks if b.cross is not None]
+    if not encoder or not decoder:
         raise InputError(f"head patching reads a transformer encoder-decoder such as dates-zh/transformer (attnlab "
-                         f"train translate --arch transformer); this model ({type(model).__name__}) has no layers of "
-                         f"heads: a recurrent translator has one attention, its alignment (attnlab translate)")
+                         f"train translate --arch transformer); this model ({type(model).__name__}) has no encoder "
+                         f"and decoder layers of heads (a recurrent translator has one attention, its alignment: "
+                         f"attnlab translate)")
     out = []
-    for tag, stack, attr in (("e", layers[0], "self_attn"), ("d", layers[1], "self_attn"),
-                             ("x", layers[1], "cross_attn")):
-        for i, layer in enumerate(stack):
-            attn = getattr(layer, attr)
-            out += [(f"{tag}{i}.{h}", attn, h) for h in range(int(attn.n_heads))]
+    for tag, attns in (("e", encoder), ("d", [b.attention for b in decoder]), ("x", [b.cross for b in decoder])):
+        for i, attn in enumerate(attns):
+            n: Any = getattr(attn, "n_heads", 0)
+            out += [(f"{tag}{i}.{h}", attn, h) for h in range(int(n))]
     return out
 
 
