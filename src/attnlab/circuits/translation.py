@@ -157,8 +157,9 @@ def translator_heads(model: nn.Module) -> list[tuple[str, nn.Module, int]]:
                          f"train translate --arch transformer); this model ({type(model).__name__}) has no encoder "
                          f"and decoder layers of heads (a recurrent translator has one attention, its alignment: "
                          f"attnlab translate)")
-    out = []
-    for tag, attns in (("e", encoder), ("d", [b.attention for b in decoder]), ("x", [b.cross for b in decoder])):
+    out: list[tuple[str, nn.Module, int]] = []
+    crosses = [b.cross for b in decoder if b.cross is not None]
+    for tag, attns in (("e", encoder), ("d", [b.attention for b in decoder]), ("x", crosses)):
         for i, attn in enumerate(attns):
             n: Any = getattr(attn, "n_heads", 0)
             out += [(f"{tag}{i}.{h}", attn, h) for h in range(int(n))]
