@@ -59,6 +59,7 @@ def _reference(w: torch.Tensor, tokens: list[str], n: int, causal: bool) -> dict
             put("next", head, row[i + 1] if i + 1 < n else None)  # nor has the last real token
             put("distance", head, sum(p * abs(i - j) for j, p in enumerate(row)))
             put("band", head, sum(p for j, p in enumerate(row) if abs(i - j) <= 2))
+            put("first", head, row[0] if i > 0 or not causal else None)  # a causal first query sees only itself
     return out
 
 

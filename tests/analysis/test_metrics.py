@@ -29,7 +29,8 @@ def reference(w: np.ndarray, tokens: list[str], causal: bool) -> dict[str, np.nd
     """Each metric by loops over layers, heads, queries and keys."""
     n_l, n_h, q, k = w.shape
     out = {name: np.full((n_l, n_h, q), np.nan) for name in
-           ("entropy", "entropy_ratio", "cls", "sep", "punct", "self", "previous", "next", "distance", "band")}
+           ("entropy", "entropy_ratio", "cls", "sep", "punct", "self", "previous", "next", "distance", "band",
+            "first")}
     for l_ in range(n_l):
         for h in range(n_h):
             for i in range(q):
@@ -48,6 +49,8 @@ def reference(w: np.ndarray, tokens: list[str], causal: bool) -> dict[str, np.nd
                         out[name][l_, h, i] = row[pos + off]
                 out["distance"][l_, h, i] = sum(row[j] * abs(pos - j) for j in range(k))
                 out["band"][l_, h, i] = sum(row[j] for j in range(k) if abs(pos - j) <= 2)
+                if not causal or pos >= 1:  # a causal query at 0 sees only the first token: undefined
+                    out["first"][l_, h, i] = row[0]
     return out
 
 
@@ -89,7 +92,8 @@ def test_token_metrics_need_tokens_and_punctuation_rules() -> None:
     w = np.full((1, 1, 4, 4), 0.25)
     with pytest.raises(InputError, match="needs the key tokens"):
         per_query_metrics(w, None, names=["cls"])
-    assert set(head_metrics(w)) == {"entropy", "entropy_ratio", "self", "previous", "next", "distance", "band"}
+    assert set(head_metrics(w)) == {"entropy", "entropy_ratio", "self", "previous", "next", "distance", "band",
+                                    "first"}
     np.testing.assert_allclose(punct_mass(w, ["##.", "a", "Ġ,", "—"]), 0.75)
     with pytest.raises(ShapeError, match="3 key tokens"):
         punct_mass(w, ["a", "b", "c"])

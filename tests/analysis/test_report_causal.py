@@ -66,7 +66,7 @@ def test_a_causal_report_shows_its_own_columns_and_no_empty_panel() -> None:
     report = analyze_trace(causal_trace(uniform_causal(2, 3, len(tokens)), tokens))
     columns = report.columns()
     assert list(columns) == ["entropy_ratio", "punct", "self", "previous", "distance", "duplicate token",
-                             "induction"]
+                             "induction", "first"]
     header = report.table().splitlines()[0].split()
     assert "dup-tok" in header and "induct" in header and not {"cls", "sep", "next"} & set(header)
     for name, values in columns.items():  # every panel has something to show
@@ -81,6 +81,34 @@ def test_a_causal_report_shows_its_own_columns_and_no_empty_panel() -> None:
                                             query_tokens=["[CLS]", "a", "b", "[SEP]"],
                                             key_tokens=["[CLS]", "a", "b", "[SEP]"])])
     assert {"cls", "sep", "next"} <= set(analyze_trace(trace).columns())
+
+
+def test_the_sink_columns() -> None:
+    """The first token's share from the attention alone (a causal query at 0 left out: it sees nothing else), and the
+    value-norm ratio as given: a column of its own, or empty with one note saying why, never drawn empty."""
+    tokens = list("abcde")
+    w = uniform_causal(2, 3, len(tokens))
+    plain = analyze_trace(causal_trace(w, tokens))
+    want = np.mean([1 / (i + 1) for i in range(1, 5)])  # uniform rows from the second query on
+    np.testing.assert_allclose(plain.columns()["first"], want, rtol=1e-12)
+    assert "value_norm_ratio" not in plain.columns() and plain.to_json()["sinks"]["value_norm_ratio"] is None
+    ratio = np.arange(6, dtype=float).reshape(2, 3) / 10
+    given = analyze_trace(causal_trace(w, tokens), value_norm_ratio=ratio)
+    header = given.table().splitlines()[0]
+    assert header.split()[-3:] == ["first", "v0", "ratio"]
+    assert given.table().splitlines()[2].split()[-1] == "0.10"  # L0 H1
+    doc = given.to_json()
+    assert doc["sinks"]["value_norm_ratio"] == ratio.tolist() and doc["sinks"]["value_norm_missing"] is None
+    assert doc["sinks"]["first"] == doc["metrics"]["first"]
+    assert given.heads_meta()["metrics"]["value_norm_ratio"] == ratio.tolist()  # the viewer shows it on hover
+    assert len(metric_heatmaps(given).axes) == 2 * len(given.columns())
+    missing = analyze_trace(causal_trace(w, tokens), value_norm_missing="no values here")
+    lines = missing.table().splitlines()
+    assert lines[1].split()[-1] == "-" and sum("no values here" in line for line in lines) == 1
+    assert missing.to_json()["sinks"]["value_norm_missing"] == "no values here"
+    assert len(metric_heatmaps(missing).axes) == 2 * (len(missing.columns()) - 1)  # the empty panel left out
+    with pytest.raises(ShapeError, match="value_norm_ratio"):
+        analyze_trace(causal_trace(w, tokens), value_norm_ratio=ratio[:1])
 
 
 @pytest.mark.slow

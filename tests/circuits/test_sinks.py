@@ -39,3 +39,46 @@ def test_induction_2l_has_no_sink_heads() -> None:
     rows = attention_sinks(model, induction_inputs(65, 20, 8, seed=2).clean)
     assert len(rows) == 8 and not any(r.sink for r in rows)
     assert all(r.first_share < 0.1 for r in rows)
+
+
+def test_value_norms_kept_from_a_run_are_attention_sinks_ratios() -> None:
+    """What each value writes, kept from the run that captures the attention (attnlab analyze, the lab), equals
+    attention_sinks' ratio on the same ids: a language model's one pass, its writing (the prompt's pass, then one
+    cached step per character), MiniLM's BERT; a classifier's long text read in windows is refused, saying why."""
+    import numpy as np
+
+    from attnlab.circuits import model_value_norms, text_model
+    from attnlab.kinds import Model
+
+    lm = Model.load("zh-lm")
+    tm = text_model(lm)
+    text = "中国人民，中国。"
+    ids, _ = tm.encode(text, "given")
+    with model_value_norms(lm, text) as kept:
+        trace = lm.spec.analysis_trace(lm, text)
+    assert trace.select(kind="causal")[0].weights.shape[-1] == ids.shape[1]
+    want = np.array([r.value_norm_ratio for r in attention_sinks(tm.model, ids)]).reshape(4, 4)
+    np.testing.assert_allclose(kept.first_value_ratio(ids.shape[1]), want, rtol=1e-9)
+
+    with model_value_norms(lm, text) as kept:
+        written = lm.run(text, max_tokens=6, greedy=True)
+    n = written.traced.select(kind="causal")[0].weights.shape[-1]
+    assert n == ids.shape[1] + 5  # the last character written is never read
+    full = torch.tensor([[*ids[0].tolist(), *tm.encoder.encode(written.output["continuation"][:5])]])
+    want = np.array([r.value_norm_ratio for r in attention_sinks(tm.model, full)]).reshape(4, 4)
+    np.testing.assert_allclose(kept.first_value_ratio(n), want, rtol=1e-5)
+
+    minilm = Model.load("minilm")
+    with model_value_norms(minilm, "The cat sat.") as kept:
+        minilm.run("The cat sat.")
+    net = minilm.spec.forward(minilm, "The cat sat.").net
+    x = minilm.loaded[1]("The cat sat.", return_tensors="pt")["input_ids"]
+    want = np.array([r.value_norm_ratio for r in attention_sinks(net, x)]).reshape(6, 12)
+    np.testing.assert_allclose(kept.first_value_ratio(x.shape[1]), want, rtol=1e-9)
+    assert (want[1:] < 0.2).mean() > 0.9  # [CLS], where most of its heads look, writes little (docs/analysis.md)
+
+    clf = Model.load("zh-sentiment")
+    with model_value_norms(clf, "好" * 300) as kept:
+        clf.run("好" * 300)
+    with pytest.raises(InputError, match="overlapping windows"):
+        kept.first_value_ratio(301)

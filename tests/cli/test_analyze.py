@@ -71,6 +71,14 @@ def test_analyze_minilm_with_a_treebank(minilm_run: tuple[Path, str]) -> None:
     heads = trace.meta["heads"]
     assert heads["kind"] == "self" and heads["labels"] == report["labels"]["primary"]
     assert heads["metrics"]["cls"] == report["metrics"]["cls"]
+    # the sink columns: [CLS] is the first token, and what its value writes is measured from the same run
+    assert lines[0].split()[-3:] == ["first", "v0", "ratio"]
+    sinks = report["sinks"]
+    assert sinks["first"] == report["metrics"]["cls"] and sinks["value_norm_missing"] is None
+    ratio = np.asarray(sinks["value_norm_ratio"])
+    assert ratio.shape == (6, 12) and heads["metrics"]["value_norm_ratio"] == sinks["value_norm_ratio"]
+    first = np.asarray(sinks["first"])
+    assert np.median(ratio[first > 0.5]) < 0.1  # the [CLS] sinks write little (docs/analysis.md)
     assert (out / "labels.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -101,7 +109,32 @@ def test_a_causal_model_gets_the_detectors(tmp_path: Path, capsys: Any) -> None:
     report = json.loads((tmp_path / "o" / "analysis.json").read_text())
     assert report["kind"] == "causal" and set(report["causal"]) == {"previous token", "duplicate token", "induction"}
     assert len(report["causal"]["induction"]) == 2
+    assert np.asarray(report["sinks"]["value_norm_ratio"]).shape == (2, 2)  # circuits read a Hugging Face GPT-2
     capsys.readouterr()
+
+
+def test_a_model_circuits_cannot_read_has_an_empty_value_column(tmp_path: Path, capsys: Any) -> None:
+    """A Hugging Face encoder circuits have no hook points for (a tiny DistilBERT): the first token's share from
+    the attention, the v0 ratio column empty, and why said once."""
+    import transformers
+
+    from attnlab.capturing import load_model
+
+    _, tokenizer, _ = load_model("minilm")
+    cfg = transformers.DistilBertConfig(vocab_size=tokenizer.vocab_size, dim=16, n_heads=2, n_layers=1,
+                                        hidden_dim=32, max_position_embeddings=64)
+    transformers.DistilBertModel(cfg).save_pretrained(tmp_path / "distil")
+    tokenizer.save_pretrained(tmp_path / "distil")
+    capsys.readouterr()
+    assert main(["analyze", "a b c", "--model", str(tmp_path / "distil"), "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].split()[-3:] == ["first", "v0", "ratio"]
+    assert all(line.split()[-1] == "-" for line in printed[1:3])
+    said = [line for line in printed if "DistilBertModel" in line]
+    assert len(said) == 1 and said[0].startswith("v0 ratio is empty: what a value writes needs"), said
+    report = json.loads((tmp_path / "o" / "analysis.json").read_text(encoding="utf-8"))
+    assert report["sinks"]["value_norm_ratio"] is None and "DistilBertModel" in report["sinks"]["value_norm_missing"]
+    assert np.isfinite(np.asarray(report["sinks"]["first"], dtype=float)).all()
 
 
 def test_bad_input(tmp_path: Path, capsys: Any) -> None:
@@ -150,11 +183,21 @@ def test_a_language_model_shows_its_own_columns(tmp_path: Path, capsys: Any) -> 
     assert main(["analyze", "--model", "zh-lm", "--out", str(tmp_path / "o")]) == 0
     printed = capsys.readouterr().out.splitlines()
     header = printed[0].split()
-    assert header[:3] == ["L", "H", "label"] and header[-2:] == ["dup-tok", "induct"]
+    assert header[:3] == ["L", "H", "label"] and header[-5:] == ["dup-tok", "induct", "first", "v0", "ratio"]
     assert not {"cls", "sep", "next"} & set(header)
     assert any(line.startswith("on random tokens said twice") for line in printed)
     report = json.loads((tmp_path / "o" / "analysis.json").read_text(encoding="utf-8"))
     induction = np.asarray(report["detectors_on_text"]["induction"], dtype=float)
     assert induction.shape == (4, 4) and np.isfinite(induction).all()  # the text repeats: measurable
     first = printed[1].split()  # L0 H0: its induct cell is the JSON's, to the printed two decimals
-    assert float(first[-1]) == pytest.approx(induction[0, 0], abs=0.005)
+    assert float(first[-3]) == pytest.approx(induction[0, 0], abs=0.005)
+    # the sink columns: the first character's share, and what its value writes (attention_sinks' ratio)
+    from attnlab.circuits import attention_sinks, load_text_model
+
+    tm = load_text_model("zh-lm")
+    ids, _ = tm.encode("".join(report["tokens"]), "given")
+    rows = attention_sinks(tm.model, ids)
+    np.testing.assert_allclose(np.ravel(report["sinks"]["first"]), [r.first_share for r in rows], rtol=1e-5)
+    np.testing.assert_allclose(np.ravel(report["sinks"]["value_norm_ratio"]), [r.value_norm_ratio for r in rows],
+                               rtol=1e-9)
+    assert float(first[-1]) == pytest.approx(rows[0].value_norm_ratio, abs=0.005)

@@ -176,6 +176,25 @@ def test_the_language_model_gives_its_continuation_as_attnlab_generate_does(clie
     assert al.AttentionTrace.load(path).tokens == records[0]["key_tokens"]  # the steps, as attnlab generate saves
 
 
+def test_the_head_notes_carry_the_sink_columns(client: TestClient) -> None:
+    """The head notes the viewer shows on hover hold the first token's share and what its value writes, read in the
+    run itself: attention_sinks' numbers on the text and continuation the viewer draws; none for a translator."""
+    import numpy as np
+
+    from attnlab.circuits import attention_sinks, load_text_model
+
+    body = run(client, model="zh-lm", text="中国").json()
+    tm = load_text_model("zh-lm")
+    ids, _ = tm.encode("".join(body["viewer"]["records"][0]["key_tokens"]), "given")
+    rows = attention_sinks(tm.model, ids)
+    metrics = body["labels"]["metrics"]
+    np.testing.assert_allclose(np.ravel(metrics["first"]), [r.first_share for r in rows], atol=1e-6)
+    np.testing.assert_allclose(np.ravel(metrics["value_norm_ratio"]), [r.value_norm_ratio for r in rows], rtol=1e-5)
+    assert body["viewer"]["heads"]["metrics"]["value_norm_ratio"] == metrics["value_norm_ratio"]
+    notes = run(client, model="dates-zh", text="March 5").json()["labels"]["metrics"]
+    assert "first" in notes and "value_norm_ratio" not in notes
+
+
 def test_a_doubtful_translation_says_why_once(client: TestClient) -> None:
     body = run(client, model="tutorial-en-zh", text="Quantum chromodynamics binds quarks.").json()
     assert body["output"]["doubts"], body

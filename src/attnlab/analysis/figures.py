@@ -70,18 +70,23 @@ def metric_heatmaps(report: Report) -> Figure:
     """One layers x heads heatmap per column of the table (:meth:`Report.columns`), each cell annotated with its
     value."""
     columns = report.columns()  # the table's columns: none that is 0 by construction
+    if not np.isfinite(columns.get("value_norm_ratio", np.zeros(1))).any():  # not measured: the table's note says why
+        columns.pop("value_norm_ratio")
     n_l, n_h = report.shape
     cols = 2
     rows = (len(columns) + cols - 1) // cols
     fig = figure(cols * (0.5 * n_h + 1.8), rows * (0.42 * n_l + 1.0))
     for i, (name, m) in enumerate(columns.items()):
         ax = fig.add_subplot(rows, cols, i + 1)
-        vmax = max(float(np.nanmax(m)), 1e-9) if name == "distance" and np.isfinite(m).any() else 1.0
+        # a share is drawn 0 to 1; a distance (tokens) and a ratio of norms up to their largest
+        vmax = max(float(np.nanmax(m)), 1e-9) if name in _UNBOUNDED and np.isfinite(m).any() else 1.0
         image = ax.imshow(m, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
         for (layer, h), v in np.ndenumerate(m):
             if np.isfinite(v):
-                ax.text(h, layer, _short(v, name == "distance"),
-                        ha="center", va="center", fontsize=5.5, color="white" if v < 0.55 * vmax else "black")
+                # inside its cell, so left out of the layout (which would measure every one of them: a third of
+                # the figure's time)
+                ax.text(h, layer, _short(v, name == "distance"), ha="center", va="center", fontsize=5.5,
+                        color="white" if v < 0.55 * vmax else "black", in_layout=False)
         ax.set_title(report.title(name), fontsize=9)
         ax.set_xticks(range(n_h))
         ax.set_yticks(range(n_l))
@@ -90,6 +95,9 @@ def metric_heatmaps(report: Report) -> Figure:
         ax.set_ylabel("layer", fontsize=7)
         fig.colorbar(image, ax=ax, shrink=0.9)
     return fig
+
+
+_UNBOUNDED = ("distance", "value_norm_ratio")
 
 
 def _short(v: float, distance: bool) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, ShapeError
 from ..trace import AttentionTrace, Kind
 from .induction import text_detector_scores
 from .labels import HeadLabels, label_heads
@@ -19,14 +19,19 @@ from .metrics import METRICS, TOKEN_METRICS, head_metrics, js_distances, mds
 from .rollout import flow, flow_error_bound, rollout
 from .syntax import Sentence, dependency_counts, relation_scores, word_pieces
 
-__all__ = ["CAUSAL_COLUMNS", "FLOW_ALL_UP_TO", "TABLE_METRICS", "Report", "analyze_trace"]
+__all__ = ["CAUSAL_COLUMNS", "FLOW_ALL_UP_TO", "SINK_COLUMNS", "TABLE_METRICS", "Report", "analyze_trace"]
 
 FLOW_ALL_UP_TO = 64  # all-pairs flow up to this many tokens (seconds); beyond it, flow into the first and last token
 TABLE_METRICS = ("entropy_ratio", "cls", "sep", "punct", "self", "previous", "next", "distance")
 # a causal stack's own columns: TransformerLens' detector on the text itself (``previous`` is already a metric)
 CAUSAL_COLUMNS = ("duplicate token", "induction")
-_SHORT = {"entropy_ratio": "H/Hmax", "distance": "dist", "duplicate token": "dup-tok", "induction": "induct"}
-_TITLES = {"duplicate token": "duplicate-token score on this text", "induction": "induction score on this text"}
+# the attention-sink columns, last: the share of attention on the first token (a metric) and what that token's value
+# writes per unit of attention, ||v_0 W_O|| over the other positions' mean (given by the caller, who has the model)
+SINK_COLUMNS = ("first", "value_norm_ratio")
+_SHORT = {"entropy_ratio": "H/Hmax", "distance": "dist", "duplicate token": "dup-tok", "induction": "induct",
+          "value_norm_ratio": "v0 ratio"}
+_TITLES = {"duplicate token": "duplicate-token score on this text", "induction": "induction score on this text",
+           "value_norm_ratio": "first token's ||v W_O|| / the others'"}
 
 
 @dataclass
@@ -46,6 +51,9 @@ class Report:
     causal: dict[str, np.ndarray] | None = None  # the detectors on random repeated tokens (a model's property)
     notes: list[str] = field(default_factory=list)
     detectors: dict[str, np.ndarray] | None = None  # causal: the detectors on this text (text_detector_scores)
+    # ||v_0 W_O|| over the other positions' mean, per head (attnlab.circuits.value_norms), and why it is missing
+    value_norm_ratio: np.ndarray | None = None
+    value_norm_missing: str | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -53,9 +61,13 @@ class Report:
         return int(n_l), int(n_h)
 
     def heads_meta(self) -> dict[str, Any]:
-        """``trace.meta["heads"]`` as the viewer reads it: labels and metrics per layer and head."""
+        """``trace.meta["heads"]`` as the viewer reads it: labels and metrics per layer and head (the value-norm
+        ratio among them when known)."""
+        metrics = dict(self.metrics)
+        if self.value_norm_ratio is not None:
+            metrics["value_norm_ratio"] = self.value_norm_ratio
         return {"kind": self.kind, "labels": self.labels.primary,
-                "metrics": {name: _nested(v) for name, v in self.metrics.items()}}
+                "metrics": {name: _nested(v) for name, v in metrics.items()}}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +83,9 @@ class Report:
             "syntax": self.syntax,
             "causal": None if self.causal is None else {k: _nested(v) for k, v in self.causal.items()},
             "detectors_on_text": None if self.detectors is None else {k: _nested(v) for k, v in self.detectors.items()},
+            "sinks": {"first": _nested(self.metrics["first"]) if "first" in self.metrics else None,
+                      "value_norm_ratio": None if self.value_norm_ratio is None else _nested(self.value_norm_ratio),
+                      "value_norm_missing": self.value_norm_missing},
             "notes": self.notes,
         }
 
@@ -81,7 +96,8 @@ class Report:
         """The per-head numbers the table and the metric figure show, ``{name: (L, H)}``, in order: the metrics of
         :data:`TABLE_METRICS` less those that are 0 by construction here (a start or end token the text does not
         hold; the next token, which a causal query never sees), then for a causal stack the detectors of
-        :data:`CAUSAL_COLUMNS` on this text."""
+        :data:`CAUSAL_COLUMNS` on this text, then the sink columns (:data:`SINK_COLUMNS`): the first token's share,
+        and the value-norm ratio when it was given or said missing (NaN then: an empty column, the note says why)."""
         blind = {"next"} if self.kind == "causal" else set()
         for name in TABLE_METRICS:
             keep = METRICS[name].keep
@@ -90,6 +106,12 @@ class Report:
         out = {name: self.metrics[name] for name in TABLE_METRICS if name in self.metrics and name not in blind}
         if self.detectors is not None:
             out |= {name: self.detectors[name] for name in CAUSAL_COLUMNS}
+        if "first" in self.metrics:
+            out["first"] = self.metrics["first"]
+        if self.value_norm_ratio is not None:
+            out["value_norm_ratio"] = self.value_norm_ratio
+        elif self.value_norm_missing is not None:
+            out["value_norm_ratio"] = np.full(self.shape, np.nan)
         return out
 
     @staticmethod
@@ -136,14 +158,18 @@ def _nested(a: np.ndarray) -> Any:
     return [_nested(x) for x in a] if np.ndim(a) > 0 else (float(a) if math.isfinite(float(a)) else None)
 
 
-def head_notes(trace: AttentionTrace, kind: Kind | None = None) -> dict[str, Any]:
+def head_notes(trace: AttentionTrace, kind: Kind | None = None, *,
+               value_norm_ratio: np.ndarray | None = None) -> dict[str, Any]:
     """``trace.meta["heads"]`` as the viewer reads it, from the per-head metrics and labels alone: what
-    :func:`analyze_trace` gives without its costlier parts (head distances, rollout, flow, syntax)."""
+    :func:`analyze_trace` gives without its costlier parts (head distances, rollout, flow, syntax); with
+    ``value_norm_ratio`` ``(L, H)`` (:func:`attnlab.circuits.value_norms` on the run) among the metrics."""
     kind = kind or trace.main_kind
     metrics = head_metrics(trace.stack(kind).double().numpy(), trace.select(kind=kind)[0].key_tokens,
                            causal=kind == "causal")
-    return {"kind": kind, "labels": label_heads(metrics).primary,
-            "metrics": {name: _nested(v) for name, v in metrics.items()}}
+    labels = label_heads(metrics).primary
+    if value_norm_ratio is not None:
+        metrics["value_norm_ratio"] = np.asarray(value_norm_ratio, dtype=np.float64)
+    return {"kind": kind, "labels": labels, "metrics": {name: _nested(v) for name, v in metrics.items()}}
 
 
 def analyze_trace(
@@ -153,6 +179,8 @@ def analyze_trace(
     sentences: Sequence[Sentence] | None = None,
     causal_scores: dict[str, np.ndarray] | None = None,
     flow_targets: Sequence[int] | None = None,
+    value_norm_ratio: np.ndarray | None = None,
+    value_norm_missing: str | None = None,
 ) -> Report:
     """Analyse the ``kind`` stack (default: the main one) of a single-input trace.
 
@@ -161,7 +189,9 @@ def analyze_trace(
     :func:`attnlab.analysis.detect_causal_heads`, on random tokens) the causal labels; a causal stack is also
     scored by TransformerLens' detector on its own text (:func:`attnlab.analysis.text_detector_scores`), which
     labels a head too (an induction head on a string said twice).  Flow goes into ``flow_targets``
-    (default: every token up to :data:`FLOW_ALL_UP_TO` tokens, else the first and the last)."""
+    (default: every token up to :data:`FLOW_ALL_UP_TO` tokens, else the first and the last).  ``value_norm_ratio``
+    ``(L, H)``: what the first token's value writes over what the others' do (:func:`attnlab.circuits.value_norms`,
+    on the run that made the trace), or ``value_norm_missing``: why it is not known (one note under the table)."""
     if not trace.records:
         raise InputError("the trace is empty: nothing was captured, so there is nothing to analyse")
     kind = kind or trace.main_kind
@@ -191,6 +221,13 @@ def analyze_trace(
     notes = []
     if not square:
         notes.append("rollout and flow skipped: they need self-attention (as many queries as keys)")
+    if value_norm_ratio is not None:
+        value_norm_ratio = np.asarray(value_norm_ratio, dtype=np.float64)
+        if value_norm_ratio.shape != metrics["first"].shape:
+            raise ShapeError(f"value_norm_ratio is {value_norm_ratio.shape}; the trace has "
+                             f"{metrics['first'].shape} (layers, heads)")
+    elif value_norm_missing is not None:
+        notes.append(f"v0 ratio is empty: {value_norm_missing}")
     if detectors is not None and np.isnan(detectors["induction"]).all():
         notes.append("dup-tok and induct are not measurable on this text (no token occurs twice); give a text that "
                      "repeats itself, such as a sentence said twice")
@@ -198,5 +235,6 @@ def analyze_trace(
         kind=kind, tokens=list(tokens), metrics=metrics, labels=labels, js=js, embedding=mds(js),
         rollout=rollout(w)[-1] if square else np.zeros((0, 0)),
         flow=flow(w, targets=targets) if square else None, flow_targets=targets if square else [],
-        syntax=syntax, causal=causal_scores, notes=notes, detectors=detectors,
+        syntax=syntax, causal=causal_scores, notes=notes, detectors=detectors, value_norm_ratio=value_norm_ratio,
+        value_norm_missing=value_norm_missing if value_norm_ratio is None else None,
     )

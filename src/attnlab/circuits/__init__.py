@@ -10,7 +10,8 @@ exact patching (:func:`attribution_patching`); direct logit attribution, the log
 Discovery on the edge graph (:func:`graph_of`): exact edge patching, EAP, EAP-IG and ACDC
 (:func:`exact_edge_patching`, :func:`eap`, :func:`eap_ig`, :func:`acdc`), faithfulness curves with bootstrap
 intervals (:func:`faithfulness_curve`) over tasks of prompt pairs (:class:`Task`); QK attribution
-(:func:`qk_attribution`) and attention sinks (:func:`attention_sinks`).
+(:func:`qk_attribution`) and attention sinks (:func:`attention_sinks`; :func:`value_norms` keeps what each
+value writes from any run).
 
 The models: :class:`attnlab.models.CausalLM` (with or without feed-forward sublayers and LayerNorms), the encoder
 of :class:`attnlab.models.AttentionClassifier` and :class:`attnlab.models.bert.BertEncoder` (patching, ablation
@@ -64,7 +65,7 @@ from ._patch import (
     target_prob,
 )
 from ._qk import QKAttribution, qk_attribution
-from ._sinks import SinkRow, attention_sinks
+from ._sinks import SinkRow, ValueNorms, attention_sinks, model_value_norms, value_norms
 from ._tasks import (
     TASKS,
     PromptPairs,
@@ -117,6 +118,7 @@ __all__ = [
     "Task",
     "TextModel",
     "TextPatching",
+    "ValueNorms",
     "ablate",
     "ablate_text",
     "acdc",
@@ -147,6 +149,7 @@ __all__ = [
     "manifest",
     "masked_forward",
     "model_digest",
+    "model_value_norms",
     "parse_head",
     "patch_heads",
     "patch_resid",
@@ -160,6 +163,7 @@ __all__ = [
     "target_prob",
     "task_named",
     "text_model",
+    "value_norms",
     "zh_contrast_task",
     "zh_induction_task",
 ]

@@ -15,21 +15,28 @@ position 0 can only see itself; an encoder's every position):
 
 A head is called a **sink head** here when ``first_share >= 0.5``; the known result (Xiao et al., 2023; Gu et al.,
 2024) is that such heads write little: ``value_norm_ratio`` well below 1.
+
+:func:`value_norms` keeps the ``||v_j W_O||`` of whatever forward passes run inside it (``attnlab analyze`` and the
+lab hook the run that captures the attention, so the ratio costs no second run); :func:`model_value_norms` does so
+for a loaded :class:`attnlab.Model`, and says why when circuits cannot read its network.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
-from ._model import anatomy, head_results, run_with_cache
+from ._anatomy import Anatomy
+from ._model import anatomy, edited, head_results, run_with_cache
 
-__all__ = ["SINK", "SinkRow", "attention_sinks"]
+__all__ = ["SINK", "SinkRow", "ValueNorms", "attention_sinks", "model_value_norms", "value_norms"]
 
 SINK = 0.5  # a head whose mean attention on position 0 is at least this is called a sink head
 
@@ -67,10 +74,9 @@ def attention_sinks(model: nn.Module, tokens: Tensor, *, delimiters: Iterable[in
     with torch.no_grad():
         for i in range(a.n_layers):
             p = cache[f"blocks.{i}.attn.hook_pattern"].double()[:, :, start:]  # (B, H, Q, S)
-            v = cache[f"blocks.{i}.attn.hook_v"]  # (B, S, H, D)
-            norms = head_results(a, i, v).double().norm(dim=-1).transpose(1, 2)  # (B, H, S): ||v_j W_O||
+            norms = _norms(a, i, cache[f"blocks.{i}.attn.hook_v"])  # (B, H, S): ||v_j W_O||
             first = p[..., 0].mean((0, 2))  # (H,)
-            ratio = norms[..., 0].mean(0) / norms[..., 1:].mean((0, 2))  # (H,)
+            ratio = _first_ratio(norms)  # (H,)
             weighted = p * norms[:, :, None, :]  # (B, H, Q, S)
             share = (weighted[..., 0] / weighted.sum(-1).clamp_min(1e-30)).mean((0, 2))  # (H,)
             if is_delim is not None:
@@ -83,3 +89,87 @@ def attention_sinks(model: nn.Module, tokens: Tensor, *, delimiters: Iterable[in
                                     float(ratio[h]), float(share[h]),
                                     None if is_delim is None or not bool(is_delim.any()) else float(dratio[h])))
     return rows
+
+
+def _norms(a: Anatomy, layer: int, v: Tensor) -> Tensor:
+    """``(B, H, S)`` float64: ``||v_j W_O||`` of each head at each position, from ``v`` ``(B, S, H or H_kv, D)`` (under
+    grouped-query attention each query head reads its group's value head)."""
+    with torch.no_grad():
+        if v.shape[2] != a.n_heads:
+            v = v.repeat_interleave(a.n_heads // v.shape[2], dim=2)
+        return head_results(a, layer, v).double().norm(dim=-1).transpose(1, 2)
+
+
+def _first_ratio(norms: Tensor) -> Tensor:
+    """``(H,)``: position 0's ``||v W_O||`` over the mean of the other positions' (``norms`` ``(B, H, S)``)."""
+    return norms[..., 0].mean(0) / norms[..., 1:].mean((0, 2))
+
+
+@dataclass
+class ValueNorms:
+    """What :func:`value_norms` kept: per layer, the ``||v_j W_O||`` ``(B, H, S)`` of each forward pass in the order
+    they ran; ``missing`` says why nothing was kept (:func:`model_value_norms` on a network circuits cannot read)."""
+
+    passes: list[list[Tensor]] = field(default_factory=list)
+    missing: str | None = None
+
+    def first_value_ratio(self, n_tokens: int) -> np.ndarray:
+        """``(L, H)``: ``||v_0 W_O||`` over the mean of the other positions' (:attr:`SinkRow.value_norm_ratio`), on
+        one text of ``n_tokens`` tokens that the passes read one for one: in one pass, or a prompt and then one
+        cached step per token (a language model writing).  An :class:`InputError` says why not (``missing``; a text
+        read in overlapping windows)."""
+        if self.missing is not None:
+            raise InputError(self.missing)
+        rows = []
+        for layer in self.passes:
+            if not layer:
+                raise InputError("no run of the model was kept (run it inside the value_norms block)")
+            if any(p.shape[0] != 1 for p in layer) or sum(p.shape[-1] for p in layer) != n_tokens:
+                windows = sum(p.shape[0] for p in layer)
+                raise InputError(f"the model read the text's {n_tokens} tokens in {windows} overlapping windows, "
+                                 f"whose first positions are not all the text's first token")
+            rows.append(_first_ratio(torch.cat(layer, -1)).numpy())  # (1, H, S) in the order they were read
+        return np.stack(rows)
+
+
+@contextmanager
+def value_norms(model: nn.Module) -> Iterator[ValueNorms]:
+    """Every forward pass of ``model`` inside the block keeps each head's ``||v_j W_O||`` at each position
+    (:class:`ValueNorms`), through the ``attn.hook_v`` hook points (:func:`attnlab.circuits.edited`: nothing is
+    changed); a model without hook points is an :class:`InputError` (:func:`anatomy`)."""
+    a = anatomy(model)
+    kept = ValueNorms([[] for _ in range(a.n_layers)])
+
+    def keeper(i: int) -> Any:
+        def keep(v: Tensor) -> None:
+            kept.passes[i].append(_norms(a, i, v))
+
+        return keep
+
+    with edited(model, {f"blocks.{i}.attn.hook_v": keeper(i) for i in range(a.n_layers)}):
+        yield kept
+
+
+@contextmanager
+def model_value_norms(model: Any, text: str) -> Iterator[ValueNorms]:
+    """:func:`value_norms` on the network of a loaded :class:`attnlab.Model` that will run ``text`` inside the
+    block: its kind's view with hook points (:meth:`attnlab.kinds.Kind.text_model`), else the forward pass its
+    attribution replays (:meth:`attnlab.kinds.Kind.forward`: MiniLM's BERT).  A network circuits cannot read keeps
+    nothing and says why, in one line (``ValueNorms.missing``); the run goes on as without the block."""
+    spec = model.spec
+    net: Any = None
+    with ExitStack() as stack:
+        try:
+            if spec.able("patch"):
+                net = spec.text_model(model).model
+            elif spec.able("explain"):
+                net = spec.forward(model, text).net
+            kept = stack.enter_context(value_norms(net)) if isinstance(net, nn.Module) else None
+        except InputError:
+            kept = None
+        if kept is None:
+            what = type(net).__name__ if isinstance(net, nn.Module) else f"a {spec.noun}"
+            kept = ValueNorms(missing=f"what a value writes needs the model's values and output projection through "
+                                      f"attnlab.circuits, which reads attnlab's own models (MiniLM's BERT among them) "
+                                      f"and Hugging Face causal language models, not {what}")
+        yield kept

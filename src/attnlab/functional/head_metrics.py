@@ -22,7 +22,9 @@ at ``p_i >= n`` is padding: NaN for every metric.
   are left out of the head's mean rather than counted as 0 (a 0 there would be a fact about the sentence's ends,
   not about the head, and would pull every head's mean down by about one over the length);
 * ``distance``: the mean distance ``sum_j w_ij |p_i - j|`` in tokens;
-* ``band``: the mass on the keys at most :data:`BAND_WIDTH` (2) positions from the query, itself included.
+* ``band``: the mass on the keys at most :data:`BAND_WIDTH` (2) positions from the query, itself included;
+* ``first``: the weight on the first key, position 0 (an encoder's ``[CLS]``, a language model's first token): the
+  attention-sink share.  Undefined for a causal query at position 0, which can attend to nothing else.
 
 A new metric is one function and one entry in :data:`METRICS`.
 """
@@ -152,6 +154,13 @@ def band_mass(w: Tensor, keys: Keys, width: int = BAND_WIDTH) -> Tensor:
     return torch.linalg.vecdot(w, (_distances(w) <= width).to(w.dtype))
 
 
+def first_mass(w: Tensor, keys: Keys) -> Tensor:
+    """``(N, H, Q)``: the weight each query puts on the first key (position 0); NaN for a causal query at position
+    0, whose one allowed key it is whatever the head does."""
+    first = w[..., 0]
+    return torch.where(_positions(w) >= 1, first, torch.nan) if keys.causal else first
+
+
 @dataclass(frozen=True)
 class HeadMetric:
     """One entry of :data:`METRICS`."""
@@ -180,6 +189,7 @@ METRICS: dict[str, HeadMetric] = {
     "next": HeadMetric("mass on next token", lambda w, k: offset_mass(w, k, +1)),
     "distance": HeadMetric("mean attention distance (tokens)", distance),
     "band": HeadMetric(f"mass within ±{BAND_WIDTH} tokens", band_mass),
+    "first": HeadMetric("mass on the first token (sink)", first_mass),
 }
 
 

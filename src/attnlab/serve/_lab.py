@@ -153,7 +153,7 @@ class Lab:
             warnings.simplefilter("ignore")
             runs = [_run(loaded, entry, t, settings) for t in texts]
         for r in runs:
-            r.trace.meta["heads"] = head_notes(r.trace)
+            r.trace.meta["heads"] = head_notes(r.trace, value_norm_ratio=r.value_norm_ratio)
         doubts = {d for r in runs for d in (r.output or {}).get("doubts", ())}  # in the output already
         said = dict.fromkeys(w for r in runs for w in r.warnings)
         return entry, runs, [m for m in said if m not in doubts]
@@ -269,6 +269,8 @@ class _Run:
     output: dict[str, Any] | None
     warnings: tuple[str, ...] = ()
     result: Any = None  # the runner's own result (a Generation, a Translation): what attribution replays
+    # (L, H): what the first token's value writes over the others', read in the run (None where circuits cannot)
+    value_norm_ratio: Any = None
 
 
 def _load(entry: ModelEntry) -> Any:
@@ -289,11 +291,19 @@ def _check_cost(model: Any, entry: ModelEntry, text: str, settings: dict[str, An
 def _run(model: Any, entry: ModelEntry, text: str, settings: dict[str, Any] | None = None) -> _Run:
     """One run of ``model`` (an :class:`attnlab.Model`) on ``text`` and the part of its output the page shows; a
     language model's with the request's sampling settings (:func:`lm_settings`), writing :data:`CONTINUATION`."""
+    from ..circuits import model_value_norms
+
     options = {"max_tokens": CONTINUATION, **settings} if settings is not None else {}
-    outcome = model.run(text, **options)
+    with model_value_norms(model, text) as kept:  # the sink column's values, read in the same run
+        outcome = model.run(text, **options)
     outcome.trace.meta["model"] = entry.name
     output = model.spec.shown(model, outcome, settings=settings)
-    return _Run(outcome.trace, model.spec.shown_tokens(outcome), output, outcome.warnings, outcome.result)
+    try:
+        trace = outcome.traced
+        ratio = kept.first_value_ratio(int(trace.select(kind=trace.main_kind)[0].weights.shape[-1]))
+    except InputError:  # not a model circuits read, or a text read in windows: the notes go without it
+        ratio = None
+    return _Run(outcome.trace, model.spec.shown_tokens(outcome), output, outcome.warnings, outcome.result, ratio)
 
 
 def lm_settings(sampling: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -35,15 +35,18 @@ def run(args: argparse.Namespace) -> int:
     out, base = check_out(out_arg)
     summary = None
     with staging(out, base) as stage:  # fails here, before the model runs, when --out cannot be written
+        ratio: Any = None
+        missing: str | None = "a saved --trace holds the attention alone, not the model's values"
         if loaded is not None:
             trace = loaded
         else:
             assert text is not None  # _check_args: a TEXT, a treebank's sentences or a trace
-            trace = analysis.trace_for_analysis(text, _model(args), args.max_length)
+            trace, ratio, missing = _traced(text, args)
         causal = None
         if trace.records and trace.main_kind == "causal" and args.trace is None:
             causal = analysis.causal_head_scores(_model(args))
-        report = analysis.analyze_trace(trace, sentences=sentences, causal_scores=causal, flow_targets=targets)
+        report = analysis.analyze_trace(trace, sentences=sentences, causal_scores=causal, flow_targets=targets,
+                                        value_norm_ratio=ratio, value_norm_missing=missing)
         trace.meta["heads"] = report.heads_meta()
         figures = {"labels": draw.label_grid(report), "metrics": draw.metric_heatmaps(report),
                    "mds": draw.mds_figure(report)}
@@ -71,6 +74,24 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + summary.table())
     print(f"\nwrote {len(written)} files to {out_arg}{os.sep}: {'  '.join(written)}")
     return 0
+
+
+def _traced(text: str, args: argparse.Namespace) -> tuple[Any, Any, str | None]:
+    """The model's attention on ``text`` and, from the same run, what each head's value at the first token writes
+    over what the others' do (``(L, H)``, :func:`attnlab.circuits.value_norms`; no second run), or why not."""
+    from ... import analysis
+    from ...circuits import model_value_norms
+    from ...errors import InputError as Missing
+
+    model = _model(args)
+    with model_value_norms(model, text) as kept:
+        trace = analysis.trace_for_analysis(text, model, args.max_length)
+    if not trace.records:
+        return trace, None, None  # analyze_trace refuses it, saying why
+    try:
+        return trace, kept.first_value_ratio(int(trace.select(kind=trace.main_kind)[0].weights.shape[-1])), None
+    except Missing as exc:
+        return trace, None, str(exc)
 
 
 def _check_args(args: argparse.Namespace) -> None:
