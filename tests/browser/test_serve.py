@@ -40,11 +40,11 @@ class Lab:
     def js(self, expression: str) -> Any:
         return self.page.evaluate(expression)
 
-    def shot(self, name: str) -> None:
+    def shot(self, name: str, clip: dict[str, float] | None = None) -> None:
         folder = os.environ.get("ATTNLAB_SCREENSHOTS")
         if folder:
             Path(folder).mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+            self.page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=clip is None, clip=clip)
 
 
 @pytest.fixture
@@ -295,6 +295,54 @@ def test_clicking_a_head_ablates_it(lab: Lab) -> None:
     lab.shot("lab-ablation")
     lab.page.uncheck("#ablate-on")
     assert lab.page.inner_text("#ablation") == ""
+
+
+def test_clicking_an_attention_cell_splits_its_score(lab: Lab) -> None:
+    """In one head's matrix view, a click on a cell (query row x key column) shows why that query looks at that key:
+    the head's score there split into query-source x key-source terms, the largest and each side's totals (POST
+    /api/qk, attnlab.circuits.qk_attribution); a model that cannot says nothing of it."""
+    lab.page.select_option("#model", "induction-2l")
+    wait_runs(lab, 2)
+    assert "click a cell" in lab.page.inner_text("#qk")
+    assert lab.js("attnlabLab.last.text") == "abcXYZ+/abcX"
+    lab.js("attnlab.set({view: 'matrix', rec: 1, head: 0, zoom: 24})")  # layer 1 head 0: the induction head
+    lab.page.evaluate("attnlab.idle()")
+    query, key = 10, 3  # the second 'c' and the token after the first: 'X'
+    point = lab.js(f"attnlab.where({{i: {query}, j: {key}}})")
+    lab.page.mouse.move(point["x"], point["y"])
+    lab.page.mouse.click(point["x"], point["y"])
+    deadline = time.monotonic() + 60
+    while lab.js("attnlabLab.qks") < 1:
+        assert time.monotonic() < deadline and lab.js("attnlabLab.error") == "", lab.js("attnlabLab.error")
+        lab.page.wait_for_timeout(50)
+    text = lab.page.inner_text("#qk")
+    assert "head 1.0, query 10 “c” → key 3 “X”" in text and "before the softmax" in text, text
+    tables = lab.page.locator("#qk table")
+    assert tables.count() == 3  # the largest terms, the query side's totals, the key side's
+    assert tables.nth(0).locator("tr").count() == 9  # the header and the 8 largest terms
+    key_side = tables.nth(2).locator("td").all_inner_texts()
+    assert {"0.0", "0.2"} & set(key_side[:4:2]), key_side  # the previous-token heads lead the key side
+    lab.page.set_viewport_size({"width": 1280, "height": 1500})  # the panel and the matrix under it, in one view
+    lab.page.locator("#qk").evaluate("e => e.scrollIntoView({block: 'start'})")
+    box = lab.page.locator("#qk").bounding_box()
+    stage = lab.page.locator("#attnlab-viewer .stage").bounding_box()
+    assert box is not None and stage is not None
+    point = lab.js(f"attnlab.where({{i: {query}, j: {key}}})")
+    top, bottom = max(0, box["y"] - 8), min(stage["y"] + stage["height"], point["y"] + 160)  # to a few rows below
+    lab.shot("lab-qk", clip={"x": 0, "y": top, "width": 1280, "height": bottom - top})
+    lab.page.mouse.click(point["x"], point["y"])  # the same cell again: nothing new is asked
+    lab.page.wait_for_timeout(300)
+    assert lab.js("attnlabLab.qks") == 1
+    lab.page.select_option("#model", "minilm")  # an encoder cannot: no hint, and a click asks nothing
+    wait_runs(lab, 3)
+    assert lab.page.inner_text("#qk") == ""
+    lab.js("attnlab.set({view: 'matrix', head: 0})")
+    lab.page.evaluate("attnlab.idle()")
+    point = lab.js("attnlab.where({i: 2, j: 1})")
+    lab.page.mouse.move(point["x"], point["y"])
+    lab.page.mouse.click(point["x"], point["y"])
+    lab.page.wait_for_timeout(300)
+    assert lab.js("attnlabLab.qks") == 1 and lab.page.inner_text("#qk") == ""
 
 
 def test_the_output_is_attributed_to_what_it_read(lab: Lab) -> None:

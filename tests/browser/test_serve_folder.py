@@ -53,6 +53,21 @@ def test_a_folder_model_is_sampled_drawn_and_ablated(browser: Any, server: str) 
     assert "per token" in (page.text_content("body") or "")
     assert page.evaluate("attnlab.records.length") == 2  # two layers of causal attention
     assert page.is_visible("text=temperature")  # the sampling controls: the model can sample
+    # QK attribution of a cell: in the text, it is split; in the continuation, only when the continuation read again
+    # as text gives the tokens the model wrote (a byte-level model's random text often does not: it says so)
+    page.evaluate("attnlab.set({view: 'matrix', rec: 1, head: 0, zoom: 20})")
+    page.evaluate("attnlab.idle()")
+    for n, (query, key) in enumerate([(4, 1), (page.evaluate("attnlabLab.last.tokens.length") + 3, 2)]):
+        point = page.evaluate(f"attnlab.where({{i: {query}, j: {key}}})")
+        page.mouse.move(point["x"], point["y"])
+        page.mouse.click(point["x"], point["y"])
+        _until(page, f"attnlabLab.qks > {n} || document.querySelector('#qk .lab-doubt') !== null")
+        said = page.inner_text("#qk")
+        if "gives other tokens than the model wrote" not in said:
+            tokens = page.evaluate("attnlab.records[1].key_tokens")
+            assert f"head 1.0, query {query} “{tokens[query]}” → key {key} “{tokens[key]}”" in said, said
+        else:
+            assert n == 1  # a cell of the text itself is always split
     folder = os.environ.get("ATTNLAB_SCREENSHOTS")
     if folder:
         page.screenshot(path=str(Path(folder) / "serve-folder-llama.png"), full_page=True)

@@ -140,7 +140,8 @@ def test_the_lab_serves_a_folder_beside_the_bundled_models(folders: dict[str, Pa
 
     client = TestClient(create_app(Lab(catalogue([folders["llama"]], bundled=False)), Limits(), hosts=["testserver"]))
     (entry,) = client.get("/api/models").json()["models"]
-    assert entry["kind"] == "hf-lm" and set(entry["can"]) == {"analyze", "sample", "ablate", "patch", "attribute"}
+    assert entry["kind"] == "hf-lm" and set(entry["can"]) == {"analyze", "sample", "ablate", "patch", "attribute",
+                                                                "qk"}
     r = client.post("/api/run", json={"model": entry["name"], "text": "When Mary and John went",
                                       "sampling": {"greedy": True}})
     assert r.status_code == 200 and r.json()["output"]["continuation"]
@@ -151,6 +152,16 @@ def test_the_lab_serves_a_folder_beside_the_bundled_models(folders: dict[str, Pa
     assert r.status_code == 200 and list(r.json()["methods"]) == ["gradient x input"], r.text[:300]
     r = client.post("/api/run", json={"model": entry["name"], "text": "word " * 100})
     assert r.status_code == 413 and "reads at most 64" in r.json()["error"]
+    # QK attribution of one cell (docs/circuits-api.md: the eager run's own queries and keys)
+    from attnlab.circuits import load_text_model, qk_attribution
+
+    r = client.post("/api/qk", json={"model": entry["name"], "text": "When Mary and John went", "layer": 1, "head": 3,
+                                     "query": 6, "key": 2})
+    assert r.status_code == 200, r.text[:300]
+    tm = load_text_model(str(folders["llama"]))
+    ids, tokens = tm.encode("When Mary and John went", "given")
+    want = qk_attribution(tm.model, ids, 1, 3, 6, 2)
+    assert r.json()["tokens"] == tokens and r.json()["score"] == pytest.approx(want.score, rel=1e-6)
 
 
 def test_a_generation_is_attributed_by_gradient_x_input(folders: dict[str, Path], tmp_path: Path,

@@ -63,7 +63,7 @@ def test_a_folder_named_at_start_is_offered_by_its_folder_name(tmp_path: Path) -
         (folder.name, "classifier"), (f"{folder.name}-2", "classifier"), ("minilm", "huggingface"),
         (lm_folder.name, "lm")]
     assert Lab(entries).models()[-1] == {"name": lm_folder.name, "kind": "lm", "languages": [], "example": None,
-                                         "can": ["ablate", "analyze", "attribute", "patch", "sample"],
+                                         "can": ["ablate", "analyze", "attribute", "patch", "qk", "sample"],
                                          "sampling": {**al.trained.SAMPLING, "greedy": False, "seed": 0}}
     assert Lab(entries).models()[2]["example"] == "The cat sat on the mat because it was tired."  # named: bundled
     assert all(isinstance(e, ModelEntry) for e in entries)
@@ -304,7 +304,7 @@ def test_malformed_requests(client: TestClient, content: bytes, kind: str, statu
     assert r.status_code == status and says in r.json()["error"], r.text
 
 
-ROUTES = ["/api/run", "/api/download", "/api/ablate", "/api/attribute"]
+ROUTES = ["/api/run", "/api/download", "/api/ablate", "/api/attribute", "/api/qk"]
 HUGE = b"1" * 5000  # past the 4,300 digits Python converts between int and str
 DEEP = b"[" * 100_000 + b"]" * 100_000  # past the parser's stack (RecursionError)
 # the hand-found bodies that gave 500 on the POST routes, and their neighbours

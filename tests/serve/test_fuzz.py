@@ -76,7 +76,7 @@ nasty_number = st.one_of(st.integers(-2**70, 2**70), st.floats(allow_nan=True, a
                          st.sampled_from([1e-300, 1e308, -0.0, 5e-324, HUGE]))
 nasty = st.one_of(nasty_text, nasty_number, st.just(DEEP), st.booleans(), st.none(),
                   st.lists(nasty_text, max_size=3), st.dictionaries(nasty_text, nasty_number, max_size=3))
-ROUTES = ("/api/run", "/api/download", "/api/ablate", "/api/attribute")
+ROUTES = ("/api/run", "/api/download", "/api/ablate", "/api/attribute", "/api/qk")
 MODELS = ("minilm", "zh-sentiment", "dates-zh", "zh-lm", "induction-2l")
 
 
@@ -86,11 +86,13 @@ def raw_bodies(draw: Any) -> bytes:
     texts = st.one_of(nasty_text, st.sampled_from(["中国", "The cat sat.", "好" * 400]))
     body: dict[str, Any] = {"model": draw(named) if draw(st.integers(0, 9)) else draw(nasty),
                             "text": draw(texts) if draw(st.integers(0, 3)) else draw(nasty)}
-    if route := draw(st.sampled_from(["", "layer-head", "what"])):  # what the routes need, often in range
-        body |= {"layer": draw(st.integers(-1, 3)), "head": draw(st.integers(-1, 3))} if route == "layer-head" else {
+    if route := draw(st.sampled_from(["", "layer-head", "what", "cell"])):  # what the routes need, often in range
+        body |= {"layer": draw(st.integers(-1, 3)), "head": draw(st.integers(-1, 3))} if route != "what" else {
             "what": draw(st.sampled_from(["trace", "viewer"]))}
-    for field in draw(st.lists(st.sampled_from(["layer", "head", "sampling", "compare", "what", "extra"]),
-                               max_size=2, unique=True)):
+        if route == "cell":  # /api/qk's attention cell: a query row and a key column
+            body |= {"query": draw(st.integers(-1, 8)), "key": draw(st.integers(-1, 8))}
+    for field in draw(st.lists(st.sampled_from(["layer", "head", "query", "key", "sampling", "compare", "what",
+                                                "extra"]), max_size=2, unique=True)):
         body[field] = draw(st.one_of(nasty, st.dictionaries(st.sampled_from(
             ["temperature", "top_k", "top_p", "seed", "greedy", "repetition_penalty", "no_repeat_ngram"]),
             nasty_number, max_size=3)) if field == "sampling" else nasty)

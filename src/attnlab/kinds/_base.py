@@ -33,6 +33,8 @@ CAPABILITIES: dict[str, str] = {
     "sample": "it writes text under sampling settings (temperature, top_k, ...; the lab's sampling controls)",
     "ablate": "a head can be zero-ablated on a text (the lab's ablate, attnlab.circuits.ablate_text)",
     "patch": "attnlab patch and attnlab circuit run on it (named hook points)",
+    "qk": "a head's score at one query and key splits into source terms (attnlab.circuits.qk_attribution; the lab's "
+          "click on an attention cell)",
     "attribute": "its output tokens are attributed to what they read (the lab's attribute)",
     "explain": "its input tokens are attributed for what it reads (attnlab analyze --attribution)",
     "batch": "run_many batches its texts",

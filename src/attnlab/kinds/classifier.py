@@ -21,7 +21,7 @@ __all__ = ["ClassifierKind"]
 class ClassifierKind(Kind):
     name = "classifier"
     suites_as = "classifier"
-    can = frozenset({"analyze", "explain", "ablate", "patch", "batch"})
+    can = frozenset({"analyze", "explain", "ablate", "patch", "batch", "qk"})
     whole = "attnlab predict reads it whole without showing its attention"
 
     def load(self, found: Located) -> Any:

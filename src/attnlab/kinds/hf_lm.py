@@ -76,7 +76,7 @@ class _Encoder:
 class HFLanguageModelKind(Continues):
     name = "hf-lm"
     suites_as = "lm"
-    can = frozenset({"analyze", "sample", "ablate", "patch", "attribute"})
+    can = frozenset({"analyze", "sample", "ablate", "patch", "attribute", "qk"})
     unit = "token"
     options = ("max_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "greedy",
                "seed", "on_text")

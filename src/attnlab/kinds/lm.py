@@ -46,7 +46,7 @@ class Continues(Kind):
 class LanguageModelKind(Continues):
     name = "lm"
     suites_as = "lm"
-    can = frozenset({"analyze", "sample", "ablate", "patch", "attribute"})
+    can = frozenset({"analyze", "sample", "ablate", "patch", "attribute", "qk"})
     options = ("max_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "greedy",
                "seed", "on_text")
 

@@ -1,4 +1,5 @@
-"""The ASGI app: the page, ``GET /api/models``, ``POST /api/run``, ``POST /api/download``, ``GET /healthz``.
+"""The ASGI app: the page, ``GET /api/models``, ``POST /api/run``, ``/api/ablate``, ``/api/attribute``, ``/api/qk``,
+``/api/download``, ``GET /healthz``.
 
 Every limit is explicit (:class:`Limits`): text length (413), the model's own token limit (413), runs waiting or
 running at once (then 503 with Retry-After), the time a request may wait and run (504).  Runs go one at a time, in
@@ -64,6 +65,9 @@ FIELDS = {"model": "a model name from GET /api/models", "text": "the text to run
           "head": "a head index (from 0)", "what": '"trace" or "viewer"',
           "sampling": "a language model's settings: temperature, top_k, top_p, repetition_penalty, no_repeat_ngram, "
                       "greedy, seed"}
+# the fields of POST /api/qk alone: the attention cell, a query row and a key column of the head's heatmap
+CELL = {"query": "a query position (from 0: the row of the attention cell)",
+        "key": "a key position (from 0: the column of the attention cell)"}
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
@@ -88,7 +92,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> Response:
         return _error(404, f"no such page {request.url.path[:80]!r}; the API is GET /api/models, POST /api/run, "
-                      f"POST /api/ablate, POST /api/attribute, POST /api/download and GET /healthz")
+                      f"POST /api/ablate, POST /api/attribute, POST /api/qk, POST /api/download and GET /healthz")
 
     @app.exception_handler(405)
     async def wrong_method(request: Request, exc: Exception) -> Response:
@@ -148,6 +152,24 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
                                     f"layer; leave it out")
         sampling = body.get("sampling")
         return JSONResponse(await queue.call(request, lambda: lab.attribute(model, text, sampling)))
+
+    @app.post("/api/qk", openapi_extra=schema.qk_body(names, limits.max_chars), responses=schema.qk_answers())
+    async def qk(request: Request) -> Response:
+        """Why one head looks from a query token to a key token of one text: its score split into query-side x
+        key-side source terms (QK attribution)."""
+        body = await _body(request, limits, CELL)
+        model = lab.entry(body.get("model")).name
+        text = _text(body, "text", limits)
+        for field in ("compare", "sampling", "what"):
+            if body.get(field) is not None:
+                raise ApiError(422, f'"{field}" is not read here: QK attribution reads one text in one pass; leave it '
+                                    f"out")
+        cell = {field: _index(body, field) for field in ("layer", "head", "query", "key")}
+        if any(v is None for v in cell.values()):
+            raise ApiError(422, '"layer", "head", "query" and "key" are needed: the head and the attention cell (query '
+                                'row, key column), e.g. {"layer": 1, "head": 0, "query": 5, "key": 2}')
+        layer, head, query, key = (int(v) for v in cell.values() if v is not None)
+        return JSONResponse(await queue.call(request, lambda: lab.qk(model, text, layer, head, query, key)))
 
     @app.post("/api/download", openapi_extra=schema.download_body(names, limits.max_chars),
               responses=schema.download_answers())
@@ -228,8 +250,9 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
     return JSONResponse({"error": " ".join(message.split())}, status_code=status, headers=headers)
 
 
-async def _body(request: Request, limits: Limits) -> dict[str, Any]:
-    """The request's JSON object; a wrong content type (415), too large a body (413) or bad JSON (400) is refused."""
+async def _body(request: Request, limits: Limits, own: dict[str, str] | None = None) -> dict[str, Any]:
+    """The request's JSON object; a wrong content type (415), too large a body (413), bad JSON (400) or a field
+    that is neither one of :data:`FIELDS` nor of the route's ``own`` (422) is refused."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
         raise ApiError(415, f"the body must be JSON sent as Content-Type: application/json, got "
@@ -251,10 +274,11 @@ async def _body(request: Request, limits: Limits) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, f"the body must be a JSON object, got a JSON {type(body).__name__}")
     _check_values(body)
-    unknown = sorted(set(body) - set(FIELDS))
+    fields = {**FIELDS, **(own or {})}
+    unknown = sorted(set(body) - set(fields))
     if unknown:
         raise ApiError(422, f"unknown field(s) {', '.join(map(repr, unknown))[:120]}; the fields are "
-                       f"{', '.join(FIELDS)}")
+                       f"{', '.join(fields)}")
     return body
 
 
@@ -331,7 +355,8 @@ def _index(body: dict[str, Any], field: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ApiError(422, f'"{field}" must be an integer ({FIELDS[field]}), got {json.dumps(value)[:40]}')
+        said = {**FIELDS, **CELL}[field]
+        raise ApiError(422, f'"{field}" must be an integer ({said}), got {json.dumps(value)[:40]}')
     return value
 
 

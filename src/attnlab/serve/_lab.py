@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .._bundled import MODELS, Located, ModelKind, bundled_folder, locate
-from ..errors import InputError, ModelLoadError
-from ..kinds import KIND, Budget, Kind
+from ..errors import InputError, ModelLoadError, TooLongError
+from ..kinds import KIND, Budget, Kind, TooCostlyError
 
 __all__ = ["SAMPLING_FIELDS", "Lab", "ModelEntry", "UnknownModelError", "lm_settings"]
 
@@ -211,6 +211,54 @@ class Lab:
         result = ablate_text(text_model(self.loaded(entry), entry.name), text, layer, head)
         result["server_ms"] = round((time.perf_counter() - start) * 1000, 2)
         return result
+
+    def qk(self, model: str, text: str, layer: int, head: int, query: int, key: int) -> dict[str, Any]:
+        """Why head ``layer.head`` looks from token ``query`` to token ``key`` of ``text``: its attention score there
+        split exactly into query-side source x key-side source terms (:func:`attnlab.circuits.qk_attribution`; the
+        sources are the embeddings, every earlier head and MLP, and ``bias``), as its JSON gives them (``table``,
+        ``score``, ``query_side``, ``key_side``, ``top``, ...), with the text's tokens, the two tokens and the server
+        time.  The positions are the tokens of the text read in one pass (``tokens``); a causal model's key is at most
+        its query.  Refused before running: a kind that cannot (by its ``can``), a head or position out of range, and
+        a run that would keep more than the lab's :class:`~attnlab.kinds.Budget` (every source's output at every
+        position)."""
+        import math
+
+        import numpy as np
+
+        from ..circuits import anatomy, qk_attribution, text_model
+
+        start = time.perf_counter()
+        entry = self.entry(model)
+        entry.spec.require("qk", entry.name, "QK attribution (why a head looks where it looks)", api=True)
+        tm = text_model(self.loaded(entry), entry.name)
+        a = anatomy(tm.model)
+        if not (0 <= layer < a.n_layers and 0 <= head < a.n_heads):
+            raise InputError(f"head {layer}.{head} does not exist; {entry.name} has layers 0-{a.n_layers - 1} and "
+                             f"heads 0-{a.n_heads - 1}")
+        ids, tokens = tm.encode(text, "given", whole=True)
+        n = int(ids.shape[1])
+        if n > tm.window:
+            raise TooLongError(f"the text is {n} tokens long but {entry.name} reads at most {tm.window} in one pass, "
+                               f"and QK attribution splits a score of one pass; shorten the text", n, tm.window)
+        for name, at in (("query", query), ("key", key)):
+            if not 0 <= at < n:
+                raise InputError(f'"{name}" {at} is not a position of the text: its {n} tokens are 0-{n - 1} '
+                                 f"(tokens as {entry.name} reads them, special ones included)")
+        if a.unembed is not None and key > query:  # a language model is causal: a query reads the keys up to itself
+            raise InputError(f"query {query} does not see key {key}: {entry.name} is causal, so a query reads the keys "
+                             f"up to its own position; give a key of at most {query}")
+        d_model = int(a.layers[0].attn.out_proj.weight.shape[0])
+        per_token = (1 + a.n_layers * (a.n_heads + 1)) * d_model  # the embeddings, every head and MLP's output
+        if n * per_token > self.budget.kept:
+            raise TooCostlyError(
+                f"QK attribution on {n} tokens keeps every head's and MLP's output at every position, "
+                f"{n * per_token:,} numbers ({4 * n * per_token / 1e6:,.0f} MB), over the {self.budget.kept:,} this "
+                f"lab allows; {self.budget.how}", n, max(1, self.budget.kept // per_token))
+        found = qk_attribution(tm.model, ids, layer, head, query, key).to_json()
+        if not (np.isfinite(found["table"]).all() and math.isfinite(found["score"] + found["mask_bias"])):
+            raise InputError(f"head {layer}.{head}'s score from {query} to {key} is not finite; no split to show")
+        return {"model": entry.name, "tokens": tokens, "query_token": tokens[query], "key_token": tokens[key],
+                **found, "server_ms": round((time.perf_counter() - start) * 1000, 2)}
 
     def attribute(self, model: str, text: str, sampling: Any = None) -> dict[str, Any]:
         """Which tokens each output token used, for the run of ``text`` (the one :meth:`run` made last for the same

@@ -1,8 +1,8 @@
 """What the API takes and answers, as OpenAPI for FastAPI's own schema (``app.openapi()``): the JSON body of
-``POST /api/run`` and ``/api/download`` (read by hand in ``_app.py``, so that each bad field is one line naming it,
-and described here so that the schema says it too), and every answer of each route, errors included
-(``{"error": ONE LINE}``). tests/serve/test_fuzz.py generates requests from this schema with Schemathesis and checks
-each answer against it."""
+``POST /api/run``, ``/api/ablate``, ``/api/attribute``, ``/api/qk`` and ``/api/download`` (read by hand in
+``_app.py``, so that each bad field is one line naming it, and described here so that the schema says it too), and
+every answer of each route, errors included (``{"error": ONE LINE}``). tests/serve/test_fuzz.py generates requests
+from this schema with Schemathesis and checks each answer against it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["ablate_answers", "ablate_body", "download_answers", "download_body", "health_answers", "models_answers",
-           "page_answers", "run_answers", "run_body"]
+           "page_answers", "qk_answers", "qk_body", "run_answers", "run_body"]
 
 ERROR = {"type": "object", "required": ["error"], "additionalProperties": False,
          "properties": {"error": {"type": "string", "description": "one line: what was wrong and how to fix it"}}}
@@ -33,8 +33,8 @@ _BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     "404": _error("an unknown model"),
     "413": _error("a body, a text or a tokenised text over its limit"),
     "415": _error("a body not sent as application/json"),
-    "422": _error("a field of the wrong type, an empty text, an unknown field, a layer or head out of range, an "
-                  "integer of more than 19 digits"),
+    "422": _error("a field of the wrong type, an empty text, an unknown field, a layer, head or position out of "
+                  "range, a model that cannot do what the route asks, an integer of more than 19 digits"),
     "499": _error("the client left before its turn"),
     "500": _error("the model failed (the message names the cause)"),
     "503": _error("too many runs waiting (with Retry-After)"),
@@ -148,6 +148,42 @@ _ATTRIBUTED = {
 def attribute_answers() -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of ``POST /api/attribute``: each output token's signed scores over what it read."""
     return {"200": {"description": "the attribution", "content": {"application/json": {"schema": _ATTRIBUTED}}},
+            **_BODY_ERRORS, **_ALWAYS}
+
+
+def qk_body(models: Sequence[str], max_chars: int) -> dict[str, Any]:
+    """The ``openapi_extra`` of ``POST /api/qk``: one text, a head and an attention cell (query row, key column)."""
+    position = {"type": "integer", "minimum": 0}
+    body = _body(models, max_chars, {"layer": position, "head": position, "query": position, "key": position})
+    for field in ("compare", "sampling"):  # one text, read in one pass
+        body["requestBody"]["content"]["application/json"]["schema"]["properties"].pop(field)
+    return body
+
+
+_SIDE = {"type": "object", "additionalProperties": {"type": "number"}}
+_QK = {
+    "type": "object",
+    "required": ["model", "tokens", "query_token", "key_token", "layer", "head", "query", "key", "sources", "table",
+                 "score", "scale", "mask_bias", "positions", "norm", "query_side", "key_side", "top", "server_ms"],
+    "properties": {
+        "model": {"type": "string"}, "tokens": _STRINGS, "query_token": {"type": "string"},
+        "key_token": {"type": "string"}, "layer": {"type": "integer"}, "head": {"type": "integer"},
+        "query": {"type": "integer"}, "key": {"type": "integer"}, "sources": _STRINGS, "table": _NUMBER_ROWS,
+        "score": {"type": "number"}, "scale": {"type": "number"}, "mask_bias": {"type": "number"},
+        "positions": {"type": "string"}, "norm": {"type": "string"}, "query_side": _SIDE, "key_side": _SIDE,
+        "top": {"type": "array", "items": {"type": "object", "required": ["query_source", "key_source", "term"],
+                                           "properties": {"query_source": {"type": "string"},
+                                                          "key_source": {"type": "string"},
+                                                          "term": {"type": "number"}}}},
+        "server_ms": {"type": "number"},
+    },
+}
+
+
+def qk_answers() -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of ``POST /api/qk``: the head's score at the cell, split into source terms."""
+    return {"200": {"description": "the score's table of query-source x key-source terms",
+                    "content": {"application/json": {"schema": _QK}}},
             **_BODY_ERRORS, **_ALWAYS}
 
 

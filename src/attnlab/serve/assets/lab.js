@@ -68,6 +68,7 @@
  * @property {string} error  the last error shown ("" none)
  * @property {number} ablations  head ablations drawn so far
  * @property {number} attributions  attributions drawn so far
+ * @property {number} qks  QK attributions drawn so far (a clicked attention cell)
  */
 /**
  * @typedef {Object} LabAblation  the answer of POST /api/ablate
@@ -77,6 +78,23 @@
  * @property {{token: string, before: number, after: number}[]} outputs  the likeliest next characters, or every label
  * @property {string} output  what an output is: "next" (character) or "label"
  * @property {number} total_variation  between the output distributions before and after
+ */
+/**
+ * @typedef {Object} LabQK  the answer of POST /api/qk: one head's score at one attention cell, split into terms
+ * @property {string} model
+ * @property {string[]} tokens  the text's tokens as the model read them (the positions count these)
+ * @property {number} layer
+ * @property {number} head
+ * @property {number} query
+ * @property {number} key
+ * @property {string} query_token
+ * @property {string} key_token
+ * @property {string[]} sources  "embed", "L.H" (a head's output), "mL" (an MLP's), "bias" (the rest of the stream)
+ * @property {number} score  the score before the softmax: the table's sum (plus mask_bias)
+ * @property {number} mask_bias  what the mask adds to the score, apart from the table
+ * @property {Record<string, number>} query_side  each query-side source's row total
+ * @property {Record<string, number>} key_side  each key-side source's column total
+ * @property {{query_source: string, key_source: string, term: number}[]} top  the largest terms by size
  */
 /**
  * @typedef {Object} LabAttribution  the answer of POST /api/attribute
@@ -94,7 +112,7 @@
   const DEBOUNCE_MS = 300;
   const root = byId("attnlab-lab");
   /** @type {LabState} */
-  const lab = { last: null, runs: 0, busy: false, error: "", ablations: 0, attributions: 0 };
+  const lab = { last: null, runs: 0, busy: false, error: "", ablations: 0, attributions: 0, qks: 0 };
   Object.assign(window, { attnlabLab: lab });
 
   /**
@@ -137,6 +155,7 @@
   const attributeField = node("label", { class: "lab-field", title: "on a language model or a translator: which tokens "
     + "each output token used (ALTI-Logit, gradient x input; red pushed it up, blue down)" }, attributeOn, " attribute the output");
   const attribution = node("section", { id: "attribution", "aria-label": "attribution of the output" });
+  const qkBox = node("section", { id: "qk", "aria-label": "QK attribution of an attention cell" });
   // a language model's sampling controls, shown for a model of kind "lm", set from its defaults (GET /api/models)
   const number = (/** @type {string} */ id, /** @type {string} */ min, /** @type {string} */ step, max = "") =>
     node("input", { id, type: "number", min, step, ...(max ? { max } : {}), "aria-label": id.replace("-", " ") });
@@ -158,7 +177,7 @@
       node("label", { class: "lab-field" }, compareOn, " compare with a second text"), ablateField, attributeField, traceButton,
       viewerButton),
     node("div", { class: "lab-texts" }, textBox, compareBox), samplingBox,
-    status, output, ablation, attribution, tokens, warningsList, difference, stepsBox, host);
+    status, output, ablation, attribution, tokens, warningsList, difference, stepsBox, qkBox, host);
 
   /** `x.toFixed(digits)` without a minus sign on a number that rounds to zero ("-0.000") */
   const fixed = (/** @type {number} */ x, /** @type {number} */ digits) => {
@@ -224,6 +243,8 @@
   function clear() {
     output.replaceChildren();
     attribution.replaceChildren();
+    qkBox.replaceChildren();
+    qkAsked = "";
     attributed = "";
     tokens.textContent = "";
     warningsList.replaceChildren();
@@ -310,6 +331,9 @@
     attributed = "";
     attribution.replaceChildren();
     if (attributeOn.checked) attribute();
+    qkAsked = ""; // a new run: the cell shown was of the last one
+    qkBox.replaceChildren(...(lastCan("qk") ? [node("p", { class: "lab-hint" }, "QK attribution: in the matrix view of one head, "
+      + "click a cell to see why that query looks at that key (its score split into what the query and the key read)")] : []));
   }
 
   /** The decoding-step slider of a translator: the tokens generated so far and where the model looked for the last. */
@@ -450,8 +474,86 @@
         ` (rows: the output; columns: ${answer.reading}; red pushed it up, blue down${said})`),
       node("table", { class: "lab-attribution" }, head, ...rows));
   }
+  let qkAsked = ""; // the request whose QK table is on screen (or on its way)
+  /**
+   * The clicked attention cell of one head's matrix view, as POST /api/qk reads it: the head, the query and key, and
+   * the text: the run's own while the cell lies in it, else (a language model's continuation, which the heatmap
+   * draws too) the text and its continuation, read again, whose tokens from the continuation on must then be the
+   * viewer's (`written`: those tokens; a token boundary may move when a written text is read again).
+   * @returns {{body: Record<string, unknown>, from: number, written: string[]} | null}
+   */
+  function clickedCell() {
+    const api = currentApi(), last = lab.last;
+    if (!api || !last) return null;
+    const s = api.state;
+    if (s.view !== "matrix" || s.head < 0 || !s.cell) return null;
+    const layer = recordsOfKind(api, s.kind).indexOf(s.rec), { i, j } = s.cell, n = last.tokens.length;
+    const cell = { model: last.model, layer, head: s.head, query: i, key: j };
+    const more = last.output && last.output.continuation !== undefined ? last.output.continuation : "";
+    if (Math.max(i, j) < n || !more) return { body: { ...cell, text: last.text }, from: n, written: [] };
+    return { body: { ...cell, text: last.text + more }, from: n, written: api.records[s.rec].key_tokens.slice(n, Math.max(i, j) + 1) };
+  }
+  async function qk() {
+    if (!lastCan("qk")) return;
+    const asked = clickedCell();
+    if (!asked) return;
+    const key = JSON.stringify(asked.body);
+    if (key === qkAsked) return;
+    qkAsked = key;
+    qkBox.replaceChildren(node("p", {}, "splitting the score…"));
+    try {
+      const answer = /** @type {LabQK} */ (await (await post("/api/qk", asked.body)).json());
+      if (qkAsked !== key) return;
+      const reread = answer.tokens.slice(asked.from, asked.from + asked.written.length);
+      if (reread.join("\u0000") !== asked.written.join("\u0000")) {
+        qkBox.replaceChildren(node("p", { class: "lab-doubt" }, "this cell lies in the continuation, and the continuation "
+          + "read again as text gives other tokens than the model wrote, so its score cannot be split from the text; pick a cell within the text"));
+        return;
+      }
+      drawQK(answer);
+      lab.qks += 1;
+    } catch (e) {
+      if (qkAsked !== key) return;
+      qkAsked = "";
+      qkBox.replaceChildren();
+      showError(e instanceof Error ? e.message : String(e));
+    }
+  }
+  /** A term's cell: its value, red when it raises the score and blue when it lowers it (shaded by size). */
+  function termCell(/** @type {number} */ v, /** @type {number} */ top) {
+    const cell = node("td", { class: "lab-term" }, `${v >= 0 ? "+" : "−"}${fixed(Math.abs(v), 2)}`);
+    const a = Math.min(1, Math.abs(v) / top);
+    cell.style.backgroundColor = v >= 0 ? `rgba(178, 24, 43, ${(0.6 * a).toFixed(3)})` : `rgba(33, 102, 172, ${(0.6 * a).toFixed(3)})`;
+    return cell;
+  }
+  /** The cell's score, its largest terms (query source x key source), and each side's largest totals. */
+  function drawQK(/** @type {LabQK} */ answer) {
+    const said = (/** @type {string} */ t) => `“${flat(t)}”`;
+    const top = Math.max(1e-9, ...answer.top.map((t) => Math.abs(t.term)));
+    const rows = answer.top.map((t) => node("tr", {}, node("td", {}, t.query_source), node("td", {}, t.key_source), termCell(t.term, top)));
+    /** @param {string} title @param {Record<string, number>} side */
+    const sideTable = (title, side) => {
+      const terms = Object.entries(side).sort((a, b) => Math.abs(b[1]) - Math.abs(a[1])).slice(0, 5);
+      const most = Math.max(1e-9, ...terms.map(([, v]) => Math.abs(v)));
+      return node("table", { class: "lab-qk" }, node("tr", {}, node("th", {}, title), node("th", {}, "total")),
+        ...terms.map(([name, v]) => node("tr", {}, node("td", {}, name), termCell(v, most))));
+    };
+    const bias = answer.mask_bias !== 0 ? ` + ${fixed(answer.mask_bias, 3)} from the mask` : "";
+    qkBox.replaceChildren(
+      node("p", {}, node("strong", {}, `head ${answer.layer}.${answer.head}, query ${answer.query} ${said(answer.query_token)} → key ${answer.key} ${said(answer.key_token)}`),
+        `: score ${fixed(answer.score, 3)} before the softmax = the sum of ${answer.sources.length}² terms${bias}, one per source the query reads × source the key reads `
+        + "(embed: the embeddings; L.H: a head's output; mL: an MLP's; bias: the rest of the stream). The largest, and each side's totals:"),
+      node("div", { class: "lab-qk-tables" },
+        node("table", { class: "lab-qk" }, node("tr", {}, node("th", {}, "query reads"), node("th", {}, "key reads"), node("th", {}, "term")), ...rows),
+        sideTable("query side", answer.query_side), sideTable("key side", answer.key_side)));
+    qkBox.scrollIntoView({ block: "nearest" }); // just above the viewer: in sight, whatever the page's scroll
+  }
   attributeOn.addEventListener("change", () => { attributed = ""; if (attributeOn.checked) attribute(); else attribution.replaceChildren(); });
-  host.addEventListener("click", () => { void currentApi()?.idle().then(ablate); });
+  host.addEventListener("click", (e) => {
+    // a click on the drawing picks a cell (QK attribution); one on the head bar picks a head (ablation)
+    const onDrawing = e.target instanceof Element && e.target.closest(".stage") !== null;
+    void currentApi()?.idle().then(() => { ablate(); if (onDrawing) qk(); });
+  });
   ablateOn.addEventListener("change", () => { ablated = ""; if (ablateOn.checked) ablate(); else ablation.replaceChildren(); });
 
   textBox.addEventListener("input", later);
