@@ -109,6 +109,14 @@ def test_the_sink_columns() -> None:
     assert len(metric_heatmaps(missing).axes) == 2 * (len(missing.columns()) - 1)  # the empty panel left out
     with pytest.raises(ShapeError, match="value_norm_ratio"):
         analyze_trace(causal_trace(w, tokens), value_norm_ratio=ratio[:1])
+    # an encoder whose first token is [CLS]: first is the cls column, in the table but not drawn twice
+    enc = np.full((1, 2, 4, 4), 0.25)
+    trace = AttentionTrace([AttentionRecord(name="enc", kind="self", layer=0, weights=torch.tensor(enc[0][None]),
+                                            query_tokens=["[CLS]", "a", "b", "[SEP]"],
+                                            key_tokens=["[CLS]", "a", "b", "[SEP]"])])
+    report = analyze_trace(trace)
+    assert np.array_equal(report.columns()["first"], report.columns()["cls"])
+    assert len(metric_heatmaps(report).axes) == 2 * (len(report.columns()) - 1)
 
 
 @pytest.mark.slow

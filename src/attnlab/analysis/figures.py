@@ -68,10 +68,12 @@ def label_grid(report: Report) -> Figure:
 
 def metric_heatmaps(report: Report) -> Figure:
     """One layers x heads heatmap per column of the table (:meth:`Report.columns`), each cell annotated with its
-    value."""
+    value; not the sink columns' where they would repeat another (``first`` when it is ``cls``) or be empty."""
     columns = report.columns()  # the table's columns: none that is 0 by construction
     if not np.isfinite(columns.get("value_norm_ratio", np.zeros(1))).any():  # not measured: the table's note says why
         columns.pop("value_norm_ratio")
+    if "cls" in columns and "first" in columns and np.allclose(columns["cls"], columns["first"], equal_nan=True):
+        columns.pop("first")  # the first token is the start token ([CLS]): its panel would be the cls panel again
     n_l, n_h = report.shape
     cols = 2
     rows = (len(columns) + cols - 1) // cols
