@@ -144,7 +144,7 @@ def year_alignment(translator: Translator, n: int = 300) -> tuple[float, int]:
 @pytest.mark.slow
 def test_bundled_dates_models_look_at_the_year_while_writing_it() -> None:
     models = dates_models()
-    assert {m.run["arch"] for m in models} == {"bahdanau", "luong"}
+    assert {m.run["arch"] for m in models} == {"bahdanau", "luong", "transformer"}
     for m in models:
         share, n = year_alignment(m)
         print(f"{m.run['arch']}: {share:.3f} of {n} year digits attend most to the source's year")
