@@ -93,7 +93,8 @@ def surfaces(name: str, text: str, tmp: Path, capsys: pytest.CaptureFixture[str]
                              "--out", str(tmp / "gen"))
         [said] = [line for line in lines if " mean log-probability " in line]  # the number generate prints
         printed = float(said.split(" mean log-probability ")[1].split()[0])
-        out["generate"] = (lines[0][len(text):], printed, 3, tuple(warned))
+        streamed = "\n".join(lines[:lines.index(said)]).rstrip("\n")  # the text, line breaks and all, then a blank
+        out["generate"] = (streamed[len(text):], printed, 3, tuple(warned))
     if kind in ("classifier", "translator"):
         from attnlab.suites import observer
 
@@ -136,7 +137,7 @@ def _show_line(kind: str, lines: list[str]) -> str:
     first = lines[0]
     if kind == "classifier":
         return first.split()[1]
-    return first.split(": ", 1)[1]
+    return first.split(": ", 1)[1].replace("\\n", "\n")  # the one line writes a line break as its escape
 
 
 class _nothing:

@@ -30,7 +30,8 @@ class Continues(Kind):
         return float(outcome.output["log_probability"])
 
     def told(self, outcome: Outcome) -> str | None:
-        return f"continuation: {outcome.output['continuation']}"
+        text = str(outcome.output["continuation"]).replace("\r", "\\r").replace("\n", "\\n")
+        return f"continuation: {text}"  # one line: a line break written as its escape
 
     def shown(self, model: Model, outcome: Outcome, *, settings: dict[str, Any] | None = None, **context: Any
               ) -> dict[str, Any] | None:
