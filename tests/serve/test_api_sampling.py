@@ -50,7 +50,7 @@ def test_settings_give_the_librarys_text(client: TestClient) -> None:
 
 def test_a_greedy_loop_is_said(client: TestClient) -> None:
     sampling = {"greedy": True, "repetition_penalty": 1, "no_repeat_ngram": 0}
-    body = run(client, model="zh-lm", text="北京", sampling=sampling).json()
+    body = run(client, model="zh-lm", text="我们", sampling=sampling).json()  # 我们的一个新的一个新的…
     assert body["output"]["loop"] is not None and "greedy decoding" in body["output"]["loop"]
     assert any("the generation loops" in w for w in body["warnings"])
     assert find_loop(list(body["output"]["continuation"])) is not None
