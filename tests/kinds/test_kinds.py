@@ -37,7 +37,9 @@ def test_each_kind_tells_its_answer_and_score(name: str) -> None:
     if outcome.answer is None:  # an encoder answers nothing but its attention
         assert outcome.score is None and outcome.told() is None
         return
-    assert outcome.told() is not None and outcome.answer in str(outcome.told())
+    told = str(outcome.told())
+    assert outcome.told() is not None and "\n" not in told  # one line: a line break in the answer written as \n
+    assert outcome.answer.replace("\n", "\\n") in told
     assert isinstance(outcome.score, float)
 
 
