@@ -146,10 +146,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         body = await _body(request, limits)
         model = lab.entry(body.get("model")).name
         text = _text(body, "text", limits)
-        for field in ("compare", "layer", "head"):
-            if body.get(field) is not None:
-                raise ApiError(422, f'"{field}" is not read here: attribution reads one text\'s run through every '
-                                    f"layer; leave it out")
+        _not_read(body, ("compare", "layer", "head"), "attribution reads one text's run through every layer")
         sampling = body.get("sampling")
         return JSONResponse(await queue.call(request, lambda: lab.attribute(model, text, sampling)))
 
@@ -160,10 +157,7 @@ def create_app(lab: Lab, limits: Limits | None = None, *, hosts: Sequence[str] =
         body = await _body(request, limits, CELL)
         model = lab.entry(body.get("model")).name
         text = _text(body, "text", limits)
-        for field in ("compare", "sampling", "what"):
-            if body.get(field) is not None:
-                raise ApiError(422, f'"{field}" is not read here: QK attribution reads one text in one pass; leave it '
-                                    f"out")
+        _not_read(body, ("compare", "sampling", "what"), "QK attribution reads one text in one pass")
         cell = {field: _index(body, field) for field in ("layer", "head", "query", "key")}
         if any(v is None for v in cell.values()):
             raise ApiError(422, '"layer", "head", "query" and "key" are needed: the head and the attention cell (query '
@@ -248,6 +242,13 @@ def _allowed(hosts: Sequence[str], port: int | None) -> set[str]:
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status, headers=headers)
+
+
+def _not_read(body: dict[str, Any], fields: tuple[str, ...], why: str) -> None:
+    """A 422 naming the first of ``fields`` the body gives that this route does not read, and why."""
+    for field in fields:
+        if body.get(field) is not None:
+            raise ApiError(422, f'"{field}" is not read here: {why}; leave it out')
 
 
 async def _body(request: Request, limits: Limits, own: dict[str, str] | None = None) -> dict[str, Any]:
