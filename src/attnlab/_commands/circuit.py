@@ -216,7 +216,7 @@ def _discover_heads(args: argparse.Namespace, task_name: str, ablation: str, pro
     import time
 
     from ..circuits.discovery_figures import translator_heads_figure
-    from ..circuits.translation import TRANSLATION_TASKS, patch_translator_heads
+    from ..circuits.translation import KINDS, TRANSLATION_TASKS, head_tag, patch_translator_heads
     from ..kinds import KIND, Model
     from ..viz import save
 
@@ -249,7 +249,7 @@ def _discover_heads(args: argparse.Namespace, task_name: str, ablation: str, pro
         att = found.attention.get(h)
         looks = (f"; from the year's output positions {att['on_year']:.0%} of its attention on the source's year, "
                  f"{att['aligned']:.0%} on the digit being written" if att else "")
-        print(f"{h} ({found.to_json()['heads'][i]['kind']}): removes {found.effect[i]:.1%} of the year's logit "
+        print(f"{h} ({KINDS[head_tag(h)]}): removes {found.effect[i]:.1%} of the year's logit "
               f"difference (95% CI {found.low[i]:.1%} to {found.high[i]:.1%}){looks}")
     together = [f"{h[4:]} {found.effect[i]:.1%}" for i, h in enumerate(found.heads) if h.startswith("all ")]
     print("each kind's heads together: " + ", ".join(together))

@@ -255,9 +255,12 @@ def patch_translator_heads(model: nn.Module, pairs: TranslationPairs, *, ablatio
         corrupt_z: dict[int, Tensor] = {}
         with _heads_in(attns, corrupt_z, None):
             m_corrupt = _metric(model(pairs.corrupt, pairs.tgt_in), pairs)
-        source = {"corrupt": corrupt_z,
-                  "mean": {k: v.mean(0, keepdim=True).expand_as(v) for k, v in clean_z.items()},
-                  "resample": {k: v.roll(1, 0) for k, v in clean_z.items()}}[ablation]
+        if ablation == "corrupt":
+            source = corrupt_z
+        elif ablation == "mean":
+            source = {k: v.mean(0, keepdim=True).expand_as(v) for k, v in clean_z.items()}
+        else:  # resample: another prompt's clean run
+            source = {k: v.roll(1, 0) for k, v in clean_z.items()}
         groups = [[(a, h)] for _, a, h in heads] + [[(a, h) for n, a, h in heads if n[0] == tag] for tag in KINDS]
         patched = []
         for group in groups:
