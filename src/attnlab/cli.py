@@ -66,16 +66,21 @@ def _one_line(text: object) -> str:
 
 
 @contextlib.contextmanager
-def _cli_behaviour(command: str) -> Iterator[None]:
+def _cli_behaviour(command: str, received: list[BaseException] | None = None) -> Iterator[None]:
     """For the length of a command: SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` (both held
-    while a staging folder is being made: ``_output.interrupt``); warnings print as one line."""
+    while a staging folder is being made: ``_output.interrupt``), each also appended to ``received``; warnings print
+    as one line."""
     from ._commands import interrupt
 
+    seen = received if received is not None else []
+
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        interrupt(Terminated())
+        seen.append(Terminated())
+        interrupt(seen[-1])
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        interrupt(KeyboardInterrupt())
+        seen.append(KeyboardInterrupt())
+        interrupt(seen[-1])
 
     def show_warning(message: Warning | str, category: type[Warning], *rest: object, **kw: object) -> None:
         print(f"attnlab {command}: warning: {_one_line(message)}", file=sys.stderr)
@@ -98,45 +103,53 @@ def _cli_behaviour(command: str) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .errors import AttnLabError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     problem = _not_text(sys.argv[1:] if argv is None else argv)
     if problem:
         print(f"attnlab {args.command}: error: {problem}", file=sys.stderr)
         return 2
+    received: list[BaseException] = []
     try:
-        with _cli_behaviour(args.command):
+        with _cli_behaviour(args.command, received):
             return int(args.run(args) or 0)
-    except AttnLabError as exc:
-        print(f"attnlab {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+    except BaseException as exc:
+        # A signal stops the command however its exception comes out: as itself, wrapped by a hook (class creation's
+        # __set_name__ raises a RuntimeError from it: a SIGTERM during an import), or replaced by a library that
+        # calls back into Python and reports its own error (safetensors' loader: a ValueError about storage).
+        stopped = _signal_behind(exc) or (received[0] if received and isinstance(exc, Exception) else None)
+        if stopped is not None:
+            return _signalled(args.command, stopped)
+        code = _reported(args.command, exc)
+        if code is None:
+            raise
+        return code
+
+
+def _reported(command: str, exc: BaseException) -> int | None:
+    """The exit code after one line on stderr for what a user can fix, or None for a bug (its traceback shows)."""
+    from .errors import AttnLabError
+
+    if isinstance(exc, AttnLabError):
+        print(f"attnlab {command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except ModuleNotFoundError as exc:  # a library of an extra that is not installed (attnlab._extras)
+    if isinstance(exc, ModuleNotFoundError):  # a library of an extra that is not installed (attnlab._extras)
         from ._extras import missing_extra
 
         missing = missing_extra(exc, "this command")
         if missing is None:
-            raise
-        print(f"attnlab {args.command}: error: {_one_line(missing)}", file=sys.stderr)
+            return None
+        print(f"attnlab {command}: error: {_one_line(missing)}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `attnlab show ... | head`: the reader left; stop quietly
+    if isinstance(exc, BrokenPipeError):  # `attnlab show ... | head`: the reader left; stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
         return 1
-    except OSError as exc:  # unwritable folder, disk full, ...
+    if isinstance(exc, OSError):  # unwritable folder, disk full, ...
         where = f" {exc.filename!r}" if exc.filename else ""
-        print(f"attnlab {args.command}: error: {_one_line(exc.strerror or exc)}{where}", file=sys.stderr)
+        print(f"attnlab {command}: error: {_one_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return _signalled(args.command, KeyboardInterrupt())
-    except Terminated:
-        return _signalled(args.command, Terminated())
-    except RuntimeError as exc:  # a signal that landed while Python ran a hook that wraps what it raises
-        cause = _signal_behind(exc)  # (class creation's __set_name__ does: a SIGTERM during an import)
-        if cause is None:
-            raise
-        return _signalled(args.command, cause)
+    return None
 
 
 def _signal_behind(exc: BaseException) -> BaseException | None:

@@ -83,3 +83,45 @@ def test_a_sigterm_the_moment_the_staging_folder_appears_still_removes_it(tmp_pa
     with pytest.raises(Terminated), _cli_behaviour("show"), _output.staging(out, tmp_path):
         pytest.fail("the signal must end the command before its work starts")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("context_kept", [True, False])
+def test_a_signal_a_library_turns_into_its_own_error_still_ends_as_terminated(monkeypatch, capsys, context_kept):
+    """A SIGTERM that lands inside a library which calls back into Python and raises its own error instead (the
+    safetensors loader reports ``ValueError: could not determine the shape of object type 'UntypedStorage'``, with
+    no trace of the signal when context_kept is False): exit 143 and one line, not that error's traceback."""
+    import os
+    import signal
+
+    from attnlab._commands import show
+    from attnlab.cli import main
+
+    def library_call(args):
+        failed = False
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs at the next bytecode boundaries
+                pass
+        except BaseException:
+            failed = True
+            if context_kept:
+                raise ValueError("could not determine the shape of object type 'torch.storage.UntypedStorage'")  # noqa: B904 (as a library does)
+        if failed:
+            raise ValueError("could not determine the shape of object type 'torch.storage.UntypedStorage'")
+        pytest.fail("the signal never reached the command")
+
+    monkeypatch.setattr(show, "run", library_call)
+    assert main(["show", "The cat sat."]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.strip().splitlines() == ["attnlab show: terminated"]
+
+
+def test_an_error_with_no_signal_behind_it_keeps_its_traceback(monkeypatch):
+    from attnlab._commands import show
+    from attnlab.cli import main
+
+    def broken(args):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(show, "run", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        main(["show", "The cat sat."])
