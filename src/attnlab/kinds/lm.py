@@ -9,6 +9,7 @@ import torch
 
 from .._bundled import Located
 from ..errors import InputError, TooLongError
+from ..viz import one_line
 from ._base import Cost, Kind, Model, Outcome
 from ._hooked import TextModel
 
@@ -30,8 +31,7 @@ class Continues(Kind):
         return float(outcome.output["log_probability"])
 
     def told(self, outcome: Outcome) -> str | None:
-        text = str(outcome.output["continuation"]).replace("\r", "\\r").replace("\n", "\\n")
-        return f"continuation: {text}"  # one line: a line break written as its escape
+        return f"continuation: {one_line(str(outcome.output['continuation']))}"  # a line break as its escape
 
     def shown(self, model: Model, outcome: Outcome, *, settings: dict[str, Any] | None = None, **context: Any
               ) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .html import save_html as save_html
     from .html import to_html as to_html
     from .static import save as save
+    from .summary import one_line as one_line
     from .summary import summarize as summarize
 
 # public name -> the submodule that defines it (imported on first access)
@@ -43,6 +44,7 @@ _LAZY = {
     "compare_html": "html",
     "to_html": "html",
     "summarize": "summary",
+    "one_line": "summary",
     "families": "_fonts",
 }
 

@@ -100,7 +100,7 @@ def summarize(trace: AttentionTrace, *, kind: Kind | None = None, batch: int = 0
     layers = layer_summaries(trace, kind=kind, batch=batch, top=top)
     kind = kind or trace.main_kind
     rec = trace.select(kind=kind)[0]
-    keys = [_one_line(k) for k in rec.key_tokens or []] or [str(j) for j in range(rec.weights.shape[-1])]
+    keys = [one_line(k) for k in rec.key_tokens or []] or [str(j) for j in range(rec.weights.shape[-1])]
 
     def name(j: int) -> str:
         return keys[j] if keys.count(keys[j]) == 1 else f"{keys[j]}@{j}"
@@ -140,6 +140,7 @@ def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def _one_line(token: str) -> str:
-    """A token as the summary's one-line rows show it: a line break or tab written as its escape (``\\n``)."""
+def one_line(token: str) -> str:
+    """Text as one-line rows show it (the summary's, a command's answer): a line break or tab written as its escape
+    (``\\n``)."""
     return token.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
