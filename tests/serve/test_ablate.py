@@ -7,17 +7,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnlab import circuits as C
-from attnlab.serve import Lab, Limits, catalogue, create_app
-
-
-@pytest.fixture(scope="module")
-def lab() -> Lab:
-    return Lab(catalogue())
-
-
-@pytest.fixture(scope="module")
-def client(lab: Lab) -> TestClient:
-    return TestClient(create_app(lab, Limits(), hosts=["testserver"]))
 
 
 @pytest.mark.parametrize(("model", "text"), [("zh-lm", "中国人民中国"), ("zh-sentiment", "这本书写得很好")])

@@ -24,16 +24,6 @@ SENTENCE = "The cat sat on the mat because it was tired."
 HOSTS = ["testserver"]
 
 
-@pytest.fixture(scope="module")
-def lab() -> Lab:
-    return Lab(catalogue())
-
-
-@pytest.fixture(scope="module")
-def client(lab: Lab) -> TestClient:
-    return TestClient(create_app(lab, Limits(), hosts=HOSTS))
-
-
 def run(client: TestClient, **body: Any) -> httpx.Response:
     return client.post("/api/run", json=body)
 

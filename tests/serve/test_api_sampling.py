@@ -11,14 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnlab import MODELS
-from attnlab.serve import Lab, Limits, catalogue, create_app
 from attnlab.serve._lab import CONTINUATION
 from attnlab.trained import SAMPLING, find_loop, load_language_model
-
-
-@pytest.fixture(scope="module")
-def client() -> TestClient:
-    return TestClient(create_app(Lab(catalogue()), Limits(), hosts=["testserver"]))
 
 
 def run(client: TestClient, **body: Any) -> httpx.Response:

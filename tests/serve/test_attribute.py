@@ -10,12 +10,6 @@ from fastapi.testclient import TestClient
 
 from attnlab import Model
 from attnlab.analysis import attribute_generation, attribute_translation
-from attnlab.serve import Lab, Limits, catalogue, create_app
-
-
-@pytest.fixture(scope="module")
-def client() -> TestClient:
-    return TestClient(create_app(Lab(catalogue()), Limits(), hosts=["testserver"]))
 
 
 def cells(matrix: np.ndarray) -> list[list[float | None]]:

@@ -15,16 +15,6 @@ from attnlab.kinds import Budget
 from attnlab.serve import Lab, Limits, catalogue, create_app
 
 
-@pytest.fixture(scope="module")
-def lab() -> Lab:
-    return Lab(catalogue())
-
-
-@pytest.fixture(scope="module")
-def client(lab: Lab) -> TestClient:
-    return TestClient(create_app(lab, Limits(), hosts=["testserver"]))
-
-
 def cell(model: str, text: str, layer: int, head: int, query: int, key: int) -> dict[str, Any]:
     return {"model": model, "text": text, "layer": layer, "head": head, "query": query, "key": key}
 
