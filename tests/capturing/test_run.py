@@ -219,6 +219,7 @@ if __name__ == "__main__":  # the table of the closing note
     from types import SimpleNamespace
 
     from attnlab.serve import Lab, Limits, catalogue, create_app
+    from attnlab.viz import one_line
 
     lab_client = TestClient(create_app(Lab(catalogue()), Limits(), hosts=["testserver"]))
     rows: dict[str, dict[str, str]] = {}
@@ -239,7 +240,7 @@ if __name__ == "__main__":  # the table of the closing note
                 contextlib.redirect_stderr(err_buffer):
             got = surfaces(name, text, Path(tmp), Captured(), lab_client)  # type: ignore[arg-type]
         for surface, (a, x, digits, w) in got.items():
-            shown = a if x is None else f"{a} {x:.{min(digits, 6)}f}"
+            shown = one_line(a if x is None else f"{a} {x:.{min(digits, 6)}f}")  # a table row is one line
             rows.setdefault(surface, {})[column] = shown + (f" ({len(w)} warning{'s' * (len(w) > 1)})" if w else "")
     print("| surface | " + " | ".join(c if c not in TEXTS else f"{c}: {TEXTS[c]}" for c in columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
