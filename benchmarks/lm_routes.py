@@ -8,7 +8,8 @@ the n-gram's line beside them.
 Each row: the run's steps and CPU seconds of training, valid bits per character at the CPU second every run
 reached (``at_common_cpu_s``, read off its curve by linear interpolation between validations), its best valid and
 its test figure, the mixture with the n-gram when the run made one, and the n-gram's valid figure.  A run stopped
-before its end (no final.json) gets a row of its last validation, ``"finished": false``, and no test figure.
+before its end (no final.json) gets a row of its last validation, ``"finished": false``, and no test figure; a run
+with no n-gram of its own (benchmarks/lm_bpe_screen.py) takes the other runs' line.
 With ``--heads``, each run's heads.png is drawn again from its rows (for a stopped run, the only one there is) into
 that folder as NAME-heads.png.
 """
@@ -59,8 +60,8 @@ def main() -> None:
             row.update({"finished": True, "steps": final["steps"], "train_cpu_s": final["train_cpu_s"],
                         "valid": round(final["valid_bits_per_char"], 4), "test": round(final["test_bits_per_char"], 4),
                         "best_step": final["best_step"],
-                        "ngram_valid": final["ngram_valid_bits_per_char"][str(final["ngram_order"])],
-                        "ngram_test": final["ngram_test_bits_per_char"],
+                        **({"ngram_valid": final["ngram_valid_bits_per_char"][str(final["ngram_order"])],
+                            "ngram_test": final["ngram_test_bits_per_char"]} if "ngram_order" in final else {}),
                         **{k: round(final[k], 4) for k in ("mix_lambda", "mix_valid_bits_per_char",
                                                             "mix_test_bits_per_char") if k in final}})
         else:
