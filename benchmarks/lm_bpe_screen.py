@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,10 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 
 from attnlab.data import lm_documents, lm_tokenizer, split_documents
 from attnlab.models.lm import CausalLM, LMConfig
-from attnlab.training import LMTrainConfig
-from attnlab.training._lm_run import LOG2E, LMTask
-from attnlab.training._runtime import Result, seed_everything, start_run
+from attnlab.training import LMTask, LMTrainConfig, Result, seed_everything, start_run
 
 SPLITS = ("train", "valid", "test")
+LOG2E = 1 / math.log(2)  # bits per nat
 
 
 def bpe(train: str, size: int) -> Tokenizer:

@@ -4,9 +4,9 @@ here again with a direct forward pass."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +17,15 @@ from tokenizers import Tokenizer
 from attnlab.data import lm_documents, lm_tokenizer, split_documents
 from attnlab.models.lm import load_lm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import lm_bpe_screen
-
 from .test_lm import TINY_MODEL, TINY_TRAIN, write_text
+
+# the script, loaded from its file (benchmarks/ on sys.path would shadow libraries: it holds a kernels.py, and
+# subprocesses that copy sys.path would inherit it)
+_SPEC = importlib.util.spec_from_file_location("lm_bpe_screen", Path(__file__).resolve().parents[2] / "benchmarks"
+                                               / "lm_bpe_screen.py")
+assert _SPEC is not None and _SPEC.loader is not None
+lm_bpe_screen = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(lm_bpe_screen)
 
 
 def test_the_tokenizer_spells_the_text_back_and_keeps_punctuation_apart() -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._hits import top1_hits
     from ._induction_run import train_induction
     from ._lm_run import LMTask, fit_mixture, mixture, train_lm
-    from ._runtime import Runtime, Task, accuracy_stderr, lr_at, saved_run
+    from ._runtime import Result, Runtime, Task, accuracy_stderr, lr_at, saved_run, seed_everything, start_run
     from ._translate_run import ARCHITECTURES, build_translator, decode_ids, exact_match, train_translator
     from ._translate_use import bundle_translator, calibrate_translator, choose_threshold
 
@@ -48,7 +48,8 @@ _MODULES = {  # public name -> the module that defines it (the configs' module, 
     "World": "._distributed",
     "top1_hits": "._hits",
     "plot_head_scores": "._curves",
-    **dict.fromkeys(("Runtime", "Task", "accuracy_stderr", "lr_at", "saved_run"), "._runtime"),
+    **dict.fromkeys(("Result", "Runtime", "Task", "accuracy_stderr", "lr_at", "saved_run", "seed_everything",
+                     "start_run"), "._runtime"),
     **dict.fromkeys(("ARCHITECTURES", "build_translator", "decode_ids", "exact_match", "train_translator"),
                     "._translate_run"),
     **dict.fromkeys(("bundle_translator", "calibrate_translator", "choose_threshold"), "._translate_use"),
@@ -63,6 +64,7 @@ __all__ = [
     "LMTask",
     "LMTrainConfig",
     "LanguageModel",
+    "Result",
     "RunConfig",
     "Runtime",
     "Task",
@@ -89,6 +91,8 @@ __all__ = [
     "mixture",
     "plot_head_scores",
     "saved_run",
+    "seed_everything",
+    "start_run",
     "top1_hits",
     "train_classifier",
     "train_induction",
