@@ -116,8 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:
         # A signal stops the command however its exception comes out: as itself, wrapped by a hook (class creation's
         # __set_name__ raises a RuntimeError from it: a SIGTERM during an import), or replaced by a library that
-        # calls back into Python and reports its own error (safetensors' loader: a ValueError about storage).
-        stopped = _signal_behind(exc) or (received[0] if received and isinstance(exc, Exception) else None)
+        # calls back into Python and reports its own error (safetensors' loader: a ValueError about storage). The
+        # handlers record every signal, so the first one recorded is the answer for any error that follows it.
+        stopped = (exc if isinstance(exc, (KeyboardInterrupt, Terminated))
+                   else received[0] if received and isinstance(exc, Exception) else None)
         if stopped is not None:
             return _signalled(args.command, stopped)
         code = _reported(args.command, exc)
@@ -149,16 +151,6 @@ def _reported(command: str, exc: BaseException) -> int | None:
         where = f" {exc.filename!r}" if exc.filename else ""
         print(f"attnlab {command}: error: {_one_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
-    return None
-
-
-def _signal_behind(exc: BaseException) -> BaseException | None:
-    """The KeyboardInterrupt or Terminated that ``exc`` was raised from, if any."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, (KeyboardInterrupt, Terminated)):
-            return seen
-        seen = seen.__cause__ or seen.__context__
     return None
 
 
