@@ -272,6 +272,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path, child_e
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"resumed from {killed_at}" in done.stdout
+    step = int(killed_at.removeprefix("step-"))  # the last line counts this sitting's CPU as this sitting's
+    assert f"over all sittings, this sitting (from step {step}) in all" in done.stdout
     assert without_timings(broken) == without_timings(whole)  # every step, every probe, bit for bit
     assert (broken / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
 

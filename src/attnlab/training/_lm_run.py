@@ -440,6 +440,8 @@ def train_lm(
             f"{runtime.total} steps of {config.batch_size} windows on {w.size} process(es){sharded}, {w.device}, "
             f"{torch.get_num_threads()} thread(s)")
         final = runtime.loop()
+        sitting = (", the whole run" if runtime.resumed_at is None  # a resumed run: its CPU before now is not ours
+                   else f" over all sittings, this sitting (from step {runtime.resumed_at}) in all")
         if w.main:
             lm_figures(opened.out, f"{run['data']}")
         below = final["vs_ngram"]
@@ -450,6 +452,6 @@ def train_lm(
             f"{run['ngram']['valid_bits_per_char'][str(chosen)]:.4f}: {100 * abs(below):.1f}% "
             f"{'below' if below >= 0 else 'above'} it); "
             f"test {final['test_bits_per_char']:.4f} (n-gram {test_bpc:.4f}){mixed}; training took "
-            f"{final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall), the whole run "
+            f"{final['train_cpu_s'] / 60:.2f} CPU minutes ({final['train_wall_s']:.0f} s wall){sitting} "
             f"{(time.process_time() - started) / 60:.2f}")
         return final

@@ -260,6 +260,7 @@ class Runtime:
         self.ema = snapshot_parameters(self.model) if config.ema else None  # the moving average of the weights
         self.best_state = snapshot(self.model)
         self.timed: list[float] = []  # this process's first step times, for the expected duration
+        self.resumed_at: int | None = None  # the step this process resumed from (None: it started the run)
         self.step_started = time.process_time()  # the CPU clock at the start of the current step
 
     # --- the loop ---------------------------------------------------------------------------------------------
@@ -456,6 +457,7 @@ class Runtime:
             with open(self.out / METRICS, "r+b") as f:
                 f.truncate(self.state["metrics_bytes"])
         restore_rng(ckpt.rng, rng_info)
+        self.resumed_at = self.state["step"]
         self.log(f"resumed from {folder.name}: step {self.state['step']} of {self.total}, epoch "
                  f"{self.state['epoch'] + 1}, batch {self.state['in_epoch']} of {self.steps_per_epoch}")
 
