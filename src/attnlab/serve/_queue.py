@@ -96,7 +96,7 @@ class RunQueue:
 
         try:
             return await asyncio.wait_for(turn(), timeout=self.timeout_s)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # not the builtin TimeoutError on Python 3.10 (one class from 3.11)
             cancel.set()  # the run stops at its next module call
             self.cancelled += 1
             raise ApiError(504, f"the run took longer than {self.timeout_s:g} s and was stopped; try a shorter "
