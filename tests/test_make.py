@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# a make of its own, not a sub-make of `make test`'s (whose MAKEFLAGS and MAKELEVEL would change what make prints)
+ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
 
 
 def old_python(tmp_path: Path) -> Path:
@@ -26,7 +29,7 @@ def old_python(tmp_path: Path) -> Path:
 def test_a_venv_from_python_3_10_is_refused_in_one_line(tmp_path: Path, target: str, venv: str) -> None:
     made = tmp_path / "venv"
     done = subprocess.run(["make", "-s", "-C", str(ROOT), target, f"{venv}={made}", f"PYTHON={old_python(tmp_path)}"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=ENV)
     assert done.returncode == 2
     said = [line for line in done.stderr.splitlines() if not line.startswith("make: ***")]
     assert said == [f"make: the venvs need Python 3.11 or newer (the test tools need it), but PYTHON="
@@ -38,6 +41,6 @@ def test_the_python_that_runs_the_tests_passes_the_check(tmp_path: Path) -> None
     """The same check on this interpreter (3.11+, or the suite could not run): make goes on to create the venv (here
     a dry run, -n, prints the venv command instead of running it)."""
     done = subprocess.run(["make", "-n", "-C", str(ROOT), "install", f"VENV={tmp_path / 'venv'}",
-                           f"PYTHON={sys.executable}"], capture_output=True, text=True, timeout=60)
+                           f"PYTHON={sys.executable}"], capture_output=True, text=True, timeout=60, env=ENV)
     assert done.returncode == 0, done.stderr
     assert f"{sys.executable} -m venv {tmp_path / 'venv'}" in done.stdout
