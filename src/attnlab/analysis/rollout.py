@@ -112,7 +112,9 @@ def flow(
     the middle layers, built once and re-solved with only the source's and the target's arcs changed
     (:func:`_flow_rows_ortools`); ``solver="scipy"`` builds one scipy graph per target and runs Dinic's
     algorithm (:func:`_flow_rows_scipy`, the slowest, the reference).  All see the same integer capacities
-    and return the same values.  ``workers > 1`` shares the targets among that many processes."""
+    and return the same values.  ``workers > 1`` shares the targets among that many processes, started the way Python
+    starts them by default (fork on Linux before 3.14, forkserver from 3.14, spawn on macOS and Windows): under the
+    last two a script that calls this must do so under ``if __name__ == "__main__":``."""
     if not 1 <= scale <= FLOW_SCALE:
         raise InputError(f"scale must be between 1 and 2**30 (capacities are 32-bit integers), got {scale}")
     if not isinstance(workers, int) or workers < 1:
