@@ -14,33 +14,37 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
 
 
-def old_python(tmp_path: Path) -> Path:
-    """A stand-in for a Python 3.10 interpreter: the real one, told that its version is (3, 10)."""
-    script = tmp_path / "python3.10"
-    told = "import sys; sys.version_info = (3, 10)"
-    script.write_text(f"#!/bin/sh\nif [ \"$1\" = -V ]; then echo 'Python 3.10.13'; exit 0; fi\n"
+def stand_in(tmp_path: Path, version: tuple[int, int]) -> Path:
+    """A stand-in interpreter of ``version``: the real one, told that its version is that, whose ``-m venv DIR`` only
+    leaves a mark in DIR and fails (so that make stops there instead of installing)."""
+    script = tmp_path / f"python{version[0]}.{version[1]}"
+    told = f"import sys; sys.version_info = {version}"
+    script.write_text(f"#!/bin/sh\nif [ \"$1\" = -V ]; then echo 'Python {version[0]}.{version[1]}.13'; exit 0; fi\n"
                       f"if [ \"$1\" = -c ]; then exec {sys.executable} -c \"{told}; $2\"; fi\n"
+                      f"if [ \"$1 $2\" = \"-m venv\" ]; then mkdir -p \"$3\" && touch \"$3/marked\"; exit 3; fi\n"
                       f"exec {sys.executable} \"$@\"\n")
     script.chmod(0o755)
     return script
 
 
+def make(tmp_path: Path, target: str, venv: str, version: tuple[int, int]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["make", "-s", "-C", str(ROOT), target, f"{venv}={tmp_path / 'venv'}",
+                           f"PYTHON={stand_in(tmp_path, version)}"],
+                          capture_output=True, text=True, timeout=60, env=ENV)
+
+
 @pytest.mark.parametrize("target,venv", [("install", "VENV"), ("docs", "DOCS_VENV"), ("test-floor", "FLOOR_VENV")])
 def test_a_venv_from_python_3_10_is_refused_in_one_line(tmp_path: Path, target: str, venv: str) -> None:
-    made = tmp_path / "venv"
-    done = subprocess.run(["make", "-s", "-C", str(ROOT), target, f"{venv}={made}", f"PYTHON={old_python(tmp_path)}"],
-                          capture_output=True, text=True, timeout=60, env=ENV)
+    done = make(tmp_path, target, venv, (3, 10))
     assert done.returncode == 2
     said = [line for line in done.stderr.splitlines() if not line.startswith("make: ***")]
     assert said == [f"make: the venvs need Python 3.11 or newer (the test tools need it), but PYTHON="
                     f"{tmp_path / 'python3.10'} is Python 3.10.13; run make with PYTHON=python3.11 (or newer)"]
-    assert not made.exists()  # nothing created
+    assert not (tmp_path / "venv").exists()  # nothing created
 
 
-def test_the_python_that_runs_the_tests_passes_the_check(tmp_path: Path) -> None:
-    """The same check on this interpreter (3.11+, or the suite could not run): make goes on to create the venv (here
-    a dry run, -n, prints the venv command instead of running it)."""
-    done = subprocess.run(["make", "-n", "-C", str(ROOT), "install", f"VENV={tmp_path / 'venv'}",
-                           f"PYTHON={sys.executable}"], capture_output=True, text=True, timeout=60, env=ENV)
-    assert done.returncode == 0, done.stderr
-    assert f"{sys.executable} -m venv {tmp_path / 'venv'}" in done.stdout
+@pytest.mark.parametrize("version", [(3, 11), (3, 13)])
+def test_python_3_11_and_newer_go_on_to_make_the_venv(tmp_path: Path, version: tuple[int, int]) -> None:
+    done = make(tmp_path, "install", "VENV", version)
+    assert (tmp_path / "venv" / "marked").exists(), done.stderr  # the check passed and `PYTHON -m venv` ran
+    assert "need Python 3.11" not in done.stderr

@@ -440,7 +440,8 @@ def train_lm(
             f"{runtime.total} steps of {config.batch_size} windows on {w.size} process(es){sharded}, {w.device}, "
             f"{torch.get_num_threads()} thread(s)")
         final = runtime.loop()
-        sitting = (", the whole run" if runtime.resumed_at is None  # a resumed run: its CPU before now is not ours
+        # `started` is this process's CPU clock: on a resumed run that is this sitting, not the whole run
+        sitting = (", the whole run" if runtime.resumed_at is None
                    else f" over all sittings, this sitting (from step {runtime.resumed_at}) in all")
         if w.main:
             lm_figures(opened.out, f"{run['data']}")
